@@ -1,0 +1,334 @@
+//! The napi layer: converts JS input to Rust data once, at the boundary, calls the pure-Rust
+//! modules, and maps their results and errors to JS in exactly one place each
+//! (`to_inspection`, `js_error`).
+
+use crate::bucket;
+use crate::error::{Code, TxError};
+use crate::inspect::{decode_base64, inspect_bytes, inspect_many, Report};
+use crate::parse::{Version, PACKET_DATA_SIZE};
+use crate::tip;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use std::sync::Arc;
+
+/// A JS error whose `code` property is one of the stable codes of `error.rs`.
+pub struct JsCode(&'static str);
+impl AsRef<str> for JsCode {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+/// The one mapping from internal errors to thrown JS errors.
+fn js_error(e: &TxError) -> napi::Error<JsCode> {
+    napi::Error::new(JsCode(e.code.as_str()), e.message())
+}
+
+/// Why a transaction was refused: a stable `code` and the precise, human-readable `message`.
+#[napi(object)]
+pub struct InspectError {
+    /// Stable code: BASE64_INVALID, TOO_LARGE, MALFORMED, UNSUPPORTED_VERSION,
+    /// SIGNATURE_COUNT_MISMATCH, INVALID_HEADER, TOO_MANY_ACCOUNTS, INVALID_PROGRAM_INDEX,
+    /// INVALID_ACCOUNT_INDEX, EMPTY_LOOKUP, UNSIGNED, SIGNATURE_INVALID.
+    pub code: String,
+    pub message: String,
+    /// Byte offset in the decoded transaction, where it applies.
+    pub offset: Option<u32>,
+    /// Signature, instruction, lookup or base64 character index, where it applies.
+    pub index: Option<u32>,
+}
+
+/// The verdict on one transaction. When `ok` is false only `error` is set.
+#[napi(object)]
+pub struct Inspection {
+    pub ok: bool,
+    pub error: Option<InspectError>,
+    /// First signature, base58: the transaction's id.
+    pub signature: Option<String>,
+    pub num_signatures: Option<u32>,
+    /// Fee payer (first static key), base58.
+    pub fee_payer: Option<String>,
+    /// Recent blockhash (or durable nonce value), base58.
+    pub recent_blockhash: Option<String>,
+    /// "legacy" or "v0".
+    pub version: Option<String>,
+    /// Sum of System transfers to tip addresses, in lamports.
+    pub tip_lamports: Option<BigInt>,
+    /// Number of tip transfers found.
+    pub tip_transfers: Option<u32>,
+    /// The first tip address paid, base58.
+    pub tip_account: Option<String>,
+    /// System transfers whose destination comes from an address lookup table (not counted).
+    pub transfers_via_lookup: Option<u32>,
+    /// First instruction is AdvanceNonceAccount: the transaction does not expire by blockhash.
+    pub durable_nonce: Option<bool>,
+    pub compute_unit_limit: Option<u32>,
+    /// Micro-lamports per compute unit.
+    pub compute_unit_price: Option<BigInt>,
+    /// Decoded length in bytes.
+    pub size: Option<u32>,
+    /// The decoded wire bytes (set when the input was base64 text).
+    pub wire: Option<Buffer>,
+}
+
+fn b58(bytes: &[u8]) -> String {
+    bs58::encode(bytes).into_string()
+}
+
+/// The one mapping from an inspection result to its JS shape.
+fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wire: Option<&[u8]>) -> Inspection {
+    match r {
+        Ok(rep) => Inspection {
+            ok: true,
+            error: None,
+            signature: Some(b58(&rep.signature)),
+            num_signatures: Some(rep.num_signatures.into()),
+            fee_payer: Some(b58(&rep.fee_payer)),
+            recent_blockhash: Some(b58(&rep.recent_blockhash)),
+            version: Some(match rep.version {
+                Version::Legacy => "legacy".into(),
+                Version::V0 => "v0".into(),
+            }),
+            tip_lamports: Some(BigInt::from(rep.scan.tip_lamports)),
+            tip_transfers: Some(rep.scan.tip_transfers),
+            tip_account: rep.scan.first_tip_account.and_then(|i| tips.keys().get(i as usize)).map(|k| b58(k)),
+            transfers_via_lookup: Some(rep.scan.transfers_via_lookup),
+            durable_nonce: Some(rep.scan.durable_nonce),
+            compute_unit_limit: rep.scan.compute_unit_limit,
+            compute_unit_price: rep.scan.compute_unit_price.map(BigInt::from),
+            size: Some(rep.len as u32),
+            wire: wire.map(|w| Buffer::from(w.to_vec())),
+        },
+        Err(e) => Inspection {
+            ok: false,
+            error: Some(InspectError {
+                code: e.code.as_str().into(),
+                message: e.message(),
+                offset: e.offset,
+                index: e.index,
+            }),
+            signature: None,
+            num_signatures: None,
+            fee_payer: None,
+            recent_blockhash: None,
+            version: None,
+            tip_lamports: None,
+            tip_transfers: None,
+            tip_account: None,
+            transfers_via_lookup: None,
+            durable_nonce: None,
+            compute_unit_limit: None,
+            compute_unit_price: None,
+            size: None,
+            wire: None,
+        },
+    }
+}
+
+/// The service's tip addresses, decoded once. Pass it to every `inspect*` call.
+#[napi]
+pub struct TipSet {
+    inner: Arc<tip::TipSet>,
+}
+
+#[napi]
+impl TipSet {
+    /// @param addresses base58 public keys (32 bytes each).
+    #[napi(constructor)]
+    pub fn new(addresses: Vec<String>) -> Result<Self, JsCode> {
+        let mut keys = Vec::with_capacity(addresses.len());
+        for a in &addresses {
+            keys.push(decode_key(a)?);
+        }
+        Ok(TipSet { inner: Arc::new(tip::TipSet::new(keys)) })
+    }
+
+    /// The addresses, base58, in the order given.
+    #[napi(getter)]
+    pub fn addresses(&self) -> Vec<String> {
+        self.inner.keys().iter().map(|k| b58(k)).collect()
+    }
+}
+
+fn decode_key(a: &str) -> Result<[u8; 32], JsCode> {
+    let mut out = [0u8; 32];
+    match bs58::decode(a).onto(&mut out) {
+        Ok(32) => Ok(out),
+        _ => Err(js_error(&TxError::new(Code::Base58Invalid, "not a base58 32-byte address"))),
+    }
+}
+
+fn inspect_text(text: &[u8], tips: &tip::TipSet) -> Inspection {
+    let mut buf = [0u8; PACKET_DATA_SIZE];
+    match decode_base64(text, &mut buf) {
+        Ok(n) => to_inspection(inspect_bytes(&buf[..n], tips), tips, Some(&buf[..n])),
+        Err(e) => to_inspection(Err(e), tips, None),
+    }
+}
+
+/// Decode (standard base64), frame, verify every signature and find the tips of one
+/// transaction. Never throws for bad input: the verdict is in `ok` / `error`.
+#[napi(catch_unwind)]
+pub fn inspect(transaction: String, tips: &TipSet) -> Inspection {
+    inspect_text(transaction.as_bytes(), &tips.inner)
+}
+
+/// Like `inspect`, for wire bytes (zero-copy: the bytes are read in place).
+#[napi(catch_unwind, js_name = "inspectBytes")]
+pub fn inspect_bytes_js(transaction: &[u8], tips: &TipSet) -> Inspection {
+    to_inspection(inspect_bytes(transaction, &tips.inner), &tips.inner, None)
+}
+
+fn inspect_texts(texts: &[String], tips: &tip::TipSet) -> Vec<Inspection> {
+    let mut bufs: Vec<[u8; PACKET_DATA_SIZE]> = vec![[0u8; PACKET_DATA_SIZE]; texts.len()];
+    let decoded: Vec<std::result::Result<usize, TxError>> = texts
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(t, b)| decode_base64(t.as_bytes(), b))
+        .collect();
+    let slices: Vec<&[u8]> = decoded
+        .iter()
+        .zip(bufs.iter())
+        .filter_map(|(d, b)| d.as_ref().ok().map(|&n| &b[..n]))
+        .collect();
+    let mut results = inspect_many(&slices, tips).into_iter().zip(slices.iter());
+    decoded
+        .iter()
+        .map(|d| match d {
+            Err(e) => to_inspection(Err(*e), tips, None),
+            Ok(_) => match results.next() {
+                Some((r, wire)) => to_inspection(r, tips, Some(wire)),
+                None => to_inspection(Err(TxError::new(Code::Malformed, "internal")), tips, None),
+            },
+        })
+        .collect()
+}
+
+/// Inspect many base64 transactions, verifying all their signatures as one ed25519 batch.
+/// Each verdict equals what `inspect` gives for that transaction alone.
+#[napi(catch_unwind)]
+pub fn inspect_batch(transactions: Vec<String>, tips: &TipSet) -> Vec<Inspection> {
+    inspect_texts(&transactions, &tips.inner)
+}
+
+pub struct InspectTask {
+    texts: Vec<String>,
+    tips: Arc<tip::TipSet>,
+}
+
+impl Task for InspectTask {
+    type Output = Vec<Inspection>;
+    type JsValue = Vec<Inspection>;
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        // Runs on a libuv pool thread: the event loop stays free while signatures verify.
+        Ok(inspect_texts(&self.texts, &self.tips))
+    }
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(output)
+    }
+}
+
+/// `inspectBatch` on a libuv pool thread, so the calling thread stays responsive.
+#[napi(ts_return_type = "Promise<Array<Inspection>>")]
+pub fn inspect_batch_async(transactions: Vec<String>, tips: &TipSet) -> AsyncTask<InspectTask> {
+    AsyncTask::new(InspectTask { texts: transactions, tips: tips.inner.clone() })
+}
+
+/// A bare ed25519 `verify_strict` of one signature: the benchmark baseline for `inspect`.
+#[napi(catch_unwind)]
+pub fn ed25519_verify(message: &[u8], signature: &[u8], public_key: &[u8]) -> bool {
+    let (Ok(sig), Ok(key)) = (<[u8; 64]>::try_from(signature), <[u8; 32]>::try_from(public_key)) else {
+        return false;
+    };
+    ed25519_dalek::VerifyingKey::from_bytes(&key)
+        .and_then(|k| k.verify_strict(message, &ed25519_dalek::Signature::from_bytes(&sig)))
+        .is_ok()
+}
+
+/// base58-encode bytes (signatures, addresses).
+#[napi]
+pub fn base58_encode(bytes: &[u8]) -> String {
+    b58(bytes)
+}
+
+/// base58-decode text; throws `BASE58_INVALID` on a bad character.
+#[napi]
+pub fn base58_decode(text: String) -> Result<Buffer, JsCode> {
+    bs58::decode(&text)
+        .into_vec()
+        .map(Buffer::from)
+        .map_err(|_| js_error(&TxError::new(Code::Base58Invalid, "invalid base58 text")))
+}
+
+// ---- token buckets ---------------------------------------------------------------------
+
+fn bucket_error(e: bucket::BucketError) -> napi::Error<JsCode> {
+    let (code, msg) = match e {
+        bucket::BucketError::SlotOutOfRange => ("BUCKET_SLOT_OUT_OF_RANGE", "bucket slot out of range"),
+        bucket::BucketError::InvalidRate => ("BUCKET_INVALID_RATE", "rate must be a positive finite number"),
+        bucket::BucketError::InvalidCapacity => ("BUCKET_INVALID_CAPACITY", "capacity must be 1..16777215"),
+    };
+    napi::Error::new(JsCode(code), msg)
+}
+
+/// Number of bucket slots in the process-wide table.
+#[napi]
+pub const BUCKET_SLOTS: u32 = bucket::SLOTS as u32;
+
+/// Configure bucket `slot`: `rate` tokens per second, burst `capacity`. Live: takes after this
+/// call see the new limits; tokens already in use stay in use.
+#[napi]
+pub fn bucket_configure(slot: u32, rate: f64, capacity: u32) -> Result<(), JsCode> {
+    bucket::configure(slot, rate, capacity).map_err(bucket_error)
+}
+
+/// Refill bucket `slot` to capacity.
+#[napi]
+pub fn bucket_reset(slot: u32) -> Result<(), JsCode> {
+    bucket::reset(slot).map_err(bucket_error)
+}
+
+/// Take `n` tokens, all or nothing. Fast path: returns the whole tokens remaining (≥ 0) when
+/// granted, or, when refused, minus the seconds until `n` tokens are available
+/// (`-Infinity` if never). Shared by every thread of the process; lock-free.
+#[napi]
+pub fn bucket_take(slot: u32, n: u32) -> f64 {
+    let t = bucket::take(slot, n);
+    if t.granted {
+        f64::from(t.remaining)
+    } else if t.retry_after_ns == u64::MAX {
+        f64::NEG_INFINITY
+    } else {
+        // Never -0: a refusal is always strictly negative.
+        -((t.retry_after_ns as f64 / 1e9).max(1e-9))
+    }
+}
+
+/// Result of `bucketTakeDetailed`.
+#[napi(object)]
+pub struct BucketTake {
+    pub granted: bool,
+    pub remaining: u32,
+    /// Milliseconds until `n` tokens are available (0 when granted; Infinity if never).
+    pub retry_after_ms: f64,
+    /// Milliseconds until the bucket is full again.
+    pub reset_ms: f64,
+}
+
+/// Take `n` tokens, all or nothing, with everything a 429 response needs.
+#[napi]
+pub fn bucket_take_detailed(slot: u32, n: u32) -> BucketTake {
+    let t = bucket::take(slot, n);
+    BucketTake {
+        granted: t.granted,
+        remaining: t.remaining,
+        retry_after_ms: if t.retry_after_ns == u64::MAX { f64::INFINITY } else { t.retry_after_ns as f64 / 1e6 },
+        reset_ms: t.reset_ns as f64 / 1e6,
+    }
+}
+
+/// Whole tokens available in `slot` now.
+#[napi]
+pub fn bucket_available(slot: u32) -> u32 {
+    bucket::available(slot)
+}

@@ -1,0 +1,121 @@
+/**
+ * Typed access to the native core (`native/`, built by `npm install`). Everything the service
+ * needs from Rust goes through here, so the rest of the code sees TypeScript types, `LandfallError`
+ * and `bigint` lamports, never raw napi shapes.
+ */
+import * as addon from '../native/index.js';
+import type { Inspection } from '../native/index.js';
+import { LandfallError, type TransactionErrorCode } from './errors.js';
+
+export { TipSet } from '../native/index.js';
+export type { Inspection } from '../native/index.js';
+
+/** A transaction that passed framing, sanitize and signature verification. */
+export interface VerifiedTransaction {
+  signature: string;
+  numSignatures: number;
+  feePayer: string;
+  recentBlockhash: string;
+  version: 'legacy' | 'v0';
+  tipLamports: bigint;
+  tipTransfers: number;
+  tipAccount: string | undefined;
+  transfersViaLookup: number;
+  durableNonce: boolean;
+  computeUnitLimit: number | undefined;
+  computeUnitPrice: bigint | undefined;
+  size: number;
+  /** Wire bytes (present when the input was base64 text). */
+  wire: Buffer | undefined;
+}
+
+export type InspectResult =
+  | { ok: true; tx: VerifiedTransaction }
+  | { ok: false; error: LandfallError };
+
+/** Map the native verdict to the TypeScript shape: the single place this conversion happens. */
+export function toResult(i: Inspection): InspectResult {
+  if (!i.ok) {
+    const e = i.error!;
+    return {
+      ok: false,
+      error: new LandfallError(e.code as TransactionErrorCode, e.message, {
+        ...(e.offset !== undefined && { offset: e.offset }),
+        ...(e.index !== undefined && { index: e.index }),
+      }),
+    };
+  }
+  return {
+    ok: true,
+    tx: {
+      signature: i.signature!,
+      numSignatures: i.numSignatures!,
+      feePayer: i.feePayer!,
+      recentBlockhash: i.recentBlockhash!,
+      version: i.version as 'legacy' | 'v0',
+      tipLamports: i.tipLamports!,
+      tipTransfers: i.tipTransfers!,
+      tipAccount: i.tipAccount ?? undefined,
+      transfersViaLookup: i.transfersViaLookup!,
+      durableNonce: i.durableNonce!,
+      computeUnitLimit: i.computeUnitLimit ?? undefined,
+      computeUnitPrice: i.computeUnitPrice ?? undefined,
+      size: i.size!,
+      wire: i.wire ?? undefined,
+    },
+  };
+}
+
+/**
+ * Decode, frame, verify and scan one base64 transaction.
+ *
+ * @example
+ * const tips = new TipSet(config.tipAddresses);
+ * const r = inspectTransaction(body.transaction, tips);
+ * if (!r.ok) return reply(400, r.error.message);
+ */
+export function inspectTransaction(base64: string, tips: addon.TipSet): InspectResult {
+  return toResult(addon.inspect(base64, tips));
+}
+
+/** Like `inspectTransaction`, for wire bytes (read in place, not copied). */
+export function inspectWire(bytes: Uint8Array, tips: addon.TipSet): InspectResult {
+  return toResult(addon.inspectBytes(bytes, tips));
+}
+
+/** Inspect many transactions with one ed25519 batch; one result per input, in order. */
+export function inspectTransactions(base64: string[], tips: addon.TipSet): InspectResult[] {
+  return addon.inspectBatch(base64, tips).map(toResult);
+}
+
+/** `inspectTransactions` on a libuv pool thread: the caller's event loop stays free. */
+export async function inspectTransactionsAsync(base64: string[], tips: addon.TipSet): Promise<InspectResult[]> {
+  return (await addon.inspectBatchAsync(base64, tips)).map(toResult);
+}
+
+export const base58Encode = addon.base58Encode;
+export function base58Decode(text: string): Buffer {
+  try {
+    return addon.base58Decode(text);
+  } catch (e) {
+    throw new LandfallError('BASE58_INVALID', (e as Error).message);
+  }
+}
+export const ed25519Verify = addon.ed25519Verify;
+
+/** The process-wide lock-free token buckets (shared by every thread of the process). */
+export const buckets = {
+  slots: addon.BUCKET_SLOTS,
+  configure(slot: number, rate: number, capacity: number): void {
+    try {
+      addon.bucketConfigure(slot, rate, capacity);
+    } catch (e) {
+      throw new LandfallError('BUCKET_INVALID', (e as Error).message, { slot, rate, capacity });
+    }
+  },
+  reset: addon.bucketReset,
+  /** Fast path: ≥ 0 remaining tokens when granted, < 0 (−seconds to wait) when refused. */
+  take: addon.bucketTake,
+  takeDetailed: addon.bucketTakeDetailed,
+  available: addon.bucketAvailable,
+};

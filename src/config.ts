@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { LandfallError } from './errors.js';
+import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, validatePlans, type PlanTable } from './accounts/plans.js';
 
 export interface Config {
   /** HTTP listen port. */
@@ -12,13 +13,30 @@ export interface Config {
   host: string;
   /** LMDB data directory. */
   dataDir: string;
+  /** Plan table (DECISIONS.md defaults). */
+  plans: PlanTable;
+  /** Lamports per service point (BP). */
+  lamportsPerPoint: number;
+  /** Status record retention, days. */
+  retentionDays: number;
 }
 
 export const DEFAULT_CONFIG: Config = {
   port: 8080,
   host: '127.0.0.1',
   dataDir: './data',
+  plans: DEFAULT_PLANS,
+  lamportsPerPoint: DEFAULT_LAMPORTS_PER_POINT,
+  retentionDays: 7,
 };
+
+function positiveOf(v: unknown, name: string, integer: boolean): number {
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
+    throw new LandfallError('CONFIG_INVALID', `${name} must be a positive ${integer ? 'integer' : 'number'}, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
 
 function portOf(v: unknown, name: string): number {
   const n = typeof v === 'string' ? Number(v) : v;
@@ -67,5 +85,8 @@ export function loadConfig(
     port: portOf(merged.port, 'port'),
     host: stringOf(merged.host, 'host'),
     dataDir: stringOf(merged.dataDir, 'dataDir'),
+    plans: validatePlans(merged.plans),
+    lamportsPerPoint: positiveOf(merged.lamportsPerPoint, 'lamportsPerPoint', true),
+    retentionDays: positiveOf(merged.retentionDays, 'retentionDays', false),
   };
 }

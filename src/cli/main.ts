@@ -6,11 +6,17 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { startServer } from '../http/server.js';
+import { accountsCommand, keysCommand } from './admin.js';
 
 const USAGE = `usage: landfall <command> [options]
 
 commands:
-  serve   start the HTTP service   [--port 8080] [--host 127.0.0.1] [--data ./data] [--config FILE]
+  serve                           start the HTTP service [--port 8080] [--host 127.0.0.1] [--data ./data] [--config FILE]
+  accounts create --name NAME     create an account and its first key [--plan starter] [--data DIR] [--json]
+  accounts list | show ID | set-plan ID PLAN
+  keys create --account ID --name NAME   add a key (shown once) [--json]
+  keys revoke --account ID --name NAME
+  keys list --account ID
 `;
 
 async function serve(argv: string[]): Promise<void> {
@@ -46,6 +52,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'serve':
         await serve(rest);
         return 0;
+      case 'accounts':
+        return accountsCommand(rest, (s) => process.stdout.write(s + '\n'));
+      case 'keys':
+        return keysCommand(rest, (s) => process.stdout.write(s + '\n'));
       case undefined:
       case 'help':
       case '--help':
@@ -57,7 +67,7 @@ export async function main(argv: string[]): Promise<number> {
         return 1;
     }
   } catch (e) {
-    const msg = e instanceof LandfallError ? `${e.code}: ${e.message}` : (e as Error).message;
+    const msg = e instanceof LandfallError ? e.message : (e as Error).message;
     process.stderr.write(`landfall: ${msg}\n`);
     return 2;
   }

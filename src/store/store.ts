@@ -99,7 +99,8 @@ export class Store {
 
   private constructor(readonly path: string, opts: StoreOptions) {
     if (!opts.readOnly) mkdirSync(path, { recursive: true });
-    this.root = open({ path, maxDbs: 16, readOnly: opts.readOnly ?? false });
+    // noSubdir: false — lmdb-js would otherwise treat a directory name containing a dot as a file.
+    this.root = open({ path, noSubdir: false, maxDbs: 16, readOnly: opts.readOnly ?? false });
     this.accounts = this.root.openDB({ name: 'accounts' });
     this.usage = this.root.openDB({ name: 'usage' });
     this.apiKeys = this.root.openDB({ name: 'api_keys', keyEncoding: 'binary' });

@@ -1,0 +1,82 @@
+/**
+ * Per-account send and query budgets on the native lock-free token buckets.
+ *
+ * Each account gets two bucket slots (send, query) the first time it is seen. The plan is
+ * re-read from the account record on every request; when it differs from what the slots were
+ * configured for (an upgrade by the tracker, a `set-plan` by the CLI), the slots are
+ * reconfigured before the take, so the new limits apply to the very next request.
+ */
+import { LandfallError } from '../errors.js';
+import { buckets } from '../native.js';
+import type { AccountRecord } from '../store/store.js';
+import type { PlanName, PlanTable } from './plans.js';
+
+export interface RateDecision {
+  granted: boolean;
+  /** Requests per second of this budget. */
+  limit: number;
+  remaining: number;
+  /** ms until the request would be granted (0 when granted). */
+  retryAfterMs: number;
+  /** ms until the budget is full again. */
+  resetMs: number;
+}
+
+interface Slots {
+  send: number;
+  query: number;
+  plan: PlanName;
+}
+
+export class RateLimiter {
+  private readonly byAccount = new Map<string, Slots>();
+  private nextSlot: number;
+
+  /** @param firstSlot first bucket slot this limiter may use (tests use disjoint ranges). */
+  constructor(
+    private readonly plans: PlanTable,
+    firstSlot = 0,
+  ) {
+    this.nextSlot = firstSlot;
+  }
+
+  private slots(a: AccountRecord): Slots {
+    let s = this.byAccount.get(a.id);
+    if (!s) {
+      if (this.nextSlot + 2 > buckets.slots) {
+        throw new LandfallError('BUCKET_INVALID', `rate limiter out of bucket slots (${buckets.slots})`);
+      }
+      s = { send: this.nextSlot++, query: this.nextSlot++, plan: a.plan };
+      this.configure(s, a.plan);
+      buckets.reset(s.send);
+      buckets.reset(s.query);
+      this.byAccount.set(a.id, s);
+    } else if (s.plan !== a.plan) {
+      this.configure(s, a.plan);
+      s.plan = a.plan;
+    }
+    return s;
+  }
+
+  private configure(s: Slots, plan: PlanName): void {
+    const p = this.plans[plan];
+    // Capacity = rate: one second of burst (DECISIONS.md).
+    buckets.configure(s.send, p.maxTps, Math.max(1, Math.floor(p.maxTps)));
+    buckets.configure(s.query, p.queryTps, Math.max(1, Math.floor(p.queryTps)));
+  }
+
+  private take(slot: number, n: number, limit: number): RateDecision {
+    const t = buckets.takeDetailed(slot, n);
+    return { granted: t.granted, limit, remaining: t.remaining, retryAfterMs: t.retryAfterMs, resetMs: t.resetMs };
+  }
+
+  /** Take `n` send tokens (a batch of N takes N at once, all or nothing). */
+  takeSend(a: AccountRecord, n: number): RateDecision {
+    return this.take(this.slots(a).send, n, this.plans[a.plan].maxTps);
+  }
+
+  /** Take one query token (status, account). */
+  takeQuery(a: AccountRecord): RateDecision {
+    return this.take(this.slots(a).query, 1, this.plans[a.plan].queryTps);
+  }
+}

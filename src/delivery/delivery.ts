@@ -1,0 +1,57 @@
+/**
+ * The seam between the HTTP API and the delivery engine. The API hands over a verified
+ * transaction and learns whether it reached a leader; everything about leaders, QUIC, retries
+ * and confirmation lives behind this interface.
+ */
+
+/** Send options of spec §2.1, validated, with their defaults applied. */
+export interface SendOptions {
+  skipPreflight: boolean;
+  maxRetries: number;
+  antiMev: boolean;
+}
+
+export const DEFAULT_SEND_OPTIONS: SendOptions = { skipPreflight: true, maxRetries: 3, antiMev: true };
+export const MAX_RETRIES_LIMIT = 10;
+
+export interface SubmitRequest {
+  signature: string;
+  wire: Buffer;
+  accountId: string;
+  recentBlockhash: string;
+  durableNonce: boolean;
+  options: SendOptions;
+  /** process.hrtime.bigint() when the request arrived (for service-added latency). */
+  receivedAt: bigint;
+}
+
+export interface SubmitResult {
+  /** Cluster slot at submission. */
+  slot: number;
+  /** Leaders the first send reached. */
+  reached: number;
+}
+
+export interface ChainHealth {
+  synced: boolean;
+  slot: number;
+  slotAgeMs: number;
+}
+
+/** Raised by `submit` when the first send reached no leader at all (→ 500 Delivery failed). */
+export class DeliveryError extends Error {
+  override readonly name = 'DeliveryError';
+}
+
+export interface Delivery {
+  /** Current cluster slot. */
+  currentSlot(): number;
+  /** True only if the service knows this blockhash can no longer land. */
+  isBlockhashExpired(blockhash: string): boolean;
+  /** Simulate through the chain node; the error text, or null if it would succeed. */
+  simulate(wire: Buffer): Promise<string | null>;
+  /** Deliver; resolves once the first send is written to at least one leader. */
+  submit(req: SubmitRequest): Promise<SubmitResult>;
+  health(): ChainHealth;
+  close(): Promise<void>;
+}

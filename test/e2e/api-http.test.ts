@@ -1,0 +1,389 @@
+/**
+ * The HTTP API on a real port, with the real LMDB store, accounts, native core and native
+ * token buckets. These cases are decided before delivery: auth, content type, body limits,
+ * JSON, transaction validity, tips, rate limits, status and account. Successful delivery is
+ * exercised by the delivery-engine tests on the local cluster.
+ */
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { Keypair, PublicKey } from '@solana/web3.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Accounts } from '../../src/accounts/accounts.js';
+import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
+import { RateLimiter } from '../../src/accounts/rate-limiter.js';
+import { DEFAULT_CONFIG } from '../../src/config.js';
+import type { Delivery } from '../../src/delivery/delivery.js';
+import { buildApp, MAX_BATCH, SEND_BODY_LIMIT } from '../../src/http/api.js';
+import { listen, type RunningServer } from '../../src/http/server.js';
+import { TipSet } from '../../src/native.js';
+import { Store } from '../../src/store/store.js';
+import { legacyTx, makeLookupTable, makeTipAddresses, simpleTip, transfer, v0Tx, web3Base58 } from '../helpers/transactions.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Not a mock of delivery: a guard. Every request in this file must be decided before
+ * delivery; if one reaches it, the test fails loudly.
+ */
+const unreachableDelivery: Delivery = {
+  currentSlot: () => 0,
+  isBlockhashExpired: () => false,
+  simulate: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
+  submit: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
+  health: () => ({ synced: false, slot: 0, slotAgeMs: Infinity }),
+  close: async () => {},
+};
+
+let tmp: ReturnType<typeof tempDir>;
+let store: Store;
+let accounts: Accounts;
+let server: RunningServer;
+let base: string;
+let tips: PublicKey[];
+
+beforeAll(async () => {
+  tmp = tempDir();
+  store = Store.open(tmp.dir);
+  accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
+  tips = makeTipAddresses(8);
+  const tipAddresses = tips.map((t) => t.toBase58());
+  const app = buildApp({
+    config: { ...DEFAULT_CONFIG, dataDir: tmp.dir },
+    accounts,
+    store,
+    limiter: new RateLimiter(DEFAULT_PLANS, 40_000),
+    tips: new TipSet(tipAddresses),
+    tipAddresses,
+    delivery: unreachableDelivery,
+  });
+  server = await listen(app, '127.0.0.1', 0);
+  base = `http://127.0.0.1:${server.port}`;
+});
+
+afterAll(async () => {
+  server.close();
+  await store.close();
+  tmp.cleanup();
+});
+
+function newAccount(plan: 'starter' | 'whale' = 'starter') {
+  const c = accounts.createAccount(`t-${Math.random()}`, plan);
+  return { id: c.account_id, key: c.api_key };
+}
+
+async function post(path: string, body: unknown, key?: string, headers: Record<string, string> = {}) {
+  const r = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key && { authorization: `Bearer ${key}` }), ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: r.status, headers: r.headers, body: (await r.json()) as any };
+}
+
+async function get(path: string, headers: Record<string, string> = {}) {
+  const r = await fetch(base + path, { headers });
+  return { status: r.status, headers: r.headers, body: (await r.json()) as any };
+}
+
+function expectError(r: { status: number; body: any }, status: number, message: string) {
+  expect(r.status).toBe(status);
+  expect(r.body.success).toBe(false);
+  expect(r.body.error.code).toBe(status);
+  expect(r.body.error.message).toBe(message);
+  expect(typeof r.body.error.reason).toBe('string');
+  expect(r.body.error.reason.length).toBeGreaterThan(0);
+}
+
+describe('routing', () => {
+  it('answers unknown routes with a JSON 404 and wrong methods with 405 + Allow', async () => {
+    expectError(await get('/v2/nothing'), 404, 'Not found');
+    const r = await fetch(base + '/v1/send', { method: 'GET' });
+    expect(r.status).toBe(405);
+    expect(r.headers.get('allow')).toBe('POST');
+    expect(((await r.json()) as any).error.message).toBe('Method not allowed');
+    expect((await fetch(base + '/v1/account', { method: 'DELETE' })).status).toBe(405);
+  });
+
+  it('serves ping and the tip addresses without auth', async () => {
+    const p = await fetch(base + '/ping');
+    expect(await p.text()).toBe('pong');
+    const t = await get('/v1/tip-addresses');
+    expect(t.status).toBe(200);
+    expect(t.body.tip_addresses).toEqual(tips.map((x) => x.toBase58()));
+  });
+});
+
+describe('POST /v1/send refusals', () => {
+  it('401 for a missing, malformed, unknown or revoked key, and for a key in the query', async () => {
+    const a = newAccount();
+    const tx = simpleTip(tips[0]!, 2_000_000).base64;
+    expectError(await post('/v1/send', { transaction: tx }), 401, 'Unauthorized');
+    expectError(await post('/v1/send', { transaction: tx }, undefined, { authorization: `Basic ${a.key}` }), 401, 'Unauthorized');
+    expectError(await post('/v1/send', { transaction: tx }, 'lf_unknown'), 401, 'Unauthorized');
+    expectError(await post(`/v1/send?api-key=${a.key}`, { transaction: tx }), 401, 'Unauthorized');
+    const k2 = accounts.createKey(a.id, 'second');
+    accounts.revokeKey(a.id, 'second');
+    expectError(await post('/v1/send', { transaction: tx }, k2.api_key), 401, 'Unauthorized');
+  });
+
+  it('415 for a missing or wrong content type', async () => {
+    const a = newAccount();
+    const r = await fetch(base + '/v1/send', { method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'text/plain' }, body: '{}' });
+    expect(r.status).toBe(415);
+    const r2 = await fetch(base + '/v1/send', { method: 'POST', headers: { authorization: `Bearer ${a.key}` }, body: new Uint8Array([1, 2]) });
+    expect(r2.status).toBe(415);
+  });
+
+  it('413 for an oversize body, declared or streamed, before parsing', async () => {
+    const a = newAccount();
+    const big = JSON.stringify({ transaction: 'A'.repeat(SEND_BODY_LIMIT + 10) });
+    expectError(await post('/v1/send', big, a.key), 413, 'Payload too large');
+    // Chunked: no content-length, the limit is enforced while the body streams.
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${base}/v1/send`, { method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      for (let i = 0; i < 20; i++) req.write('x'.repeat(1024));
+      req.end();
+    });
+    expect(status).toBe(413);
+  });
+
+  it('400 Invalid transaction for bad JSON, wrong shapes and bad options', async () => {
+    const a = newAccount();
+    const good = simpleTip(tips[0]!, 2_000_000).base64;
+    for (const body of ['{not json', '[]', '"x"', JSON.stringify({}), JSON.stringify({ transaction: 42 }),
+      JSON.stringify({ transaction: good, options: { max_retries: 11 } }),
+      JSON.stringify({ transaction: good, options: { skip_preflight: 'no' } }),
+      JSON.stringify({ transaction: good, options: [] })]) {
+      expectError(await post('/v1/send', body, a.key), 400, 'Invalid transaction');
+    }
+  });
+
+  it('400 with the native reason for malformed base64, truncated wire data and wrong signatures', async () => {
+    const a = newAccount();
+    const built = simpleTip(tips[0]!, 2_000_000);
+    let r = await post('/v1/send', { transaction: '@@@@' }, a.key);
+    expectError(r, 400, 'Invalid transaction');
+    expect(r.body.error.reason).toMatch(/^BASE64_INVALID/);
+    r = await post('/v1/send', { transaction: Buffer.from(built.bytes.subarray(0, 100)).toString('base64') }, a.key);
+    expect(r.body.error.reason).toMatch(/^MALFORMED/);
+    const flipped = Buffer.from(built.bytes);
+    flipped[flipped.length - 1]! ^= 1;
+    r = await post('/v1/send', { transaction: flipped.toString('base64') }, a.key);
+    expectError(r, 400, 'Invalid transaction');
+    expect(r.body.error.reason).toMatch(/^SIGNATURE_INVALID/);
+  });
+
+  it('402 Tip required without a tip, or with the tip only through a lookup table', async () => {
+    const a = newAccount();
+    const payer = Keypair.generate();
+    let r = await post('/v1/send', { transaction: legacyTx([transfer(payer.publicKey, Keypair.generate().publicKey, 5_000_000)], { feePayer: payer }).base64 }, a.key);
+    expectError(r, 402, 'Tip required');
+    const viaLut = v0Tx([transfer(payer.publicKey, tips[1]!, 5_000_000)], { feePayer: payer, lookupTables: [makeLookupTable([tips[1]!])] });
+    r = await post('/v1/send', { transaction: viaLut.base64 }, a.key);
+    expectError(r, 402, 'Tip required');
+    expect(r.body.error.reason).toMatch(/lookup table/);
+  });
+
+  it('402 Tip insufficient below the plan minimum, stating both amounts', async () => {
+    const a = newAccount();
+    const min = DEFAULT_PLANS.starter.minTipBp * 1000;
+    const r = await post('/v1/send', { transaction: simpleTip(tips[2]!, min - 1).base64 }, a.key);
+    expectError(r, 402, 'Tip insufficient');
+    expect(r.body.error.reason).toContain(`${min - 1} lamports`);
+    expect(r.body.error.reason).toContain(`${DEFAULT_PLANS.starter.minTipBp} BP`);
+  });
+});
+
+describe('POST /v1/send/batch', () => {
+  it('400 Invalid request for a missing, empty or oversize array', async () => {
+    const a = newAccount('whale');
+    expectError(await post('/v1/send/batch', {}, a.key), 400, 'Invalid request');
+    expectError(await post('/v1/send/batch', { transactions: 'x' }, a.key), 400, 'Invalid request');
+    expectError(await post('/v1/send/batch', { transactions: [] }, a.key), 400, 'Invalid request');
+    const tx = simpleTip(tips[0]!, 2_000_000).base64;
+    expectError(await post('/v1/send/batch', { transactions: Array(MAX_BATCH + 1).fill(tx) }, a.key), 400, 'Invalid request');
+    expectError(await post('/v1/send/batch', { transactions: [] }), 401, 'Unauthorized');
+  });
+
+  it('reports each failing transaction in its own item inside a 200', async () => {
+    const a = newAccount();
+    const payer = Keypair.generate();
+    const flipped = Buffer.from(simpleTip(tips[0]!, 2_000_000).bytes);
+    flipped[flipped.length - 1]! ^= 1;
+    const items = [
+      '%%%',
+      legacyTx([transfer(payer.publicKey, Keypair.generate().publicKey, 1)], { feePayer: payer }).base64,
+      flipped.toString('base64'),
+      7,
+      simpleTip(tips[3]!, 10).base64,
+    ];
+    const r = await post('/v1/send/batch', { transactions: items }, a.key);
+    expect(r.status).toBe(200);
+    expect(r.body.success).toBe(true);
+    expect(r.body.results.map((x: any) => x.index)).toEqual([0, 1, 2, 3, 4]);
+    for (const x of r.body.results) {
+      expect(x.signature).toBeNull();
+      expect(x.status).toBe('failed');
+      expect(typeof x.error).toBe('string');
+    }
+    expect(r.body.results[0].error).toMatch(/^Invalid transaction: BASE64_INVALID/);
+    expect(r.body.results[1].error).toMatch(/^Tip required/);
+    expect(r.body.results[2].error).toMatch(/SIGNATURE_INVALID/);
+    expect(r.body.results[3].error).toMatch(/base64 string/);
+    expect(r.body.results[4].error).toMatch(/^Tip insufficient/);
+  });
+
+  it('429 for a batch of N when fewer than N send tokens are available, with Retry-After and RateLimit headers', async () => {
+    const a = newAccount();
+    const n = DEFAULT_PLANS.starter.maxTps + 1;
+    const r = await post('/v1/send/batch', { transactions: Array(n).fill('x') }, a.key);
+    expectError(r, 429, 'Rate limit exceeded');
+    expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(r.headers.get('ratelimit-limit')).toBe(String(DEFAULT_PLANS.starter.maxTps));
+    expect(r.headers.get('ratelimit-remaining')).not.toBeNull();
+    // Exactly the budget: granted (and every item fails validation, so nothing is delivered).
+    const ok = await post('/v1/send/batch', { transactions: Array(DEFAULT_PLANS.starter.maxTps).fill('x') }, a.key);
+    expect(ok.status).toBe(200);
+    // Now the send budget is spent: even one more is refused.
+    expectError(await post('/v1/send/batch', { transactions: ['x'] }, a.key), 429, 'Rate limit exceeded');
+  });
+});
+
+describe('GET /v1/status/{signature}', () => {
+  function record(accountId: string, keyName = 'default') {
+    const sig = web3Base58(Keypair.generate().secretKey); // 64 random bytes, base58
+    store.insertStatus(
+      { signature: sig, accountId, keyName, status: 'sent', submittedAt: Date.UTC(2026, 10, 21, 10, 0, 0, 123), confirmedAt: null, latencyMs: null, slot: null, submitSlot: 77, expired: false, tipLamports: '1000000', recentBlockhash: 'h', durableNonce: false },
+      { accountId, submittedAt: 0, recentBlockhash: 'h', durableNonce: false, lastValidBlockHeight: null, tipLamports: '1000000' },
+    );
+    return sig;
+  }
+
+  it('accepts the header, api-key and api_key equally, and returns the spec 2.4 record', async () => {
+    const a = newAccount();
+    const sig = record(a.id);
+    await store.flushed();
+    for (const r of [
+      await get(`/v1/status/${sig}`, { authorization: `Bearer ${a.key}` }),
+      await get(`/v1/status/${sig}?api-key=${a.key}`),
+      await get(`/v1/status/${sig}?api_key=${a.key}`),
+    ]) {
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({
+        signature: sig, status: 'sent', submitted_at: '2026-11-21T10:00:00.123Z', confirmed_at: null,
+        latency_ms: null, slot: null, api_key_name: 'default',
+      });
+    }
+  });
+
+  it('404 for another account\'s signature and for one never submitted; 400 for a malformed one; 401 without a key', async () => {
+    const a = newAccount();
+    const b = newAccount();
+    const sig = record(a.id);
+    await store.flushed();
+    expectError(await get(`/v1/status/${sig}?api-key=${b.key}`), 404, 'Not found');
+    expectError(await get(`/v1/status/${web3Base58(Keypair.generate().secretKey)}?api-key=${a.key}`), 404, 'Not found');
+    for (const bad of ['abc', '0OIl' + 'A'.repeat(84), 'A'.repeat(200), web3Base58(new Uint8Array(32).fill(9))]) {
+      expectError(await get(`/v1/status/${bad}?api-key=${a.key}`), 400, 'Invalid signature');
+    }
+    expectError(await get(`/v1/status/${sig}`), 401, 'Unauthorized');
+    expectError(await get(`/v1/status/${sig}?api-key=lf_wrong`), 401, 'Unauthorized');
+  });
+
+  it('draws from a per-account query budget shared by all keys, separate from the send budget', async () => {
+    const a = newAccount();
+    const k2 = accounts.createKey(a.id, 'second').api_key;
+    const sig = record(a.id);
+    await store.flushed();
+    const budget = DEFAULT_PLANS.starter.queryTps;
+    const statuses: number[] = [];
+    for (let i = 0; i < budget + 1; i++) {
+      statuses.push((await get(`/v1/status/${sig}?api-key=${i % 2 ? k2 : a.key}`)).status);
+    }
+    // The refill adds at most a few tokens during the loop; the last request must be refused
+    // unless the loop took longer than one token interval per request.
+    const granted = statuses.filter((s) => s === 200).length;
+    expect(statuses).toContain(429);
+    expect(granted).toBeGreaterThanOrEqual(budget);
+    const r = await get(`/v1/status/${sig}?api-key=${k2}`);
+    expectError(r, 429, 'Query rate limit exceeded');
+    expect(r.headers.get('retry-after')).not.toBeNull();
+    // The account endpoint shares the query budget...
+    expectError(await get(`/v1/account?api-key=${a.key}`), 429, 'Query rate limit exceeded');
+    // ...but the send budget is untouched: a full batch of the send rate is still accepted.
+    const s = await post('/v1/send/batch', { transactions: Array(DEFAULT_PLANS.starter.maxTps).fill('x') }, a.key);
+    expect(s.status).toBe(200);
+  });
+
+  it('applies a plan change to the very next request', async () => {
+    const a = newAccount();
+    const sig = record(a.id);
+    await store.flushed();
+    for (let i = 0; i < DEFAULT_PLANS.starter.queryTps + 2; i++) await get(`/v1/status/${sig}?api-key=${a.key}`);
+    expect((await get(`/v1/status/${sig}?api-key=${a.key}`)).status).toBe(429);
+    accounts.setPlan(a.id, 'whale');
+    const r = await get(`/v1/status/${sig}?api-key=${a.key}`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('ratelimit-limit')).toBe(String(DEFAULT_PLANS.whale.queryTps));
+  });
+
+  it('serves many concurrent connections without exceeding the budget', async () => {
+    const a = newAccount('whale');
+    const sig = record(a.id);
+    await store.flushed();
+    const t0 = performance.now();
+    const results = await Promise.all(Array.from({ length: 600 }, () => get(`/v1/status/${sig}?api-key=${a.key}`)));
+    const elapsed = (performance.now() - t0) / 1000;
+    const granted = results.filter((r) => r.status === 200).length;
+    expect(results.every((r) => r.status === 200 || r.status === 429)).toBe(true);
+    expect(granted).toBeGreaterThanOrEqual(DEFAULT_PLANS.whale.queryTps);
+    expect(granted).toBeLessThanOrEqual(DEFAULT_PLANS.whale.queryTps + DEFAULT_PLANS.whale.queryTps * elapsed + 1);
+  });
+});
+
+describe('GET /v1/account', () => {
+  it('returns every field of spec 2.5 by api-key, header or api_key; 401 otherwise', async () => {
+    const a = newAccount();
+    for (const r of [
+      await get(`/v1/account?api-key=${a.key}`),
+      await get('/v1/account', { authorization: `Bearer ${a.key}` }),
+      await get(`/v1/account?api_key=${a.key}`),
+    ]) {
+      expect(r.status).toBe(200);
+      expect(Object.keys(r.body).sort()).toEqual(['limits', 'member_since', 'next_tier', 'plan', 'plan_upgraded_at', 'usage']);
+      expect(r.body.plan).toBe('starter');
+      expect(r.body.limits).toEqual({ max_tps: 8, min_tip_bp: 1000 });
+      expect(r.body.member_since).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/);
+      expect(Object.keys(r.body.next_tier).sort()).toEqual(['benefits', 'plan', 'progress_percent', 'remaining_bp', 'threshold_bp']);
+    }
+    expectError(await get('/v1/account'), 401, 'Unauthorized');
+    expectError(await get('/v1/account?api-key='), 401, 'Unauthorized');
+  });
+
+  it('reports next_tier null on whale', async () => {
+    const a = newAccount('whale');
+    const r = await get(`/v1/account?api-key=${a.key}`);
+    expect(r.body.next_tier).toBeNull();
+    expect(r.body.limits).toEqual({ max_tps: 150, min_tip_bp: 250 });
+  });
+});
+
+describe('robustness', () => {
+  it('survives a client that aborts mid-body and keeps serving', async () => {
+    const a = newAccount();
+    await new Promise<void>((resolve) => {
+      const sock = connect(server.port, '127.0.0.1', () => {
+        sock.write(`POST /v1/send HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${a.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"transaction":"AAAA`);
+        setTimeout(() => {
+          sock.destroy();
+          resolve();
+        }, 50);
+      });
+    });
+    const r = await get(`/v1/account?api-key=${a.key}`);
+    expect(r.status).toBe(200);
+  });
+});

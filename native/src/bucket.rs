@@ -97,9 +97,10 @@ pub fn configure(slot: u32, rate: f64, capacity: u32) -> Result<(), BucketError>
     }
     let old = c.config.swap(interval << CAP_BITS | u64::from(capacity), Ordering::AcqRel);
     let old_interval = old >> CAP_BITS;
-    if old_interval != 0 && old_interval != interval {
+    if old_interval != 0 {
         // Keep the number of tokens in use, not the time debt: 8 tokens used at 8/s are 8
-        // tokens used at 150/s, so an upgrade takes effect on the very next take.
+        // tokens used at 150/s, so an upgrade takes effect on the very next take. Usage is
+        // capped at the new capacity, so a smaller bucket is at most empty, never overdrawn.
         let now = now_ns();
         let mut tat = c.tat.load(Ordering::Acquire);
         while tat > now {
@@ -132,7 +133,13 @@ pub fn take_at(slot: u32, n: u32, now: u64) -> Take {
     if interval == 0 {
         return Take { granted: false, remaining: 0, retry_after_ns: u64::MAX, reset_ns: 0 };
     }
-    let tolerance = capacity * interval; // burst window, ns
+    let tolerance = capacity * interval; // burst window, ns (< 2^64 by the config packing)
+    if u64::from(n) > capacity {
+        // More than the bucket can ever hold: never grantable (and n·interval could overflow).
+        let in_use = c.tat.load(Ordering::Acquire).saturating_sub(now);
+        let remaining = (tolerance.saturating_sub(in_use) / interval) as u32;
+        return Take { granted: false, remaining, retry_after_ns: u64::MAX, reset_ns: in_use };
+    }
     let cost = u64::from(n) * interval;
     let mut tat = c.tat.load(Ordering::Acquire);
     loop {
@@ -242,6 +249,24 @@ mod tests {
         // Downgrade back: usage is capped at the new capacity, never negative.
         configure(s, 8.0, 8).unwrap();
         assert!(!take(s, 1).granted);
+    }
+
+    #[test]
+    fn huge_takes_and_capacity_cuts_never_overdraw() {
+        let s = 16;
+        configure(s, 0.01, 10).unwrap();
+        reset(s).unwrap();
+        // n·interval would overflow u64 here: refused as never grantable.
+        let r = take(s, 184_467_441);
+        assert!(!r.granted);
+        assert_eq!(r.retry_after_ns, u64::MAX);
+        assert!(take(s, 8).granted);
+        // Same rate, smaller bucket: at most empty, refilled within the new capacity's time.
+        configure(s, 0.01, 4).unwrap();
+        let r = take(s, 1);
+        assert!(!r.granted);
+        assert!(r.retry_after_ns <= 100 * NANOS_PER_SEC, "{}", r.retry_after_ns);
+        assert!(r.reset_ns <= 400 * NANOS_PER_SEC, "{}", r.reset_ns);
     }
 
     #[test]

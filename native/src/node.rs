@@ -275,24 +275,38 @@ fn bucket_error(e: bucket::BucketError) -> napi::Error<JsCode> {
 #[napi]
 pub const BUCKET_SLOTS: u32 = bucket::SLOTS as u32;
 
+/// A JS number as an exact u32, or None (NaN, fractions, negatives and values ≥ 2^32 are
+/// refused here rather than wrapped by the number conversion).
+fn exact_u32(v: f64) -> Option<u32> {
+    (v.is_finite() && v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v)).then_some(v as u32)
+}
+
+fn slot_of(v: f64) -> Result<u32, JsCode> {
+    exact_u32(v).ok_or_else(|| bucket_error(bucket::BucketError::SlotOutOfRange))
+}
+
 /// Configure bucket `slot`: `rate` tokens per second, burst `capacity`. Live: takes after this
-/// call see the new limits; tokens already in use stay in use.
+/// call see the new limits; tokens already in use stay in use (capped at the new capacity).
 #[napi]
-pub fn bucket_configure(slot: u32, rate: f64, capacity: u32) -> Result<(), JsCode> {
-    bucket::configure(slot, rate, capacity).map_err(bucket_error)
+pub fn bucket_configure(slot: f64, rate: f64, capacity: f64) -> Result<(), JsCode> {
+    let cap = exact_u32(capacity).ok_or_else(|| bucket_error(bucket::BucketError::InvalidCapacity))?;
+    bucket::configure(slot_of(slot)?, rate, cap).map_err(bucket_error)
 }
 
 /// Refill bucket `slot` to capacity.
 #[napi]
-pub fn bucket_reset(slot: u32) -> Result<(), JsCode> {
-    bucket::reset(slot).map_err(bucket_error)
+pub fn bucket_reset(slot: f64) -> Result<(), JsCode> {
+    bucket::reset(slot_of(slot)?).map_err(bucket_error)
 }
 
 /// Take `n` tokens, all or nothing. Fast path: returns the whole tokens remaining (≥ 0) when
 /// granted, or, when refused, minus the seconds until `n` tokens are available
 /// (`-Infinity` if never). Shared by every thread of the process; lock-free.
 #[napi]
-pub fn bucket_take(slot: u32, n: u32) -> f64 {
+pub fn bucket_take(slot: f64, n: f64) -> f64 {
+    let (Some(slot), Some(n)) = (exact_u32(slot), exact_u32(n)) else {
+        return f64::NEG_INFINITY;
+    };
     let t = bucket::take(slot, n);
     if t.granted {
         f64::from(t.remaining)
@@ -317,8 +331,11 @@ pub struct BucketTake {
 
 /// Take `n` tokens, all or nothing, with everything a 429 response needs.
 #[napi]
-pub fn bucket_take_detailed(slot: u32, n: u32) -> BucketTake {
-    let t = bucket::take(slot, n);
+pub fn bucket_take_detailed(slot: f64, n: f64) -> BucketTake {
+    let t = match (exact_u32(slot), exact_u32(n)) {
+        (Some(slot), Some(n)) => bucket::take(slot, n),
+        _ => bucket::Take { granted: false, remaining: 0, retry_after_ns: u64::MAX, reset_ns: 0 },
+    };
     BucketTake {
         granted: t.granted,
         remaining: t.remaining,
@@ -329,6 +346,6 @@ pub fn bucket_take_detailed(slot: u32, n: u32) -> BucketTake {
 
 /// Whole tokens available in `slot` now.
 #[napi]
-pub fn bucket_available(slot: u32) -> u32 {
-    bucket::available(slot)
+pub fn bucket_available(slot: f64) -> u32 {
+    exact_u32(slot).map_or(0, bucket::available)
 }

@@ -79,16 +79,31 @@ pub fn scan(view: &TxView<'_>, tips: &TipSet) -> Scan {
             let Some(tag) = u32_le(ix.data, 0) else { continue };
             // (lamports, destination account position) of a transfer, if this is one that can
             // execute: enough accounts and well-formed data (the program tolerates trailing bytes).
+            // Account roles the System Program will insist on; a transfer that breaks them
+            // fails (and the whole transaction with it), so it never pays a tip.
+            let acc = |i: usize| usize::from(ix.accounts[i]);
+            let signer = |i: usize| acc(i) < usize::from(view.num_required_signatures);
+            let writable = |i: usize| view.is_writable_index(acc(i));
             let transfer = match tag {
-                SYSTEM_TRANSFER if ix.accounts.len() >= 2 => u64_le(ix.data, 4).map(|l| (l, 1)),
+                SYSTEM_TRANSFER if ix.accounts.len() >= 2 => u64_le(ix.data, 4)
+                    .filter(|_| signer(0) && writable(0) && writable(1))
+                    .map(|l| (l, 1)),
                 SYSTEM_TRANSFER_WITH_SEED if ix.accounts.len() >= 3 => {
                     u64_le(ix.data, 4).zip(u64_le(ix.data, 12)).and_then(|(l, seed_len)| {
-                        // tag(4) + lamports(8) + seed len(8) + seed + owner(32)
-                        (seed_len <= MAX_SEED_LEN && ix.data.len() as u64 >= 20 + seed_len + 32)
+                        // tag(4) + lamports(8) + seed len(8) + seed + owner(32); the funded
+                        // account is derived (writable), its base signs, the destination is
+                        // writable.
+                        (seed_len <= MAX_SEED_LEN
+                            && ix.data.len() as u64 >= 20 + seed_len + 32
+                            && writable(0)
+                            && signer(1)
+                            && writable(2))
                             .then_some((l, 2))
                     })
                 }
-                SYSTEM_ADVANCE_NONCE if n == 0 && !ix.accounts.is_empty() => {
+                // As the validator's durable-nonce check: first instruction, and the nonce
+                // account (its first account) writable.
+                SYSTEM_ADVANCE_NONCE if n == 0 && !ix.accounts.is_empty() && writable(0) => {
                     out.durable_nonce = true;
                     None
                 }

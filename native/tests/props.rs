@@ -235,6 +235,17 @@ fn tips_are_found_summed_and_lookup_tips_flagged() {
     t.ixs[0].accounts = vec![1];
     assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
 
+    // A transfer the System Program would refuse pays nothing: read-only destination,
+    // unsigned source.
+    let mut t = simple_transfer(key(25), tip_a, 5_000);
+    t.readonly_unsigned = 2; // makes tip_a (index 1) read-only too
+    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
+    let mut t = Tx::new(vec![key(26)]);
+    t.others = vec![tip_a, [44; 32], SYSTEM]; // SYSTEM read-only, the others writable
+    t.readonly_unsigned = 1;
+    t.ixs = vec![Ix { program: 3, accounts: vec![2, 1], data: transfer_data(5_000) }]; // [44;32] never signed
+    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
+
     // Saturating sum.
     let mut t = simple_transfer(key(24), tip_a, u64::MAX);
     t.ixs.push(t.ixs[0].clone());
@@ -259,6 +270,14 @@ fn durable_nonce_and_compute_budget_are_reported() {
     let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
     assert!(s.durable_nonce);
     assert_eq!((s.compute_unit_limit, s.compute_unit_price), (Some(200_000), Some(12_345)));
+    // A read-only nonce account: the validator does not treat it as durable.
+    let mut ro = t.clone();
+    ro.others = vec![SYSTEM, COMPUTE_BUDGET_PROGRAM, [8; 32]];
+    ro.readonly_unsigned = 3;
+    ro.ixs[0] = Ix { program: 1, accounts: vec![3, 0, 0], data: 4u32.to_le_bytes().to_vec() };
+    ro.ixs[1].program = 2;
+    ro.ixs[2].program = 2;
+    assert!(!inspect_bytes(&ro.build(), &tips).unwrap().scan.durable_nonce);
     // AdvanceNonceAccount not first: not a durable-nonce transaction.
     t.ixs.swap(0, 1);
     assert!(!inspect_bytes(&t.build(), &tips).unwrap().scan.durable_nonce);

@@ -4,6 +4,7 @@
 //! `node` module maps them to JavaScript and is the only place that does.
 #![deny(clippy::all)]
 
+pub mod base58;
 pub mod bucket;
 pub mod error;
 pub mod inspect;

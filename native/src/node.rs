@@ -72,7 +72,7 @@ pub struct Inspection {
 }
 
 fn b58(bytes: &[u8]) -> String {
-    bs58::encode(bytes).into_string()
+    crate::base58::encode(bytes)
 }
 
 /// The one mapping from an inspection result to its JS shape.
@@ -152,8 +152,8 @@ impl TipSet {
 
 fn decode_key(a: &str) -> Result<[u8; 32], JsCode> {
     let mut out = [0u8; 32];
-    match bs58::decode(a).onto(&mut out) {
-        Ok(32) => Ok(out),
+    match crate::base58::decode_into(a, &mut out) {
+        Some(32) => Ok(out),
         _ => Err(js_error(&TxError::new(Code::Base58Invalid, "not a base58 32-byte address"))),
     }
 }
@@ -348,4 +348,20 @@ pub fn bucket_take_detailed(slot: f64, n: f64) -> BucketTake {
 #[napi]
 pub fn bucket_available(slot: f64) -> u32 {
     exact_u32(slot).map_or(0, bucket::available)
+}
+
+/// Measurement hook for the benchmark suite: performs `iterations` takes of one token on
+/// `slot` inside Rust and returns the mean nanoseconds per take, so the cost of the lock-free
+/// take itself can be reported apart from the cost of one N-API call.
+#[napi]
+pub fn bucket_take_cost_ns(slot: f64, iterations: u32) -> f64 {
+    let Some(slot) = exact_u32(slot) else { return f64::NAN };
+    let n = iterations.max(1);
+    let start = std::time::Instant::now();
+    let mut granted = 0u32;
+    for _ in 0..n {
+        granted += u32::from(std::hint::black_box(bucket::take(slot, 1)).granted);
+    }
+    std::hint::black_box(granted);
+    start.elapsed().as_nanos() as f64 / f64::from(n)
 }

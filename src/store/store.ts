@@ -192,24 +192,21 @@ export class Store {
     id: string,
     update: (a: AccountRecord) => AccountRecord | undefined,
   ): Promise<AccountRecord | undefined> {
-    return this.root.transaction(() => {
-      const a = this.accounts.get(id);
-      if (!a) return undefined;
-      const next = update(a);
-      if (next) this.accounts.putSync(id, next);
-      return next ?? a;
-    });
+    return this.root.transaction(() => this.applyAccountUpdate(id, update));
   }
 
   /** Synchronous variant of `updateAccount` for the CLI. */
   updateAccountSync(id: string, update: (a: AccountRecord) => AccountRecord | undefined): AccountRecord | undefined {
-    return this.root.transactionSync(() => {
-      const a = this.accounts.get(id);
-      if (!a) return undefined;
-      const next = update(a);
-      if (next) this.accounts.putSync(id, next);
-      return next ?? a;
-    });
+    return this.root.transactionSync(() => this.applyAccountUpdate(id, update));
+  }
+
+  /** The body of both account updates; must run inside a write transaction. */
+  private applyAccountUpdate(id: string, update: (a: AccountRecord) => AccountRecord | undefined): AccountRecord | undefined {
+    const a = this.accounts.get(id);
+    if (!a) return undefined;
+    const next = update(a);
+    if (next) this.accounts.putSync(id, next);
+    return next ?? a;
   }
 
   // ---- status records (asynchronous, batched) ---------------------------------------

@@ -9,26 +9,17 @@ import { Accounts } from '../../src/accounts/accounts.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
-import type { Delivery } from '../../src/delivery/delivery.js';
 import { buildApp } from '../../src/http/api.js';
 import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { makeTipAddresses, web3Base58 } from '../helpers/transactions.js';
+import { unreachableDelivery } from '../helpers/guard-delivery.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
 
-/** Guard, not a mock: this test never reaches delivery. */
-const unreachableDelivery: Delivery = {
-  currentSlot: () => 0,
-  isBlockhashExpired: () => false,
-  simulate: () => Promise.reject(new Error('unreachable')),
-  submit: () => Promise.reject(new Error('unreachable')),
-  health: () => ({ synced: false, slot: 0, slotAgeMs: Infinity }),
-  close: async () => {},
-};
 
 it('answers 500 Internal error when the database fails during a status lookup, and stays up', async () => {
   const store = Store.open(tmp.dir);

@@ -12,26 +12,14 @@ import { Accounts } from '../../src/accounts/accounts.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
-import type { Delivery } from '../../src/delivery/delivery.js';
 import { buildApp, MAX_BATCH, SEND_BODY_LIMIT } from '../../src/http/api.js';
 import { listen, type RunningServer } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { legacyTx, makeLookupTable, makeTipAddresses, simpleTip, transfer, v0Tx, web3Base58 } from '../helpers/transactions.js';
+import { unreachableDelivery } from '../helpers/guard-delivery.js';
 import { tempDir } from '../helpers/tmp.js';
 
-/**
- * Not a mock of delivery: a guard. Every request in this file must be decided before
- * delivery; if one reaches it, the test fails loudly.
- */
-const unreachableDelivery: Delivery = {
-  currentSlot: () => 0,
-  isBlockhashExpired: () => false,
-  simulate: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
-  submit: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
-  health: () => ({ synced: false, slot: 0, slotAgeMs: Infinity }),
-  close: async () => {},
-};
 
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;

@@ -1,0 +1,15 @@
+import type { Delivery } from '../../src/delivery/delivery.js';
+
+/**
+ * Not a mock of delivery: a guard for tests whose every request must be decided *before*
+ * delivery (auth, validation, tips, limits, database faults). If a request reaches it, the
+ * request fails with a 500 and the test's status assertion fails loudly.
+ */
+export const unreachableDelivery: Delivery = {
+  currentSlot: () => 0,
+  isBlockhashExpired: () => false,
+  simulate: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
+  submit: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
+  health: () => ({ synced: false, slot: 0, slotAgeMs: Infinity }),
+  close: async () => {},
+};

@@ -89,7 +89,9 @@ pub fn inspect_many(txs: &[&[u8]], tips: &TipSet) -> Vec<Result<Report>> {
         .map(|p| match p {
             Err(e) => Err(*e),
             Ok(view) => {
-                verdicts.next().unwrap_or(Ok(()))?;
+                // One verdict per parsed view, in order; a missing one (impossible) must never
+                // read as "verified".
+                verdicts.next().unwrap_or(Err(TxError::new(Code::SignatureInvalid, "signature not verified")))?;
                 Ok(report(view, tips))
             }
         })

@@ -211,13 +211,31 @@ export class Store {
 
   // ---- status records (asynchronous, batched) ---------------------------------------
 
+  /**
+   * Status records written but not yet committed. lmdb-js makes an asynchronous put visible to
+   * reads only once its batch commits, so without this a client that polls status right after
+   * its send was accepted could get a 404 for a few milliseconds.
+   */
+  private readonly uncommitted = new Map<string, StatusRecord>();
+
   getStatus(signature: string): StatusRecord | undefined {
-    return this.status.get(signature);
+    return this.uncommitted.get(signature) ?? this.status.get(signature);
+  }
+
+  private putStatus(rec: StatusRecord): Promise<boolean> {
+    this.uncommitted.set(rec.signature, rec);
+    const done = this.status.put(rec.signature, rec);
+    const forget = () => {
+      // Only if no newer write of the same signature replaced it meanwhile.
+      if (this.uncommitted.get(rec.signature) === rec) this.uncommitted.delete(rec.signature);
+    };
+    done.then(forget, forget);
+    return done;
   }
 
   /** Write a new status record, its time index and pending entry. Fire-and-forget. */
   insertStatus(rec: StatusRecord, pending: PendingRecord): void {
-    void this.status.put(rec.signature, rec);
+    void this.putStatus(rec);
     void this.statusByTime.put([rec.submittedAt, rec.signature], null);
     void this.pending.put(rec.signature, pending);
   }
@@ -225,7 +243,7 @@ export class Store {
   /** Update a status record; a terminal state also removes the pending entry. */
   updateStatus(rec: StatusRecord): Promise<boolean> {
     if (rec.status !== 'sent' || rec.expired) void this.pending.remove(rec.signature);
-    return this.status.put(rec.signature, rec);
+    return this.putStatus(rec);
   }
 
   /** Pending (non-terminal) transactions, for the tracker to resume. */

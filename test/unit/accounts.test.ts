@@ -148,7 +148,11 @@ describe('status records', () => {
     };
     const pending = { accountId: 'acc', submittedAt: 0, recentBlockhash: 'x', durableNonce: false, lastValidBlockHeight: null, tipLamports: '1' };
     for (let i = 0; i < 10; i++) store.insertStatus({ ...base, signature: `s${i}`, submittedAt: 1000 + i }, pending);
+    // Readable at once, before the asynchronous batch commits (a send is followed by a poll).
+    expect(store.getStatus('s7')?.submittedAt).toBe(1007);
+    expect(store.status.get('s7')).toBeUndefined();
     await store.flushed();
+    expect(store.status.get('s7')?.submittedAt).toBe(1007);
     expect([...store.pendingEntries()].length).toBe(10);
     await store.updateStatus({ ...base, signature: 's3', submittedAt: 1003, status: 'confirmed', confirmedAt: 2000, latencyMs: 997, slot: 5 });
     await store.flushed();

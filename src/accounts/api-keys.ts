@@ -25,8 +25,3 @@ export function hashApiKey(key: string): Buffer {
 export function sameHash(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
-
-/** A printable, non-secret fingerprint of a key for logs: first 8 hex chars of its hash. */
-export function keyFingerprint(key: string): string {
-  return hashApiKey(key).subarray(0, 4).toString('hex');
-}

@@ -37,7 +37,6 @@ export interface Services {
   store: Store;
   limiter: RateLimiter;
   tips: TipSet;
-  tipAddresses: string[];
   delivery: Delivery;
 }
 
@@ -384,7 +383,8 @@ export function buildApp(s: Services): uWS.TemplatedApp {
   app.post('/v1/send/batch', route(0, BATCH_BODY_LIMIT, batchHandler(s)));
   app.get('/v1/status/:signature', route(1, null, statusHandler(s)));
   app.get('/v1/account', route(0, null, accountHandler(s)));
-  app.get('/v1/tip-addresses', route(0, null, () => ({ status: 200, body: { tip_addresses: s.tipAddresses } })));
+  const tipAddresses = s.tips.addresses; // decoded once by TipSet; encoded once here
+  app.get('/v1/tip-addresses', route(0, null, () => ({ status: 200, body: { tip_addresses: tipAddresses } })));
   app.get(
     '/health',
     route(0, null, () => {

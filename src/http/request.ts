@@ -89,27 +89,22 @@ export class Ctx {
 
   /** Write the one response (no-op if the client went away or a response was written). */
   reply(r: Reply): void {
-    if (this.aborted || this.done) return;
-    this.done = true;
-    const text = JSON.stringify(r.body);
-    this.res.cork(() => {
-      this.res.writeStatus(STATUS_LINE[r.status] ?? String(r.status));
-      this.res.writeHeader('content-type', 'application/json');
-      if (r.headers) for (const [k, v] of Object.entries(r.headers)) this.res.writeHeader(k, v);
-      this.res.end(text);
-    });
+    this.write(r.status, JSON.stringify(r.body), r.headers ?? {}, false);
   }
 
   replyError(e: ApiError): void {
+    // After refusing an oversize upload, do not keep reading it.
+    this.write(e.status, errorBody(e.status, e.message, e.reason), e.headers, e.status === 413);
+  }
+
+  private write(status: number, text: string, headers: Record<string, string>, close: boolean): void {
     if (this.aborted || this.done) return;
     this.done = true;
-    const text = errorBody(e.status, e.message, e.reason);
     this.res.cork(() => {
-      this.res.writeStatus(STATUS_LINE[e.status] ?? String(e.status));
+      this.res.writeStatus(STATUS_LINE[status] ?? String(status));
       this.res.writeHeader('content-type', 'application/json');
-      for (const [k, v] of Object.entries(e.headers)) this.res.writeHeader(k, v);
-      // After refusing an oversize upload, do not keep reading it.
-      this.res.end(text, e.status === 413);
+      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
+      this.res.end(text, close);
     });
   }
 }

@@ -26,7 +26,7 @@ it('answers 500 Internal error when the database fails during a status lookup, a
   const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
   const tipAddresses = makeTipAddresses(2).map((t) => t.toBase58());
   const server = await listen(
-    buildApp({ config: DEFAULT_CONFIG, accounts, store, limiter: new RateLimiter(DEFAULT_PLANS, 50_000), tips: new TipSet(tipAddresses), tipAddresses, delivery: unreachableDelivery }),
+    buildApp({ config: DEFAULT_CONFIG, accounts, store, limiter: new RateLimiter(DEFAULT_PLANS, 50_000), tips: new TipSet(tipAddresses), delivery: unreachableDelivery }),
     '127.0.0.1',
     0,
   );

@@ -40,7 +40,6 @@ beforeAll(async () => {
     store,
     limiter: new RateLimiter(DEFAULT_PLANS, 40_000),
     tips: new TipSet(tipAddresses),
-    tipAddresses,
     delivery: unreachableDelivery,
   });
   server = await listen(app, '127.0.0.1', 0);

@@ -1,0 +1,128 @@
+//! Native QUIC TPU endpoint: the client Landfall delivers transactions with, and the server the
+//! local cluster stands in for validators with. Both speak the protocol current Agave validators
+//! speak on their `tpu_quic` port:
+//!
+//! - ALPN `solana-tpu`, TLS 1.3 only, X25519 key exchange only (Agave's `crypto_provider`);
+//! - each side presents one self-signed ed25519 certificate made from its identity key; the
+//!   server requests the client's and reads the peer's ed25519 key from it, neither side checks
+//!   the other's certificate against a CA (the TLS CertificateVerify signature is still checked,
+//!   so a peer proves it holds the key it claims);
+//! - one transaction per unidirectional stream, at most 1232 bytes (`PACKET_DATA_SIZE`); no
+//!   bidirectional streams, no datagrams;
+//! - application close codes 1 `dropped`, 2 `disallowed`, 3 `exceed_max_stream_count`,
+//!   4 `too_many`, 5 `invalid_stream` (Agave `streamer/src/nonblocking/quic.rs`).
+//!
+//! Everything runs on one process-wide tokio runtime ([`runtime`]): every Node worker thread and
+//! every Rust caller shares its two worker threads, its sockets and its connection caches. A
+//! dedicated runtime rather than napi's `tokio_rt` one because (1) the Rust tests and the
+//! conformance crate run without napi and need the same code paths, and (2) its lifetime is the
+//! process's, not a Node environment's: a worker thread that exits does not take the endpoint
+//! other threads are using with it.
+
+mod client;
+mod lossy;
+mod server;
+mod tls;
+
+pub use client::{tpu_client_config, ClientConfig, FailReason, PeerStats, QuicClient, SendOutcome};
+pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
+pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// ALPN protocol id of the Solana TPU.
+pub const ALPN_TPU: &[u8] = b"solana-tpu";
+
+/// Largest transaction a stream may carry (`PACKET_DATA_SIZE`).
+pub const MAX_TX_SIZE: usize = crate::parse::PACKET_DATA_SIZE;
+
+/// Agave's connection close codes (`streamer/src/nonblocking/quic.rs`), with their reasons.
+pub mod close {
+    /// The server evicted the connection from its connection table.
+    pub const DROPPED: u32 = 1;
+    /// Refused by a connection rate limit, or unstaked connections are not allowed.
+    pub const DISALLOWED: u32 = 2;
+    /// The stream limit for the peer could not be set.
+    pub const EXCEED_MAX_STREAM_COUNT: u32 = 3;
+    /// The peer already has the maximum number of connections open.
+    pub const TOO_MANY: u32 = 4;
+    /// A stream was empty or longer than 1232 bytes.
+    pub const INVALID_STREAM: u32 = 5;
+}
+
+/// Why building a client or server failed. `code()` is the stable code JavaScript sees.
+#[derive(Debug)]
+pub enum QuicError {
+    /// A configuration value is out of range; the text names it.
+    InvalidConfig(String),
+    /// The UDP socket could not be bound or wrapped.
+    Bind(std::io::Error),
+    /// rustls refused the generated certificate or configuration (a bug, never bad input).
+    Tls(String),
+}
+
+impl QuicError {
+    pub const fn code(&self) -> &'static str {
+        match self {
+            QuicError::InvalidConfig(_) => "QUIC_INVALID_OPTION",
+            QuicError::Bind(_) => "QUIC_BIND_FAILED",
+            QuicError::Tls(_) => "QUIC_TLS",
+        }
+    }
+}
+
+impl fmt::Display for QuicError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuicError::InvalidConfig(m) => write!(f, "invalid option: {m}"),
+            QuicError::Bind(e) => write!(f, "cannot bind UDP socket: {e}"),
+            QuicError::Tls(m) => write!(f, "TLS configuration failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for QuicError {}
+
+/// Worker threads of the shared runtime. Two: QUIC packet processing for a few dozen leader
+/// connections is far below one core, and the machine's other cores belong to Node.
+const RUNTIME_THREADS: usize = 2;
+
+/// The process-wide tokio runtime every endpoint, connection and task of this module runs on.
+/// Built on first use and never shut down (it lives as long as the process, like the addon).
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(RUNTIME_THREADS)
+            .thread_name("landfall-quic")
+            .enable_all()
+            .build()
+            // Only fails if the OS refuses threads or an epoll fd at startup: nothing to recover.
+            .expect("cannot start the QUIC runtime")
+    })
+}
+
+/// A check of one numeric option: `Err(InvalidConfig)` naming it when outside `range`.
+fn check_range<T: PartialOrd + fmt::Display + Copy>(
+    name: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<(), QuicError> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(QuicError::InvalidConfig(format!(
+            "{name} must be in {}..={} (got {value})",
+            range.start(),
+            range.end()
+        )))
+    }
+}
+
+/// Milliseconds since the Unix epoch, as JavaScript's `Date.now()` counts them (with fractions).
+fn unix_ms_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}

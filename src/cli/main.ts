@@ -7,6 +7,7 @@ import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { startServer } from '../http/server.js';
 import { accountsCommand, keysCommand } from './admin.js';
+import { localnetCommand } from './localnet.js';
 
 const USAGE = `usage: landfall <command> [options]
 
@@ -17,6 +18,7 @@ commands:
   keys create --account ID --name NAME   add a key (shown once) [--json]
   keys revoke --account ID --name NAME
   keys list --account ID
+  localnet                        run the local cluster [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S]
 `;
 
 async function serve(argv: string[]): Promise<void> {
@@ -56,6 +58,8 @@ export async function main(argv: string[]): Promise<number> {
         return accountsCommand(rest, (s) => process.stdout.write(s + '\n'));
       case 'keys':
         return keysCommand(rest, (s) => process.stdout.write(s + '\n'));
+      case 'localnet':
+        return await localnetCommand(rest, (s) => process.stdout.write(s));
       case undefined:
       case 'help':
       case '--help':

@@ -1,0 +1,313 @@
+/**
+ * The local cluster's core: validators, slot clock, leader schedule, ledger and the rule that
+ * decides which transactions land. No RPC here; `index.ts` puts the JSON-RPC and WebSocket
+ * servers in front of it.
+ *
+ * The inclusion rule is mainnet's without forwarding: a transaction lands only if it reached the
+ * validator that leads the slot it arrived in. Because arrival times and slot boundaries never
+ * line up exactly, a validator also accepts what arrives within `graceMs` of its leader window:
+ * just before it, the transaction is held and executed when the window opens (as Agave's banking
+ * stage holds packets for an imminent leader slot); just after it, it still lands (in the
+ * current slot). Anything else sent to a non-leader is dropped and logged as such.
+ */
+import { performance } from 'node:perf_hooks';
+import { isAddress } from '@solana/kit';
+import { LandfallError } from '../errors.js';
+import { LAMPORTS_PER_SIGNATURE, LEADER_SLOTS } from './constants.js';
+import { checkFault, checkFaults, type Fault } from './faults.js';
+import { deriveKeypair, randomClusterSeed, type Keypair } from './keys.js';
+import { Ledger, type ExecuteResult, type TxRecord } from './ledger.js';
+import { ReceiveLog, type Receipt } from './receive-log.js';
+import { LeaderSchedule } from './schedule.js';
+import { SlotClock } from './slot-clock.js';
+import { decodeTransaction, DecodeError, type DecodedTransaction } from './transaction.js';
+import { Validator, type ValidatorInfo } from './validator.js';
+import type { ReceivedTransaction } from './quic.js';
+
+export interface ClusterOptions {
+  /** Number of validators (default 4). */
+  validators?: number;
+  /** Slot duration in ms (default 400, as mainnet). */
+  slotMs?: number;
+  /** Acceptance margin at leader-window boundaries, ms (default 20; less than half a slot). */
+  graceMs?: number;
+  /** Slots per epoch (default 432: mainnet's shape, 1000× shorter); a multiple of 4. */
+  slotsPerEpoch?: number;
+  /** Address the QUIC servers (and the RPC) bind to (default 127.0.0.1). */
+  host?: string;
+  /** Seed for every identity (validators, RPC node, faucet): same seed, same keys. Random if absent. */
+  seed?: string;
+  /** Initial faults, by validator name. */
+  faults?: Record<string, Fault>;
+  /** Passed to every validator's QUIC server (benchmarks raise them above the unstaked defaults). */
+  maxStreamsPer100ms?: number;
+  maxConnectionsPerPeer?: number;
+  /** Slots of blocks, statuses and receipts kept (default 4500: 30 minutes at 400 ms). */
+  historySlots?: number;
+}
+
+export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | 'maxStreamsPer100ms' | 'maxConnectionsPerPeer'>> &
+  Pick<ClusterOptions, 'maxStreamsPer100ms' | 'maxConnectionsPerPeer'> & { seed: string; faults: Record<string, Fault> };
+
+/** Lamports the faucet starts with: 1M SOL, below 2^53 so every balance is an exact JSON number. */
+const FAUCET_LAMPORTS = 1_000_000_000_000_000n;
+
+/** Largest cluster: the schedule and the per-validator servers stay meaningful well past this. */
+const MAX_VALIDATORS = 64;
+
+function integerIn(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new LandfallError('CONFIG_INVALID', `localnet ${name} must be an integer from ${min} to ${max} (got ${String(value)})`);
+  }
+  return v;
+}
+
+/** Validate options once, with a clear error per field. */
+export function resolveClusterOptions(o: ClusterOptions): ResolvedClusterOptions {
+  const validators = integerIn('validators', o.validators, 4, 1, MAX_VALIDATORS);
+  const slotMs = integerIn('slotMs', o.slotMs, 400, 10, 60_000);
+  const graceMs = integerIn('graceMs', o.graceMs, Math.min(20, Math.floor(slotMs / 4)), 0, Math.floor((slotMs - 1) / 2));
+  const slotsPerEpoch = integerIn('slotsPerEpoch', o.slotsPerEpoch, 432, LEADER_SLOTS * validators, 432_000);
+  if (slotsPerEpoch % LEADER_SLOTS !== 0) {
+    throw new LandfallError('CONFIG_INVALID', `localnet slotsPerEpoch must be a multiple of ${LEADER_SLOTS} (got ${slotsPerEpoch})`);
+  }
+  const historySlots = integerIn('historySlots', o.historySlots, 4500, 200, 10_000_000);
+  const names = Array.from({ length: validators }, (_, i) => validatorName(i));
+  return {
+    validators,
+    slotMs,
+    graceMs,
+    slotsPerEpoch,
+    historySlots,
+    host: o.host ?? '127.0.0.1',
+    seed: o.seed ?? randomClusterSeed(),
+    faults: checkFaults('localnet faults', o.faults ?? {}, names),
+    ...(o.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: o.maxStreamsPer100ms }),
+    ...(o.maxConnectionsPerPeer !== undefined && { maxConnectionsPerPeer: o.maxConnectionsPerPeer }),
+  };
+}
+
+export function validatorName(index: number): string {
+  return `v${index + 1}`;
+}
+
+/** What the cluster reports as it runs (the RPC and WebSocket layers listen). */
+export interface ClusterListener {
+  /** A slot began (slot `slot - 1` is now confirmed, `slot - 33` finalized). */
+  slot?(slot: number): void;
+  /** A leader accepted a transaction (before executing it). */
+  received?(signature: string, slot: number): void;
+  /** A transaction landed in the current slot (processed). */
+  landed?(record: TxRecord): void;
+}
+
+interface Held {
+  decoded: DecodedTransaction;
+  receipt: Receipt;
+}
+
+export class Cluster {
+  readonly schedule: LeaderSchedule;
+  readonly ledger: Ledger;
+  readonly validators: Validator[];
+  readonly log: ReceiveLog;
+  readonly faucet: Keypair;
+  /** The RPC node's identity (it forwards `sendTransaction` over QUIC with it). */
+  readonly rpcIdentity: Keypair;
+  private readonly clock: SlotClock;
+  private readonly held = new Map<number, Held[]>();
+  private readonly listeners = new Set<ClusterListener>();
+  private closed = false;
+
+  constructor(readonly opts: ResolvedClusterOptions) {
+    this.faucet = deriveKeypair(opts.seed, 'faucet');
+    this.rpcIdentity = deriveKeypair(opts.seed, 'rpc');
+    const limits = {
+      ...(opts.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: opts.maxStreamsPer100ms }),
+      ...(opts.maxConnectionsPerPeer !== undefined && { maxConnectionsPerPeer: opts.maxConnectionsPerPeer }),
+    };
+    this.validators = Array.from(
+      { length: opts.validators },
+      (_, i) =>
+        new Validator(i, validatorName(i), deriveKeypair(opts.seed, `validator-${i}`), opts.host, limits, (v, tx) =>
+          this.receive(v, tx),
+        ),
+    );
+    this.schedule = new LeaderSchedule(
+      this.validators.map((v) => v.identity),
+      opts.slotsPerEpoch,
+    );
+    this.ledger = new Ledger({
+      schedule: this.schedule,
+      faucet: this.faucet,
+      faucetLamports: FAUCET_LAMPORTS,
+      historySlots: opts.historySlots,
+    });
+    this.log = new ReceiveLog(opts.historySlots);
+    this.clock = new SlotClock(opts.slotMs, (slot) => this.beginSlot(slot));
+  }
+
+  /** Bring every validator up in its initial fault state (down ones listen once, then close, so they own a port). */
+  async start(): Promise<void> {
+    try {
+      for (const v of this.validators) await v.setFault({});
+      for (const v of this.validators) {
+        const fault = this.opts.faults[v.name];
+        if (fault) await v.setFault(fault);
+      }
+    } catch (e) {
+      await this.close();
+      throw e;
+    }
+  }
+
+  get slot(): number {
+    return this.ledger.slot;
+  }
+
+  listen(l: ClusterListener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  leaderAt(slot: number): Validator {
+    return this.validators[this.schedule.leaderIndexAt(slot)]!;
+  }
+
+  validator(name: string): Validator {
+    const v = this.validators.find((x) => x.name === name);
+    if (!v) {
+      throw new LandfallError('CONFIG_INVALID', `no validator named '${name}' (validators: ${this.validators.map((x) => x.name).join(', ')})`);
+    }
+    return v;
+  }
+
+  infos(): ValidatorInfo[] {
+    return this.validators.map((v) => v.info());
+  }
+
+  private beginSlot(slot: number): void {
+    this.ledger.beginSlot(slot, Date.now());
+    this.log.prune(slot);
+    for (const l of this.listeners) l.slot?.(slot);
+    const leader = this.schedule.leaderIndexAt(slot);
+    const waiting = this.held.get(leader);
+    if (waiting) {
+      this.held.delete(leader);
+      for (const h of waiting) this.include(h.decoded, h.receipt);
+    }
+  }
+
+  /**
+   * A transaction arrived at `v` over QUIC. Runs on the event loop for every stream a server
+   * completes, so it never throws: whatever goes wrong is logged against the receipt.
+   */
+  private receive(v: Validator, rx: ReceivedTransaction): void {
+    if (this.closed) return;
+    const arrival = rx.arrivalMs - (Date.now() - performance.now());
+    const slot = this.clock.slotAt(arrival);
+    const leads = (s: number): boolean => this.schedule.leaderIndexAt(s) === v.index;
+    const receipt: Receipt = {
+      validator: v.name,
+      signature: null,
+      slot,
+      wasLeader: leads(slot),
+      arrivalMs: rx.arrivalMs,
+      peer: rx.peer,
+      remoteAddr: rx.remoteAddr,
+      outcome: 'held',
+    };
+    let decoded: DecodedTransaction;
+    try {
+      decoded = decodeTransaction(rx.bytes);
+    } catch (e) {
+      receipt.outcome = 'rejected';
+      receipt.reason = e instanceof DecodeError ? e.message : String(e);
+      this.log.add(receipt);
+      return;
+    }
+    receipt.signature = decoded.signature;
+    const early = this.clock.slotAt(arrival + this.opts.graceMs);
+    const accepted = receipt.wasLeader || leads(early) || leads(this.clock.slotAt(arrival - this.opts.graceMs));
+    if (!accepted) {
+      receipt.outcome = 'dropped-not-leader';
+      this.log.add(receipt);
+      return;
+    }
+    this.log.add(receipt);
+    if (!leads(this.slot) && leads(early) && early > this.slot) {
+      // Its window opens within the grace (or the boundary's tick is still pending): wait for it.
+      let list = this.held.get(v.index);
+      if (!list) this.held.set(v.index, (list = []));
+      list.push({ decoded, receipt });
+      return;
+    }
+    this.include(decoded, receipt);
+  }
+
+  /** Execute an accepted transaction in the current slot and settle its receipt. */
+  private include(decoded: DecodedTransaction, receipt: Receipt): void {
+    for (const l of this.listeners) l.received?.(decoded.signature, this.slot);
+    let result: ExecuteResult;
+    try {
+      result = this.ledger.execute(decoded);
+    } catch (e) {
+      this.log.settle(receipt, 'rejected', { reason: `execution failed: ${(e as Error).message}` });
+      return;
+    }
+    switch (result.kind) {
+      case 'landed':
+        this.log.settle(receipt, 'included', { landedSlot: result.record.slot, failed: result.record.err !== null });
+        this.announce(result.record);
+        return;
+      case 'duplicate':
+        this.log.settle(receipt, 'duplicate', { landedSlot: result.record.slot });
+        return;
+      case 'rejected':
+        this.log.settle(receipt, result.err.json === 'BlockhashNotFound' ? 'expired' : 'rejected', { reason: result.err.message });
+    }
+  }
+
+  private announce(record: TxRecord): void {
+    for (const l of this.listeners) l.landed?.(record);
+  }
+
+  /**
+   * Airdrop `lamports` to `address` from the faucet; lands in the current slot. Returns the
+   * transaction's signature. Throws `CONFIG_INVALID` for a bad address or amount.
+   */
+  airdrop(address: string, lamports: number | bigint): string {
+    if (typeof address !== 'string' || !isAddress(address)) {
+      throw new LandfallError('CONFIG_INVALID', `airdrop: '${String(address)}' is not a base58 public key`);
+    }
+    const amount = BigInt(lamports);
+    const faucetBalance = this.ledger.account(this.faucet.address)?.lamports ?? 0n;
+    if (amount <= 0n || amount + BigInt(LAMPORTS_PER_SIGNATURE) > faucetBalance) {
+      throw new LandfallError('CONFIG_INVALID', `airdrop: lamports must be from 1 to ${faucetBalance - BigInt(LAMPORTS_PER_SIGNATURE)} (got ${amount})`);
+    }
+    const result = this.ledger.airdrop(address, amount);
+    if (result.kind === 'rejected') {
+      throw new LandfallError('CONFIG_INVALID', `airdrop to ${address} refused: ${result.err.message}`);
+    }
+    if (result.kind === 'landed') {
+      for (const l of this.listeners) l.received?.(result.record.signature, this.slot);
+      this.announce(result.record);
+    }
+    return result.record.signature;
+  }
+
+  async setFault(name: string, fault: Fault): Promise<void> {
+    const v = this.validator(name);
+    await v.setFault(checkFault(`setFault ${name}`, fault));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.clock.stop();
+    this.held.clear();
+    this.listeners.clear();
+    await Promise.all(this.validators.map((v) => v.close()));
+  }
+}

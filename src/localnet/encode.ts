@@ -1,0 +1,118 @@
+/**
+ * The JSON shapes Agave's RPC returns, built from the ledger's records: transactions and their
+ * status meta (`getTransaction`), accounts (`getAccountInfo`), statuses, contexts — and the one
+ * serializer that writes them, since one value (`rentEpoch` = u64::MAX) is not a JS number.
+ */
+import { base58Encode } from '../native.js';
+import { RENT_EXEMPT_RENT_EPOCH, SOLANA_CORE_VERSION } from './constants.js';
+import type { AccountState, Commitment, Ledger, TxRecord } from './ledger.js';
+
+/** `context` of every RPC response that has one. */
+export function context(slot: number): { slot: number; apiVersion: string } {
+  return { slot, apiVersion: SOLANA_CORE_VERSION };
+}
+
+export type TransactionEncoding = 'json' | 'base64' | 'base58';
+
+/** The `transaction` field of `getTransaction` in `encoding`. */
+export function encodeTransaction(record: TxRecord, encoding: TransactionEncoding): unknown {
+  if (encoding === 'base64') return [Buffer.from(record.decoded.wire).toString('base64'), 'base64'];
+  if (encoding === 'base58') return [base58Encode(record.decoded.wire), 'base58'];
+  const m = record.decoded.message;
+  return {
+    signatures: record.decoded.signatures,
+    message: {
+      accountKeys: m.staticAccounts,
+      header: {
+        numRequiredSignatures: m.header.numSignerAccounts,
+        numReadonlySignedAccounts: m.header.numReadonlySignerAccounts,
+        numReadonlyUnsignedAccounts: m.header.numReadonlyNonSignerAccounts,
+      },
+      recentBlockhash: m.lifetimeToken,
+      instructions: m.instructions.map((ix) => ({
+        programIdIndex: ix.programAddressIndex,
+        accounts: [...(ix.accountIndices ?? [])],
+        data: base58Encode(Buffer.from(ix.data ?? [])),
+        stackHeight: null,
+      })),
+      ...(m.version === 0 && {
+        addressTableLookups: (m.addressTableLookups ?? []).map((l) => ({
+          accountKey: l.lookupTableAddress,
+          writableIndexes: [...l.writableIndexes],
+          readonlyIndexes: [...l.readonlyIndexes],
+        })),
+      }),
+    },
+  };
+}
+
+/** `meta` of `getTransaction` (`UiTransactionStatusMeta`). */
+export function encodeMeta(record: TxRecord): Record<string, unknown> {
+  const err = record.err?.json ?? null;
+  return {
+    err,
+    status: err === null ? { Ok: null } : { Err: err },
+    fee: record.fee,
+    preBalances: record.preBalances,
+    postBalances: record.postBalances,
+    innerInstructions: record.innerInstructions,
+    logMessages: record.logs,
+    preTokenBalances: [],
+    postTokenBalances: [],
+    rewards: [],
+    loadedAddresses: record.loaded,
+    ...(record.returnData && { returnData: record.returnData }),
+    computeUnitsConsumed: record.computeUnitsConsumed,
+  };
+}
+
+/** One entry of `getSignatureStatuses`. */
+export function encodeStatus(record: TxRecord, ledger: Ledger): Record<string, unknown> {
+  const confirmationStatus: Commitment = ledger.confirmationStatus(record.slot);
+  const err = record.err?.json ?? null;
+  return {
+    slot: record.slot,
+    confirmations: confirmationStatus === 'finalized' ? null : ledger.slot - record.slot,
+    err,
+    status: err === null ? { Ok: null } : { Err: err },
+    confirmationStatus,
+  };
+}
+
+export type AccountEncoding = 'base58' | 'base64' | 'jsonParsed' | 'binary';
+
+/** Base58 account data longer than this is refused (`MAX_BASE58_BYTES`). */
+export const MAX_BASE58_BYTES = 128;
+
+/**
+ * `UiAccount` in `encoding`. `jsonParsed` falls back to base64, as Agave does for account data
+ * it has no parser for; `binary` (the default when no encoding is given) is a bare base58 string.
+ * `rentEpoch` is u64::MAX: rent collection is over and every live account is rent-exempt.
+ */
+export function encodeAccount(a: AccountState, encoding: AccountEncoding, slice?: { offset: number; length: number }): Record<string, unknown> {
+  const bytes = slice ? a.data.subarray(slice.offset, slice.offset + slice.length) : a.data;
+  const data =
+    encoding === 'binary'
+      ? base58Encode(bytes)
+      : encoding === 'base58'
+        ? [base58Encode(bytes), 'base58']
+        : [Buffer.from(bytes).toString('base64'), 'base64'];
+  return {
+    data,
+    executable: a.executable,
+    lamports: Number(a.lamports),
+    owner: a.owner,
+    rentEpoch: RENT_EXEMPT_RENT_EPOCH,
+    space: a.data.length,
+  };
+}
+
+/**
+ * JSON text of an RPC value. bigints are written as exact JSON integers (the only one in these
+ * responses is `rentEpoch`, u64::MAX, which a JS number cannot hold).
+ */
+export function toJson(value: unknown): string {
+  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `\u0000bigint:${v.toString()}` : v));
+  // Only a string that is exactly NUL + "bigint:" + digits could be mistaken for the marker.
+  return text.replace(/"\\u0000bigint:(\d+)"/g, '$1');
+}

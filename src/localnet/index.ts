@@ -1,0 +1,138 @@
+/**
+ * An embedded Solana cluster for tests, benchmarks, `landfall serve` without a chain node, and
+ * `landfall localnet`: validators with real QUIC TPU servers, a slot clock and leader schedule,
+ * transactions executed by LiteSVM, and JSON-RPC + PubSub WebSocket endpoints with Agave's
+ * shapes. Code that talks to it over RPC, WebSocket and QUIC is the code that talks to mainnet.
+ *
+ * @example
+ * const net = await startLocalnet({ slotMs: 100 });
+ * const connection = new Connection(net.rpcUrl, 'confirmed'); // web3.js finds the WebSocket at port + 1
+ * await connection.requestAirdrop(payer.publicKey, 2 * LAMPORTS_PER_SOL);
+ * // … send over QUIC to the leader's tpuQuic (getClusterNodes / getSlotLeaders) …
+ * await net.close();
+ */
+import { LandfallError } from '../errors.js';
+import { Cluster, resolveClusterOptions, type ClusterOptions } from './cluster.js';
+import type { Fault } from './faults.js';
+import { PubSub } from './pubsub.js';
+import type { Counters, Receipt } from './receive-log.js';
+import type { RpcEnv } from './rpc-methods.js';
+import { RpcServer } from './rpc-server.js';
+import { SendService } from './send-service.js';
+import type { ValidatorInfo } from './validator.js';
+
+export type { Fault } from './faults.js';
+export { readFaultsFile } from './faults.js';
+export type { Counters, Outcome, Receipt } from './receive-log.js';
+export type { ValidatorInfo } from './validator.js';
+
+export interface LocalnetOptions extends ClusterOptions {
+  /** JSON-RPC port (default 0: any free port); the WebSocket listens on the next one, as Agave's does. */
+  rpcPort?: number;
+  /** How often the RPC node re-sends a pending `sendTransaction` (default 2000 ms, Agave's). */
+  sendRetryMs?: number;
+}
+
+export interface Localnet {
+  readonly rpcUrl: string;
+  readonly wsUrl: string;
+  /** The validators as they are now (addresses change when a downed one comes back on a new port). */
+  readonly validators: ValidatorInfo[];
+  /** Identity of the RPC node (it forwards `sendTransaction` over QUIC as this peer). */
+  readonly rpcIdentity: string;
+  /** The faucet's address (fee payer of every airdrop). */
+  readonly faucet: string;
+  readonly slotMs: number;
+  /** The current (processed) slot. */
+  slot(): number;
+  leaderAt(slot: number): ValidatorInfo;
+  /** Replace validator `name`'s faults (`{}` clears them). */
+  setFault(name: string, fault: Fault): Promise<void>;
+  /** Where `signature` arrived over QUIC, in arrival order. */
+  receivedBy(signature: string): Receipt[];
+  /** Everything validator `name` received, in arrival order. */
+  receivedAt(name: string): Receipt[];
+  /** Outcome counts, cluster-wide or for one validator. */
+  counters(validator?: string): Counters;
+  /** The QUIC server's own counters of validator `name` (null while it is down). */
+  serverStats(name: string): unknown;
+  /** Transfer from the faucet; resolves with the signature once it landed (processed). */
+  airdrop(address: string | { toBase58(): string }, lamports: number | bigint): Promise<string>;
+  /** Stop the clock, close every server and socket. The process can exit afterwards. */
+  close(): Promise<void>;
+}
+
+/** Attempts to find a free port pair (P, P + 1) when the RPC port is left to the system. */
+const PORT_PAIR_ATTEMPTS = 20;
+
+async function listenPair(host: string, rpcPort: number, cluster: Cluster, env: () => RpcEnv): Promise<[RpcServer, PubSub]> {
+  for (let attempt = 1; ; attempt++) {
+    const rpc = await RpcServer.listen(host, rpcPort, env);
+    try {
+      if (rpc.port === 65535) throw Object.assign(new Error('no port above 65535'), { code: 'EADDRINUSE' });
+      return [rpc, await PubSub.listen(host, rpc.port + 1, cluster)];
+    } catch (e) {
+      await rpc.close();
+      const inUse = (e as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      if (rpcPort !== 0 || !inUse || attempt >= PORT_PAIR_ATTEMPTS) {
+        throw new LandfallError('CONFIG_INVALID', `localnet: cannot listen for WebSocket on ${host}:${rpc.port + 1}: ${(e as Error).message}`);
+      }
+    }
+  }
+}
+
+/** Start a local cluster (see the module comment). Throws `CONFIG_INVALID` for bad options. */
+export async function startLocalnet(options: LocalnetOptions = {}): Promise<Localnet> {
+  const opts = resolveClusterOptions(options);
+  const rpcPort = options.rpcPort ?? 0;
+  if (!Number.isInteger(rpcPort) || rpcPort < 0 || rpcPort > 65534) {
+    throw new LandfallError('CONFIG_INVALID', `localnet rpcPort must be an integer from 0 to 65534 (got ${String(options.rpcPort)})`);
+  }
+  const retryMs = options.sendRetryMs ?? 2000;
+  if (!Number.isInteger(retryMs) || retryMs < 10) {
+    throw new LandfallError('CONFIG_INVALID', `localnet sendRetryMs must be an integer ≥ 10 (got ${String(options.sendRetryMs)})`);
+  }
+
+  const cluster = new Cluster(opts);
+  await cluster.start();
+  let sender: SendService | null = null;
+  let servers: [RpcServer, PubSub] | null = null;
+  try {
+    sender = new SendService(cluster, retryMs);
+    const send = sender;
+    let addresses = { rpc: '', pubsub: '' };
+    servers = await listenPair(opts.host, rpcPort, cluster, () => ({ cluster, sender: send, rpcAddress: addresses.rpc, pubsubAddress: addresses.pubsub }));
+    const [rpc, pubsub] = servers;
+    addresses = { rpc: `${opts.host}:${rpc.port}`, pubsub: `${opts.host}:${pubsub.port}` };
+
+    let closing: Promise<void> | null = null;
+    return {
+      rpcUrl: `http://${opts.host}:${rpc.port}`,
+      wsUrl: `ws://${opts.host}:${pubsub.port}`,
+      get validators() {
+        return cluster.infos();
+      },
+      rpcIdentity: cluster.rpcIdentity.address,
+      faucet: cluster.faucet.address,
+      slotMs: opts.slotMs,
+      slot: () => cluster.slot,
+      leaderAt: (slot) => cluster.leaderAt(slot).info(),
+      setFault: (name, fault) => cluster.setFault(name, fault),
+      receivedBy: (signature) => cluster.log.receivedBy(signature),
+      receivedAt: (name) => cluster.log.receivedAt(cluster.validator(name).name),
+      counters: (validator) => cluster.log.counters(validator === undefined ? undefined : cluster.validator(validator).name),
+      serverStats: (name) => cluster.validator(name).stats(),
+      airdrop: async (address, lamports) => cluster.airdrop(typeof address === 'string' ? address : address.toBase58(), lamports),
+      close: () =>
+        (closing ??= (async () => {
+          await Promise.all([pubsub.close(), rpc.close(), send.close()]);
+          await cluster.close();
+        })()),
+    };
+  } catch (e) {
+    if (servers) await Promise.all([servers[0].close(), servers[1].close()]);
+    await sender?.close();
+    await cluster.close();
+    throw e;
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * The PubSub WebSocket (Agave's `rpc_pubsub`): slotSubscribe, signatureSubscribe and
+ * logsSubscribe with their unsubscribe methods, notifying at each subscription's commitment.
+ *
+ * Commitment follows the ledger: a transaction is `processed` when it lands, `confirmed` when
+ * its slot ends, `finalized` 32 slots later. Signature subscriptions end with their one
+ * notification (as Agave's do); subscribing to a signature that already reached the requested
+ * commitment notifies at once. Notification contexts carry `slot` only, as Agave's do.
+ */
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, WebSocket } from 'ws';
+import type { Cluster } from './cluster.js';
+import { FINALITY_DEPTH, MAX_REQUEST_BODY } from './constants.js';
+import { toJson } from './encode.js';
+import { handlePayload, respond, type Request } from './jsonrpc.js';
+import type { Commitment, TxRecord } from './ledger.js';
+import { bool, commitment, config, invalidParams, positional, pubkey, signature, u64 } from './rpc-params.js';
+
+const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+interface Subscription {
+  socket: WebSocket;
+  id: number;
+}
+
+interface SlotSub extends Subscription {
+  kind: 'slot';
+}
+
+interface SignatureSub extends Subscription {
+  kind: 'signature';
+  signature: string;
+  commitment: Commitment;
+  /** Also notify `receivedSignature` when a leader accepts it. */
+  received: boolean;
+}
+
+interface LogsSub extends Subscription {
+  kind: 'logs';
+  /** null = every transaction. */
+  mentions: string | null;
+  commitment: Commitment;
+}
+
+type Sub = SlotSub | SignatureSub | LogsSub;
+
+export class PubSub {
+  private nextId = 0;
+  private readonly subs = new Map<number, Sub>();
+  private readonly bySignature = new Map<string, Set<number>>();
+  private readonly unlisten: () => void;
+
+  private constructor(
+    private readonly wss: WebSocketServer,
+    readonly port: number,
+    private readonly cluster: Cluster,
+  ) {
+    wss.on('connection', (socket) => {
+      socket.on('message', (data, isBinary) => {
+        if (isBinary) return;
+        const out = handlePayload(data.toString(), (r) => respond(r, this.handler(r.method, socket)));
+        if (out !== null) this.send(socket, out);
+      });
+      socket.on('close', () => this.dropSocket(socket));
+      socket.on('error', () => socket.terminate());
+    });
+    this.unlisten = cluster.listen({
+      slot: (s) => this.onSlot(s),
+      received: (sig, s) => this.onReceived(sig, s),
+      landed: (r) => this.onCommitment(r, 'processed'),
+    });
+  }
+
+  static listen(host: string, port: number, cluster: Cluster): Promise<PubSub> {
+    return new Promise((resolve, reject) => {
+      const wss = new WebSocketServer({ host, port, maxPayload: MAX_REQUEST_BODY, perMessageDeflate: false });
+      wss.once('error', reject);
+      wss.once('listening', () => {
+        wss.off('error', reject);
+        resolve(new PubSub(wss, (wss.address() as AddressInfo).port, cluster));
+      });
+    });
+  }
+
+  private send(socket: WebSocket, value: unknown): void {
+    if (socket.readyState === WebSocket.OPEN) socket.send(toJson(value));
+  }
+
+  private notify(sub: Subscription, method: string, result: unknown): void {
+    this.send(sub.socket, { jsonrpc: '2.0', method, params: { result, subscription: sub.id } });
+  }
+
+  private add(sub: Sub): number {
+    this.subs.set(sub.id, sub);
+    if (sub.kind === 'signature') {
+      let ids = this.bySignature.get(sub.signature);
+      if (!ids) this.bySignature.set(sub.signature, (ids = new Set()));
+      ids.add(sub.id);
+    }
+    return sub.id;
+  }
+
+  private remove(id: number): boolean {
+    const sub = this.subs.get(id);
+    if (!sub) return false;
+    this.subs.delete(id);
+    if (sub.kind === 'signature') {
+      const ids = this.bySignature.get(sub.signature);
+      ids?.delete(id);
+      if (ids?.size === 0) this.bySignature.delete(sub.signature);
+    }
+    return true;
+  }
+
+  private dropSocket(socket: WebSocket): void {
+    for (const [id, sub] of this.subs) if (sub.socket === socket) this.remove(id);
+  }
+
+  private handler(method: string, socket: WebSocket): ((req: Request) => unknown) | undefined {
+    const unsubscribe = (kind: Sub['kind']) => (req: Request) => {
+      const id = u64(positional(req.params, 1)[0], 'subscription id');
+      if (this.subs.get(id)?.kind !== kind || this.subs.get(id)?.socket !== socket) throw invalidParams('Invalid subscription id.');
+      return this.remove(id);
+    };
+    switch (method) {
+      case 'slotSubscribe':
+        return (req) => (positional(req.params, 0), this.add({ kind: 'slot', socket, id: this.nextId++ }));
+      case 'slotUnsubscribe':
+        return unsubscribe('slot');
+      case 'signatureSubscribe':
+        return (req) => this.subscribeSignature(req, socket);
+      case 'signatureUnsubscribe':
+        return unsubscribe('signature');
+      case 'logsSubscribe':
+        return (req) => this.subscribeLogs(req, socket);
+      case 'logsUnsubscribe':
+        return unsubscribe('logs');
+      default:
+        return undefined;
+    }
+  }
+
+  private subscribeSignature(req: Request, socket: WebSocket): number {
+    const p = positional(req.params, 2);
+    const sig = signature(p[0]);
+    const c = config(p, 1);
+    const sub: SignatureSub = {
+      kind: 'signature',
+      socket,
+      id: this.nextId++,
+      signature: sig,
+      commitment: commitment(c),
+      received: bool(c, 'enableReceivedNotification', false),
+    };
+    this.add(sub);
+    // Already there? Notify right after the subscription id reaches the client.
+    const record = this.cluster.ledger.record(sig);
+    if (record && RANK[this.cluster.ledger.confirmationStatus(record.slot)] >= RANK[sub.commitment]) {
+      queueMicrotask(() => this.signatureDone(sub, record));
+    }
+    return sub.id;
+  }
+
+  private subscribeLogs(req: Request, socket: WebSocket): number {
+    const p = positional(req.params, 2);
+    const filter = p[0];
+    let mentions: string | null;
+    if (filter === 'all' || filter === 'allWithVotes') {
+      mentions = null;
+    } else if (typeof filter === 'object' && filter !== null && Array.isArray((filter as { mentions?: unknown }).mentions)) {
+      const list = (filter as { mentions: unknown[] }).mentions;
+      if (list.length !== 1) throw invalidParams('Invalid Request: Only 1 address supported');
+      mentions = pubkey(list[0]);
+    } else {
+      throw invalidParams('Invalid params: the filter must be "all", "allWithVotes" or {"mentions": [address]}');
+    }
+    return this.add({ kind: 'logs', socket, id: this.nextId++, mentions, commitment: commitment(config(p, 1)) });
+  }
+
+  private signatureDone(sub: SignatureSub, record: TxRecord): void {
+    if (!this.subs.has(sub.id)) return;
+    this.notify(sub, 'signatureNotification', { context: { slot: record.slot }, value: { err: record.err?.json ?? null } });
+    this.remove(sub.id);
+  }
+
+  private onSlot(slot: number): void {
+    const { ledger } = this.cluster;
+    const info = { parent: Math.max(0, slot - 1), root: ledger.commitmentSlot('finalized'), slot };
+    for (const sub of this.subs.values()) if (sub.kind === 'slot') this.notify(sub, 'slotNotification', info);
+    if (slot >= 1) for (const r of ledger.block(slot - 1)?.transactions ?? []) this.onCommitment(r, 'confirmed');
+    if (slot >= 1 + FINALITY_DEPTH) for (const r of ledger.block(slot - 1 - FINALITY_DEPTH)?.transactions ?? []) this.onCommitment(r, 'finalized');
+  }
+
+  private onReceived(sig: string, slot: number): void {
+    for (const id of this.bySignature.get(sig) ?? []) {
+      const sub = this.subs.get(id);
+      if (sub?.kind === 'signature' && sub.received) this.notify(sub, 'signatureNotification', { context: { slot }, value: 'receivedSignature' });
+    }
+  }
+
+  /** `record` just reached `level`: notify the subscriptions waiting for exactly that level. */
+  private onCommitment(record: TxRecord, level: Commitment): void {
+    for (const id of [...(this.bySignature.get(record.signature) ?? [])]) {
+      const sub = this.subs.get(id);
+      if (sub?.kind === 'signature' && sub.commitment === level) this.signatureDone(sub, record);
+    }
+    for (const sub of this.subs.values()) {
+      if (sub.kind !== 'logs' || sub.commitment !== level) continue;
+      if (sub.mentions !== null && !record.accountKeys.includes(sub.mentions)) continue;
+      this.notify(sub, 'logsNotification', {
+        context: { slot: record.slot },
+        value: { signature: record.signature, err: record.err?.json ?? null, logs: record.logs },
+      });
+    }
+  }
+
+  /** Close every socket and stop listening. */
+  close(): Promise<void> {
+    this.unlisten();
+    for (const client of this.wss.clients) client.terminate();
+    this.subs.clear();
+    this.bySignature.clear();
+    return new Promise((resolve) => this.wss.close(() => resolve()));
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Each validator fault, observed from outside as a sender would see it (over real QUIC on
+ * loopback), plus the faults file and `landfall localnet`'s report of them.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Connection, Keypair } from '@solana/web3.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe as describeCluster } from '../../src/cli/localnet.js';
+import { readFaultsFile, startLocalnet, type Localnet } from '../../src/localnet/index.js';
+import { fundedKeypair, QuicClient, transferTx, waitFor } from '../helpers/localnet.js';
+import { tempDir } from '../helpers/tmp.js';
+
+let net: Localnet;
+let connection: Connection;
+let blockhash: string;
+let payer: Keypair;
+
+/** A new client per case: a refused or failed peer puts a client into back-off for that peer. */
+function freshClient(): QuicClient {
+  return new QuicClient({ identity: randomBytes(32) });
+}
+
+/** A distinct signed transaction (its arrival is what the fault cases look at, not its landing). */
+function anyTx(): ReturnType<typeof transferTx> {
+  return transferTx(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
+}
+
+function validator(name: string): Localnet['validators'][number] {
+  return net.validators.find((v) => v.name === name)!;
+}
+
+beforeAll(async () => {
+  net = await startLocalnet({ validators: 4, slotMs: 100, seed: 'faults-test', faults: { v4: { sandwicher: true } } });
+  connection = new Connection(net.rpcUrl, 'confirmed');
+  payer = await fundedKeypair(connection, 5);
+  ({ blockhash } = await connection.getLatestBlockhash('confirmed'));
+});
+
+afterAll(async () => {
+  await net.close();
+});
+
+describe('validator faults', () => {
+  it('down: nothing listens (the connect fails, nothing is received); back up on the same port, it receives again', async () => {
+    const address = validator('v2').tpuQuic;
+    await net.setFault('v2', { down: true });
+    expect(validator('v2')).toMatchObject({ down: true, tpuQuic: address });
+    expect(net.serverStats('v2')).toBeNull();
+    const client = freshClient();
+    try {
+      const tx = anyTx();
+      const [outcome] = await client.send([address], Buffer.from(tx.bytes));
+      expect(outcome!.ok).toBe(false);
+      expect(outcome!.reason).toBe('handshake_timeout');
+      expect(net.receivedAt('v2')).toEqual([]);
+      expect(net.receivedBy(tx.signature)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+
+    await net.setFault('v2', {});
+    expect(validator('v2')).toMatchObject({ down: false, tpuQuic: address });
+    const again = freshClient();
+    try {
+      const tx = anyTx();
+      const [outcome] = await again.send([address], Buffer.from(tx.bytes));
+      expect(outcome!.ok).toBe(true);
+      const receipt = await waitFor('arrival at v2', () => net.receivedBy(tx.signature)[0]);
+      expect(receipt.validator).toBe('v2');
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('packet loss: transactions still arrive (QUIC retransmits) while the server counts the datagrams it dropped', async () => {
+    await net.setFault('v3', { packetLossPct: 40 });
+    const client = freshClient();
+    try {
+      const txs = Array.from({ length: 10 }, () => anyTx());
+      for (const tx of txs) {
+        const [outcome] = await client.send([validator('v3').tpuQuic], Buffer.from(tx.bytes));
+        expect(outcome!.ok).toBe(true);
+      }
+      for (const tx of txs) await waitFor(`${tx.signature} at v3`, () => net.receivedBy(tx.signature).find((r) => r.validator === 'v3'));
+      const stats = net.serverStats('v3') as { datagramsDropped: number };
+      expect(stats.datagramsDropped).toBeGreaterThan(0);
+    } finally {
+      await client.close();
+      await net.setFault('v3', {});
+    }
+  });
+
+  it('delay: a transaction arrives no earlier than the added delay after it was sent', async () => {
+    await net.setFault('v1', { delayMs: 150 });
+    const client = freshClient();
+    try {
+      const tx = anyTx();
+      const sentAt = Date.now();
+      const [outcome] = await client.send([validator('v1').tpuQuic], Buffer.from(tx.bytes));
+      expect(outcome!.ok).toBe(true);
+      const receipt = await waitFor('arrival at v1', () => net.receivedBy(tx.signature)[0]);
+      expect(receipt.arrivalMs - sentAt).toBeGreaterThanOrEqual(150);
+    } finally {
+      await client.close();
+      await net.setFault('v1', {});
+    }
+  });
+
+  it('refuseCode: the client sees the connection closed with that code; nothing is received', async () => {
+    await net.setFault('v3', { refuseCode: 2 });
+    const client = freshClient();
+    try {
+      const tx = anyTx();
+      const [outcome] = await client.send([validator('v3').tpuQuic], Buffer.from(tx.bytes));
+      expect(outcome!.ok).toBe(false);
+      expect(outcome!.code).toBe(2);
+      expect(net.receivedBy(tx.signature)).toEqual([]);
+    } finally {
+      await client.close();
+      await net.setFault('v3', {});
+    }
+  });
+
+  it('sandwicher: a flag, visible in the cluster info and the CLI report; set and cleared at run time', async () => {
+    expect(validator('v4').sandwicher).toBe(true);
+    expect(net.validators.filter((v) => v.sandwicher).map((v) => v.name)).toEqual(['v4']);
+    expect(describeCluster(net)).toMatch(/v4 .*\[sandwicher\]/);
+    await net.setFault('v2', { sandwicher: true });
+    expect(validator('v2').sandwicher).toBe(true);
+    await net.setFault('v2', {});
+    expect(validator('v2').sandwicher).toBe(false);
+  });
+
+  it('bad faults are refused with the field named; the cluster is unchanged', async () => {
+    await expect(net.setFault('v1', { packetLossPct: 101 })).rejects.toThrow(/packetLossPct must be a number from 0 to 100/);
+    await expect(net.setFault('v9', {})).rejects.toThrow(/no validator named 'v9'/);
+    await expect(net.setFault('v1', { refuseCode: 1.5 })).rejects.toThrow(/refuseCode/);
+    await expect(net.setFault('v1', { explode: true } as never)).rejects.toThrow(/unknown fault 'explode'/);
+    expect(validator('v1').down).toBe(false);
+  });
+});
+
+describe('faults file', () => {
+  it('is read, checked and applied at start', async () => {
+    const tmp = tempDir();
+    try {
+      const path = join(tmp.dir, 'faults.json');
+      writeFileSync(path, JSON.stringify({ v2: { down: true }, v3: { sandwicher: true, delayMs: 10 } }));
+      const faults = readFaultsFile(path);
+      const small = await startLocalnet({ validators: 3, slotMs: 50, faults });
+      try {
+        expect(small.validators.map((v) => [v.name, v.down, v.sandwicher])).toEqual([
+          ['v1', false, false],
+          ['v2', true, false],
+          ['v3', false, true],
+        ]);
+        expect(small.validators[1]!.tpuQuic).toMatch(/^127\.0\.0\.1:\d+$/);
+      } finally {
+        await small.close();
+      }
+      writeFileSync(path, '{"v1": {"down": "yes"}}');
+      expect(() => readFaultsFile(path)).toThrow(/v1\.down must be true or false/);
+      writeFileSync(path, '{"v7": {"down": true}}');
+      await expect(startLocalnet({ validators: 3, faults: readFaultsFile(path) })).rejects.toThrow(/no validator named 'v7'/);
+      writeFileSync(path, '{oops');
+      expect(() => readFaultsFile(path)).toThrow(/not valid JSON/);
+      expect(() => readFaultsFile(join(tmp.dir, 'missing.json'))).toThrow(/cannot read faults file/);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});

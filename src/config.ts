@@ -19,6 +19,20 @@ export interface Config {
   lamportsPerPoint: number;
   /** Status record retention, days. */
   retentionDays: number;
+  /** Chain node JSON-RPC URL; null runs the embedded local cluster. */
+  rpcUrl: string | null;
+  /** Chain node PubSub URL; null derives it from rpcUrl (ws[s]://, port + 1, as Agave serves it). */
+  wsUrl: string | null;
+  /** Solana CLI keypair file of the QUIC identity; null uses (or creates) `<dataDir>/identity.json`. */
+  identityPath: string | null;
+  /** Anti-MEV validator blocklist file (reloaded when it changes); null blocks no one. */
+  blocklistPath: string | null;
+  /** Leaders each send goes to: the current one and the next distinct ones. */
+  fanout: number;
+  /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
+  tipAddresses: string[] | null;
+  /** The embedded local cluster, when rpcUrl is null. */
+  localnet: { validators: number; slotMs: number };
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -28,7 +42,57 @@ export const DEFAULT_CONFIG: Config = {
   plans: DEFAULT_PLANS,
   lamportsPerPoint: DEFAULT_LAMPORTS_PER_POINT,
   retentionDays: 7,
+  rpcUrl: null,
+  wsUrl: null,
+  identityPath: null,
+  blocklistPath: null,
+  fanout: 2,
+  tipAddresses: null,
+  localnet: { validators: 4, slotMs: 400 },
 };
+
+/** Agave serves PubSub on the RPC port + 1. */
+export function deriveWsUrl(rpcUrl: string): string {
+  const u = new URL(rpcUrl);
+  u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+  if (u.port !== '') u.port = String(Number(u.port) + 1);
+  return u.toString();
+}
+
+function urlOf(v: unknown, name: string, protocols: string[]): string | null {
+  if (v === null || v === undefined) return null;
+  const s = stringOf(v, name);
+  let u: URL;
+  try {
+    u = new URL(s);
+  } catch {
+    throw new LandfallError('CONFIG_INVALID', `${name} must be a URL, got ${JSON.stringify(v)}`);
+  }
+  if (!protocols.includes(u.protocol)) {
+    throw new LandfallError('CONFIG_INVALID', `${name} must use ${protocols.join(' or ')}, got ${JSON.stringify(v)}`);
+  }
+  return s;
+}
+
+function optionalString(v: unknown, name: string): string | null {
+  return v === null || v === undefined ? null : stringOf(v, name);
+}
+
+function tipAddressesOf(v: unknown): string[] | null {
+  if (v === null || v === undefined) return null;
+  if (!Array.isArray(v) || v.length === 0 || v.length > 64 || !v.every((a) => typeof a === 'string')) {
+    throw new LandfallError('CONFIG_INVALID', `tipAddresses must be a non-empty array of at most 64 base58 addresses`);
+  }
+  return v as string[];
+}
+
+function localnetOf(v: unknown): Config['localnet'] {
+  const o = (typeof v === 'object' && v !== null ? v : {}) as Record<string, unknown>;
+  return {
+    validators: positiveOf(o.validators ?? DEFAULT_CONFIG.localnet.validators, 'localnet.validators', true),
+    slotMs: positiveOf(o.slotMs ?? DEFAULT_CONFIG.localnet.slotMs, 'localnet.slotMs', true),
+  };
+}
 
 function positiveOf(v: unknown, name: string, integer: boolean): number {
   const n = typeof v === 'string' ? Number(v) : v;
@@ -56,7 +120,8 @@ function stringOf(v: unknown, name: string): string {
 /**
  * Build the configuration.
  * @param flags values from the command line (highest precedence)
- * @param env environment (`LANDFALL_PORT`, `LANDFALL_HOST`, `LANDFALL_DATA`, `LANDFALL_CONFIG`)
+ * @param env environment (`LANDFALL_PORT`, `LANDFALL_HOST`, `LANDFALL_DATA`, `LANDFALL_CONFIG`,
+ *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`)
  */
 export function loadConfig(
   flags: Partial<Record<keyof Config | 'config', unknown>> = {},
@@ -80,6 +145,8 @@ export function loadConfig(
   if (env.LANDFALL_PORT !== undefined) merged.port = env.LANDFALL_PORT;
   if (env.LANDFALL_HOST !== undefined) merged.host = env.LANDFALL_HOST;
   if (env.LANDFALL_DATA !== undefined) merged.dataDir = env.LANDFALL_DATA;
+  if (env.LANDFALL_RPC_URL !== undefined) merged.rpcUrl = env.LANDFALL_RPC_URL;
+  if (env.LANDFALL_WS_URL !== undefined) merged.wsUrl = env.LANDFALL_WS_URL;
   for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== 'config') merged[k] = v;
   return {
     port: portOf(merged.port, 'port'),
@@ -88,5 +155,12 @@ export function loadConfig(
     plans: validatePlans(merged.plans),
     lamportsPerPoint: positiveOf(merged.lamportsPerPoint, 'lamportsPerPoint', true),
     retentionDays: positiveOf(merged.retentionDays, 'retentionDays', false),
+    rpcUrl: urlOf(merged.rpcUrl, 'rpcUrl', ['http:', 'https:']),
+    wsUrl: urlOf(merged.wsUrl, 'wsUrl', ['ws:', 'wss:']),
+    identityPath: optionalString(merged.identityPath, 'identityPath'),
+    blocklistPath: optionalString(merged.blocklistPath, 'blocklistPath'),
+    fanout: positiveOf(merged.fanout, 'fanout', true),
+    tipAddresses: tipAddressesOf(merged.tipAddresses),
+    localnet: localnetOf(merged.localnet),
   };
 }

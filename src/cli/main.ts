@@ -1,18 +1,18 @@
 /**
- * `landfall` command line. At this stage: `landfall serve [--port N] [--host H] [--data DIR]
- * [--config FILE]`.
+ * `landfall` command line: `serve`, `accounts`, `keys` (and the commands listed in USAGE).
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
-import { startServer } from '../http/server.js';
+import { startService, type Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
 import { localnetCommand } from './localnet.js';
 
 const USAGE = `usage: landfall <command> [options]
 
 commands:
-  serve                           start the HTTP service [--port 8080] [--host 127.0.0.1] [--data ./data] [--config FILE]
+  serve                           start the service [--port 8080] [--host 127.0.0.1] [--data ./data] [--config FILE]
+                                  [--rpc URL [--ws URL]]  (no chain node: runs the embedded local cluster)
   accounts create --name NAME     create an account and its first key [--plan starter] [--data DIR] [--json]
   accounts list | show ID | set-plan ID PLAN
   keys create --account ID --name NAME   add a key (shown once) [--json]
@@ -29,22 +29,45 @@ async function serve(argv: string[]): Promise<void> {
       host: { type: 'string' },
       data: { type: 'string' },
       config: { type: 'string' },
+      rpc: { type: 'string' },
+      ws: { type: 'string' },
     },
     strict: true,
   });
-  const config = loadConfig({ port: values.port, host: values.host, dataDir: values.data, config: values.config });
-  const server = await startServer(config);
-  process.stdout.write(
-    `landfall listening on http://${config.host}:${server.port}\n` +
-      `  GET /health  liveness\n  GET /ping    keep-alive\n` +
-      `  (send/status/account API: not yet built — see README "What works")\n`,
-  );
+  const config = loadConfig({
+    port: values.port,
+    host: values.host,
+    dataDir: values.data,
+    config: values.config,
+    rpcUrl: values.rpc,
+    wsUrl: values.ws,
+  });
+  const service = await startService(config);
+  process.stdout.write(banner(service));
+  let stopping = false;
   const stop = () => {
-    server.close();
-    process.exit(0);
+    if (stopping) return;
+    stopping = true;
+    void service.close().finally(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+function banner(s: Service): string {
+  const chain = s.localnet
+    ? `embedded local cluster (no chain node configured; pass --rpc URL to use one)\n` +
+      `    RPC  ${s.rpcUrl}\n    WS   ${s.wsUrl}\n` +
+      s.localnet.validators.map((v) => `    validator ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}\n`).join('')
+    : `chain node ${s.rpcUrl} (ws ${s.wsUrl})\n`;
+  return (
+    `landfall listening on ${s.url}\n` +
+    `  chain: ${chain}` +
+    `  QUIC identity: ${s.engine.identity}\n` +
+    `  tip addresses (GET /v1/tip-addresses):\n${s.tipAddresses.map((t) => `    ${t}\n`).join('')}` +
+    `  create an API key:  npx landfall accounts create --name my-bot --data ${s.config.dataDir}\n` +
+    `  then:               curl -s ${s.url}/v1/account?api-key=<key>\n`
+  );
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -20,6 +20,8 @@ export interface SubmitRequest {
   accountId: string;
   recentBlockhash: string;
   durableNonce: boolean;
+  /** Lamports tipped to our tip addresses (points accrue from this on confirmation). */
+  tipLamports: bigint;
   options: SendOptions;
   /** process.hrtime.bigint() when the request arrived (for service-added latency). */
   receivedAt: bigint;
@@ -28,8 +30,10 @@ export interface SubmitRequest {
 export interface SubmitResult {
   /** Cluster slot at submission. */
   slot: number;
-  /** Leaders the first send reached. */
+  /** Leaders the first send reached (0 when held for anti-MEV or deduplicated in its slot). */
   reached: number;
+  /** Last valid block height of the transaction's blockhash, when the service knows it. */
+  lastValidBlockHeight: number | null;
 }
 
 export interface ChainHealth {

@@ -194,6 +194,7 @@ async function deliver(
     accountId: who.account.id,
     recentBlockhash: tx.recentBlockhash,
     durableNonce: tx.durableNonce,
+    tipLamports: tx.tipLamports,
     options,
     receivedAt: ctx.receivedAt,
   });
@@ -220,7 +221,7 @@ async function deliver(
       submittedAt: now,
       recentBlockhash: tx.recentBlockhash,
       durableNonce: tx.durableNonce,
-      lastValidBlockHeight: null,
+      lastValidBlockHeight: result.lastValidBlockHeight,
       tipLamports: rec.tipLamports,
     });
     s.accounts.countSubmissions(who.account.id, 1);

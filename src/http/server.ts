@@ -2,8 +2,6 @@
  * Listening: start a uWS app on host:port and return a handle that closes it.
  */
 import * as uWS from 'uWebSockets.js';
-import type { Config } from '../config.js';
-import { errorBody } from './errors.js';
 
 export interface RunningServer {
   port: number;
@@ -24,22 +22,4 @@ export function listen(app: uWS.TemplatedApp, host: string, port: number): Promi
       });
     });
   });
-}
-
-/**
- * The health-only server `landfall serve` runs until the delivery engine and local cluster
- * exist (see README "What works"): `GET /health`, `GET /ping`, JSON 404 elsewhere.
- */
-export function startServer(config: Pick<Config, 'host' | 'port'>): Promise<RunningServer> {
-  const startedAt = Date.now();
-  const app = uWS.App();
-  const json = (res: uWS.HttpResponse, status: string, body: string): void => {
-    res.cork(() => res.writeStatus(status).writeHeader('content-type', 'application/json').end(body));
-  };
-  app.get('/health', (res) => json(res, '200 OK', JSON.stringify({ status: 'ok', uptime_s: Math.round((Date.now() - startedAt) / 1000) })));
-  app.get('/ping', (res) => {
-    res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end('pong'));
-  });
-  app.any('/*', (res, req) => json(res, '404 Not Found', errorBody(404, 'Not found', `no route ${req.getCaseSensitiveMethod()} ${req.getUrl()}`)));
-  return listen(app, config.host, config.port);
 }

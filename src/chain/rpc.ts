@@ -1,0 +1,127 @@
+/**
+ * A small Solana JSON-RPC client: one `fetch` (undici, keep-alive) per call, a timeout on every
+ * call, and JSON-RPC errors surfaced as `RpcError` with the node's code and message.
+ *
+ * Only what delivery and the tracker need; the shapes are those of a real Agave RPC node, so the
+ * same code talks to mainnet and to the local cluster.
+ */
+
+export class RpcError extends Error {
+  override readonly name = 'RpcError';
+  constructor(
+    readonly method: string,
+    /** JSON-RPC error code, or null for a transport failure. */
+    readonly code: number | null,
+    message: string,
+    /** The node's `error.data`, when it sent one (e.g. a simulation's logs). */
+    readonly data?: unknown,
+  ) {
+    super(`${method}: ${message}`);
+  }
+}
+
+export interface Context<T> {
+  context: { slot: number };
+  value: T;
+}
+
+export interface ClusterNode {
+  pubkey: string;
+  tpuQuic?: string | null;
+  tpu?: string | null;
+}
+
+export interface EpochInfo {
+  epoch: number;
+  slotIndex: number;
+  slotsInEpoch: number;
+  absoluteSlot: number;
+  blockHeight: number;
+}
+
+export interface SignatureStatus {
+  slot: number;
+  confirmations: number | null;
+  err: unknown;
+  confirmationStatus?: 'processed' | 'confirmed' | 'finalized' | null;
+}
+
+export interface SimulationResult {
+  err: unknown;
+  logs: string[] | null;
+}
+
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+export class Rpc {
+  private nextId = 1;
+
+  constructor(
+    readonly url: string,
+    private readonly timeoutMs = 5_000,
+  ) {}
+
+  async call<T>(method: string, params: unknown[] = []): Promise<T> {
+    const id = this.nextId++;
+    let res: Response;
+    try {
+      res = await fetch(this.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (e) {
+      throw new RpcError(method, null, `request to ${this.url} failed: ${(e as Error).message}`);
+    }
+    let body: { result?: T; error?: { code: number; message: string; data?: unknown } };
+    try {
+      body = (await res.json()) as typeof body;
+    } catch {
+      throw new RpcError(method, null, `HTTP ${res.status} from ${this.url}, not JSON`);
+    }
+    if (body.error) throw new RpcError(method, body.error.code, body.error.message, body.error.data);
+    if (!('result' in body)) throw new RpcError(method, null, `HTTP ${res.status}: no result in response`);
+    return body.result as T;
+  }
+
+  getSlot(commitment: Commitment = 'processed'): Promise<number> {
+    return this.call('getSlot', [{ commitment }]);
+  }
+
+  getEpochInfo(commitment: Commitment = 'processed'): Promise<EpochInfo> {
+    return this.call('getEpochInfo', [{ commitment }]);
+  }
+
+  /** Leaders of `limit` slots from `start` (identity pubkeys, base58). */
+  getSlotLeaders(start: number, limit: number): Promise<string[]> {
+    return this.call('getSlotLeaders', [start, limit]);
+  }
+
+  getClusterNodes(): Promise<ClusterNode[]> {
+    return this.call('getClusterNodes');
+  }
+
+  getLatestBlockhash(commitment: Commitment = 'confirmed'): Promise<Context<{ blockhash: string; lastValidBlockHeight: number }>> {
+    return this.call('getLatestBlockhash', [{ commitment }]);
+  }
+
+  getBlockHeight(commitment: Commitment = 'confirmed'): Promise<number> {
+    return this.call('getBlockHeight', [{ commitment }]);
+  }
+
+  isBlockhashValid(blockhash: string, commitment: Commitment = 'processed'): Promise<Context<boolean>> {
+    return this.call('isBlockhashValid', [blockhash, { commitment }]);
+  }
+
+  getSignatureStatuses(signatures: string[], searchTransactionHistory = false): Promise<Context<(SignatureStatus | null)[]>> {
+    return this.call('getSignatureStatuses', [signatures, { searchTransactionHistory }]);
+  }
+
+  simulateTransaction(wire: Buffer): Promise<Context<SimulationResult>> {
+    return this.call('simulateTransaction', [
+      wire.toString('base64'),
+      { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'processed' },
+    ]);
+  }
+}

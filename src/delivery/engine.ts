@@ -1,0 +1,264 @@
+/**
+ * The delivery engine: `Delivery` over a real chain node (JSON-RPC + PubSub) and QUIC.
+ *
+ * First send: the current leader and the next distinct leader(s) (`fanout`, default 2), written
+ * by the piscina pool. If no target accepted the stream, one more round goes to the leaders
+ * after those; only if that reaches no one either does `submit` fail (→ 500 Delivery failed).
+ *
+ * Then, once per slot, up to `max_retries` rebroadcast rounds to the then-current targets,
+ * never twice in one slot for one signature, until the tracker settles it (confirmed, failed),
+ * its blockhash dies, or the rounds run out.
+ *
+ * Anti-MEV (`anti_mev: true`): a leader on the blocklist is never a target. If the current
+ * leader is blocked the transaction is held and released in the first slot whose leader is
+ * permitted, as long as that is within the blockhash's lifetime; a validator only includes what
+ * reaches it while it leads, so sending ahead to a permitted future leader would be wasted.
+ *
+ * Pre-warm: on every slot, connections to the next `prewarm` distinct leaders are opened, so a
+ * send never waits for a handshake.
+ */
+import { Blocklist } from './blocklist.js';
+import { DeliveryError, type ChainHealth, type Delivery, type SubmitRequest, type SubmitResult } from './delivery.js';
+import { LeaderTracker, type Leader } from './leaders.js';
+import { SendPool } from './send-pool.js';
+import type { TargetResult } from './send-worker.js';
+import type { StatusChange, Tracker } from '../tracker/tracker.js';
+
+export interface EngineOptions {
+  rpcUrl: string;
+  wsUrl: string;
+  /** 32-byte ed25519 seed of the QUIC identity. */
+  identity: Buffer;
+  fanout?: number;
+  prewarm?: number;
+  blocklistPath?: string | null;
+  sendThreads?: number;
+  /** Slot age beyond which the engine reports itself unsynced. */
+  staleMs?: number;
+}
+
+interface Flight {
+  req: SubmitRequest;
+  retriesLeft: number;
+  lastSentSlot: number;
+  held: boolean;
+  lastValid: number | null;
+}
+
+/** Log-spaced histogram of microsecond durations (for service-added latency). */
+export class Histogram {
+  /** Bucket i counts values in [2^(i/4), 2^((i+1)/4)) µs. */
+  readonly counts = new Float64Array(128);
+  n = 0;
+  record(us: number): void {
+    const i = us <= 1 ? 0 : Math.min(127, Math.floor(Math.log2(us) * 4));
+    this.counts[i]!++;
+    this.n++;
+  }
+  /** Upper bound of the bucket holding quantile q (0..1), in µs. */
+  quantile(q: number): number {
+    let seen = 0;
+    const want = q * this.n;
+    for (let i = 0; i < 128; i++) {
+      seen += this.counts[i]!;
+      if (seen >= want && seen > 0) return 2 ** ((i + 1) / 4);
+    }
+    return NaN;
+  }
+  reset(): void {
+    this.counts.fill(0);
+    this.n = 0;
+  }
+}
+
+export class Engine implements Delivery {
+  readonly leaders: LeaderTracker;
+  readonly pool: SendPool;
+  readonly blocklist: Blocklist;
+  private tracker: Tracker | null = null;
+  private readonly flights = new Map<string, Flight>();
+  private readonly fanout: number;
+  private readonly prewarmCount: number;
+  /** Request received → first QUIC stream written, µs. */
+  readonly serviceLatency = new Histogram();
+  readonly counters = {
+    sends: new Map<string, { ok: number; failed: number }>(),
+    drops: new Map<string, number>(),
+    held: 0,
+    released: 0,
+    rebroadcasts: 0,
+    deliveryFailed: 0,
+  };
+
+  constructor(private readonly opts: EngineOptions) {
+    this.fanout = opts.fanout ?? 2;
+    this.prewarmCount = opts.prewarm ?? 8;
+    this.blocklist = new Blocklist(opts.blocklistPath ?? null);
+    this.pool = new SendPool({ identity: opts.identity, threads: opts.sendThreads });
+    this.leaders = new LeaderTracker({
+      rpcUrl: opts.rpcUrl,
+      wsUrl: opts.wsUrl,
+      staleMs: opts.staleMs,
+      onSlot: (slot) => this.onSlot(slot),
+    });
+  }
+
+  /** Wait until the chain view is complete (slot, leaders, addresses, a blockhash). */
+  ready(timeoutMs?: number): Promise<void> {
+    return this.leaders.ready(timeoutMs);
+  }
+
+  /** Connect the tracker: the engine tells it what to watch, it tells the engine what settled. */
+  attach(tracker: Tracker): (change: StatusChange) => void {
+    this.tracker = tracker;
+    return (change) => this.flights.delete(change.record.signature);
+  }
+
+  get identity(): string {
+    return this.pool.identityPubkey;
+  }
+
+  currentSlot(): number {
+    return this.leaders.currentSlot();
+  }
+
+  isBlockhashExpired(blockhash: string): boolean {
+    return this.leaders.isBlockhashExpired(blockhash);
+  }
+
+  async simulate(wire: Buffer): Promise<string | null> {
+    const { value } = await this.leaders.rpc.simulateTransaction(wire);
+    if (value.err === null || value.err === undefined) return null;
+    const detail = (value.logs ?? []).filter((l) => /failed|error|insufficient/i.test(l)).slice(-1)[0];
+    return JSON.stringify(value.err) + (detail ? ` (${detail})` : '');
+  }
+
+  health(): ChainHealth {
+    return { synced: this.leaders.synced(), slot: this.leaders.currentSlot(), slotAgeMs: this.leaders.slotAgeMs() };
+  }
+
+  async submit(req: SubmitRequest): Promise<SubmitResult> {
+    const slot = this.leaders.currentSlot();
+    const lastValid = req.durableNonce ? null : this.leaders.lastValidBlockHeight(req.recentBlockhash);
+    const known = this.flights.get(req.signature);
+    if (known && known.lastSentSlot >= slot) {
+      // Resubmitted within the slot it was already sent in: deduplicated, not resent.
+      return { slot, reached: 0, lastValidBlockHeight: lastValid };
+    }
+    const permit = this.permit(req.options.antiMev);
+    const current = this.leaders.leaderAt(slot);
+    const flight: Flight = known ?? { req, retriesLeft: req.options.maxRetries, lastSentSlot: -1, held: false, lastValid };
+    if (current !== null && !permit(current)) {
+      flight.held = true;
+      this.counters.held++;
+      this.flights.set(req.signature, flight);
+      this.watch(req, lastValid);
+      return { slot, reached: 0, lastValidBlockHeight: lastValid };
+    }
+
+    const first = this.leaders.upcoming(this.fanout, permit);
+    let reached = await this.sendTo(req, first, true);
+    if (reached === 0) {
+      // One more round, to the leaders after the first ones.
+      const after = first.length > 0 ? first[first.length - 1]!.slot + 1 : slot + 1;
+      const tried = new Set(first.map((l) => l.identity));
+      const next = this.leaders.upcoming(this.fanout, (id) => permit(id) && !tried.has(id), 64, after);
+      reached = await this.sendTo(req, next, true);
+      if (reached === 0) {
+        this.counters.deliveryFailed++;
+        const names = [...first, ...next].map((l) => l.tpuQuic ?? l.identity).join(', ');
+        throw new DeliveryError(`no leader accepted the transaction (tried ${names || 'no leader with a TPU QUIC address'})`);
+      }
+    }
+    flight.lastSentSlot = slot;
+    if (flight.retriesLeft > 0) this.flights.set(req.signature, flight);
+    this.watch(req, lastValid);
+    return { slot, reached, lastValidBlockHeight: lastValid };
+  }
+
+  async close(): Promise<void> {
+    this.leaders.close();
+    this.blocklist.close();
+    await this.pool.close();
+  }
+
+  /** Active flights (held or with rebroadcasts left). */
+  get inFlight(): number {
+    return this.flights.size;
+  }
+
+  private permit(antiMev: boolean): (identity: string) => boolean {
+    return antiMev ? (id) => !this.blocklist.has(id) : () => true;
+  }
+
+  private watch(req: SubmitRequest, lastValid: number | null): void {
+    this.tracker?.watch({
+      signature: req.signature,
+      accountId: req.accountId,
+      tipLamports: req.tipLamports,
+      receivedAt: req.receivedAt,
+      submittedAtMs: Date.now(),
+      lastValidBlockHeight: lastValid,
+      durableNonce: req.durableNonce,
+    });
+  }
+
+  /** Write to the leaders' TPUs; count per leader and per drop reason; returns how many accepted. */
+  private async sendTo(req: SubmitRequest, leaders: Leader[], firstSend: boolean): Promise<number> {
+    const targets: string[] = [];
+    for (const l of leaders) {
+      if (l.tpuQuic) targets.push(l.tpuQuic);
+      else this.drop('no_tpu_address');
+    }
+    if (targets.length === 0) return 0;
+    const { results, firstWrittenAt } = await this.pool.send(targets, req.wire);
+    if (firstWrittenAt !== null && firstSend) this.serviceLatency.record(Number(firstWrittenAt - req.receivedAt) / 1000);
+    let ok = 0;
+    results.forEach((r: TargetResult, i) => {
+      const leader = leaders.find((l) => l.tpuQuic === r.target)?.identity ?? targets[i]!;
+      let c = this.counters.sends.get(leader);
+      if (!c) this.counters.sends.set(leader, (c = { ok: 0, failed: 0 }));
+      if (r.ok) {
+        c.ok++;
+        ok++;
+      } else {
+        c.failed++;
+        this.drop(r.reason ?? 'unknown');
+      }
+    });
+    return ok;
+  }
+
+  private drop(reason: string): void {
+    this.counters.drops.set(reason, (this.counters.drops.get(reason) ?? 0) + 1);
+  }
+
+  private onSlot(slot: number): void {
+    const upcoming = this.leaders.upcoming(this.prewarmCount, () => true, 256);
+    this.pool.prewarm(upcoming.flatMap((l) => (l.tpuQuic ? [l.tpuQuic] : [])));
+    const height = this.leaders.currentBlockHeight();
+    for (const [sig, f] of this.flights) {
+      if (f.lastValid !== null && height > f.lastValid) {
+        this.flights.delete(sig);
+        if (f.held) this.drop('held_expired');
+        continue;
+      }
+      if (f.lastSentSlot >= slot) continue;
+      const permit = this.permit(f.req.options.antiMev);
+      if (f.held) {
+        const leader = this.leaders.leaderAt(slot);
+        if (leader === null || !permit(leader)) continue;
+        f.held = false;
+        this.counters.released++;
+      } else if (f.retriesLeft > 0) {
+        f.retriesLeft--;
+        this.counters.rebroadcasts++;
+      } else {
+        this.flights.delete(sig);
+        continue;
+      }
+      f.lastSentSlot = slot;
+      void this.sendTo(f.req, this.leaders.upcoming(this.fanout, permit), false).catch(() => this.drop('send_error'));
+    }
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * The chain view delivery needs: the current slot, who leads every slot of the next few
+ * thousand, where their TPU QUIC ports are, and which blockhashes are still alive.
+ *
+ * - Slot: pushed by `slotSubscribe`; while the WebSocket is down (or silent for longer than
+ *   `staleMs`) a timer polls `getSlot` instead. Every loop here awaits its RPC call before it can
+ *   run again: nothing spins.
+ * - Leaders: `getSlotLeaders` windows of `WINDOW` slots, refetched when the current slot gets
+ *   within `WINDOW / 4` of the window's end, so `leaderAt(slot)` is an array index.
+ * - Addresses: `getClusterNodes` (`tpuQuic`) every `nodesRefreshMs` (~30 s).
+ * - Blockhashes: `getLatestBlockhash` once per observed slot (one call in flight at most), which
+ *   also gives the block height (`lastValidBlockHeight − 150`).
+ */
+import { PubSub } from '../chain/pubsub.js';
+import { Rpc } from '../chain/rpc.js';
+
+/** Slots fetched per `getSlotLeaders` call (the RPC's limit is 5000). */
+const WINDOW = 4096;
+/** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
+export const BLOCKHASH_VALIDITY_BLOCKS = 150;
+
+export interface Leader {
+  slot: number;
+  identity: string;
+  /** TPU QUIC address "ip:port", or null if gossip doesn't advertise one. */
+  tpuQuic: string | null;
+}
+
+export interface LeaderTrackerOptions {
+  rpcUrl: string;
+  wsUrl: string;
+  /** A slot older than this makes the tracker unsynced (health 503) and triggers polling. */
+  staleMs?: number;
+  /** Poll period while the push source is down. */
+  pollMs?: number;
+  nodesRefreshMs?: number;
+  /** Called on every new slot (after the slot and leader window are updated). */
+  onSlot?: (slot: number) => void;
+}
+
+export class LeaderTracker {
+  readonly rpc: Rpc;
+  private readonly pubsub: PubSub;
+  private slot = 0;
+  /** performance.now() when `slot` was last observed. */
+  private slotSeenAt = -Infinity;
+  private windowStart = 0;
+  private window: string[] = [];
+  private windowFetch: Promise<void> | null = null;
+  private nodes = new Map<string, string | null>();
+  private readonly blockhashes = new Map<string, number>();
+  private blockHeight = 0;
+  private blockhashFetch = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private polling = false;
+  private closed = false;
+  private readonly staleMs: number;
+  /** Errors of the background refreshes, counted (the next refresh retries). */
+  readonly errors = { slot: 0, leaders: 0, nodes: 0, blockhash: 0 };
+
+  constructor(private readonly opts: LeaderTrackerOptions) {
+    this.rpc = new Rpc(opts.rpcUrl);
+    this.staleMs = opts.staleMs ?? 2_000;
+    this.pubsub = new PubSub(opts.wsUrl);
+    this.pubsub.subscribe('slotSubscribe', [], (r) => this.observe((r as { slot: number }).slot));
+    this.every(opts.pollMs ?? 400, () => this.pollIfStale());
+    this.every(opts.nodesRefreshMs ?? 30_000, () => this.refreshNodes());
+  }
+
+  /** Resolves once slot, leader window and addresses are known (or rejects after `timeoutMs`). */
+  async ready(timeoutMs = 10_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    await this.refreshNodes();
+    while (!this.closed) {
+      if (this.slotSeenAt === -Infinity) await this.pollSlot();
+      if (this.window.length > 0 && this.nodes.size > 0 && this.blockhashes.size > 0) return;
+      if (performance.now() > deadline) {
+        throw new Error(`chain node ${this.opts.rpcUrl} not ready after ${timeoutMs} ms (slot ${this.slot}, leaders ${this.window.length}, nodes ${this.nodes.size})`);
+      }
+      if (this.nodes.size === 0) await this.refreshNodes();
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  currentSlot(): number {
+    return this.slot;
+  }
+
+  /** ms since the current slot was observed. */
+  slotAgeMs(): number {
+    return performance.now() - this.slotSeenAt;
+  }
+
+  synced(): boolean {
+    return this.slotAgeMs() <= this.staleMs && this.leaderAt(this.slot) !== null;
+  }
+
+  currentBlockHeight(): number {
+    return this.blockHeight;
+  }
+
+  /** Identity leading `slot`, or null outside the fetched window. O(1). */
+  leaderAt(slot: number): string | null {
+    return this.window[slot - this.windowStart] ?? null;
+  }
+
+  tpuOf(identity: string): string | null {
+    return this.nodes.get(identity) ?? null;
+  }
+
+  /**
+   * The leader of the current slot and of each slot after it, up to `count` distinct leaders
+   * accepted by `permit`, looking at most `horizon` slots ahead. Each leader appears once, at
+   * its first slot in range.
+   */
+  upcoming(count: number, permit: (identity: string) => boolean = () => true, horizon = 64, from = this.slot): Leader[] {
+    const out: Leader[] = [];
+    for (let s = from; s < from + horizon && out.length < count; s++) {
+      const identity = this.leaderAt(s);
+      if (identity === null) break;
+      if (!permit(identity) || out.some((l) => l.identity === identity)) continue;
+      out.push({ slot: s, identity, tpuQuic: this.tpuOf(identity) });
+    }
+    return out;
+  }
+
+  /** Last valid block height of a blockhash this tracker has seen, or null. */
+  lastValidBlockHeight(blockhash: string): number | null {
+    return this.blockhashes.get(blockhash) ?? null;
+  }
+
+  /** True only for a blockhash known to be past its last valid block height. */
+  isBlockhashExpired(blockhash: string): boolean {
+    const lv = this.blockhashes.get(blockhash);
+    return lv !== undefined && this.blockHeight > lv;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.pubsub.close();
+  }
+
+  get pushConnected(): boolean {
+    return this.pubsub.connected;
+  }
+
+  private every(ms: number, f: () => Promise<void>): void {
+    let running = false;
+    const t = setInterval(() => {
+      if (running || this.closed) return;
+      running = true;
+      void f().finally(() => (running = false));
+    }, ms);
+    t.unref();
+    this.timers.push(t);
+  }
+
+  private observe(slot: number): void {
+    if (!Number.isInteger(slot) || slot < this.slot) return;
+    const advanced = slot > this.slot;
+    this.slot = slot;
+    this.slotSeenAt = performance.now();
+    if (slot + WINDOW / 4 >= this.windowStart + this.window.length || slot < this.windowStart) void this.refreshLeaders(slot);
+    if (advanced) {
+      void this.refreshBlockhash();
+      this.opts.onSlot?.(slot);
+    }
+  }
+
+  private async pollIfStale(): Promise<void> {
+    if (this.pubsub.connected && performance.now() - this.slotSeenAt <= this.staleMs / 2) return;
+    await this.pollSlot();
+  }
+
+  private async pollSlot(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      this.observe(await this.rpc.getSlot('processed'));
+    } catch {
+      this.errors.slot++;
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private refreshLeaders(from: number): Promise<void> {
+    this.windowFetch ??= (async () => {
+      try {
+        const leaders = await this.rpc.getSlotLeaders(from, WINDOW);
+        this.windowStart = from;
+        this.window = leaders;
+      } catch {
+        this.errors.leaders++;
+      } finally {
+        this.windowFetch = null;
+      }
+    })();
+    return this.windowFetch;
+  }
+
+  private async refreshNodes(): Promise<void> {
+    try {
+      const nodes = await this.rpc.getClusterNodes();
+      this.nodes = new Map(nodes.map((n) => [n.pubkey, n.tpuQuic ?? null]));
+    } catch {
+      this.errors.nodes++;
+    }
+  }
+
+  private async refreshBlockhash(): Promise<void> {
+    if (this.blockhashFetch) return;
+    this.blockhashFetch = true;
+    try {
+      const { value } = await this.rpc.getLatestBlockhash('confirmed');
+      this.blockhashes.set(value.blockhash, value.lastValidBlockHeight);
+      this.blockHeight = Math.max(this.blockHeight, value.lastValidBlockHeight - BLOCKHASH_VALIDITY_BLOCKS);
+      // Forget hashes long dead (Map iterates in insertion order: oldest first).
+      for (const [h, lv] of this.blockhashes) {
+        if (lv >= this.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
+        this.blockhashes.delete(h);
+      }
+    } catch {
+      this.errors.blockhash++;
+    } finally {
+      this.blockhashFetch = false;
+    }
+  }
+}

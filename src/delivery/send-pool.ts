@@ -1,0 +1,83 @@
+/**
+ * The piscina pool that owns QUIC sends. The main thread hands over (targets, bytes) and gets
+ * the per-target results back; the sends themselves (and any handshake) happen on the native
+ * tokio runtime driven from the workers, so the event loop that serves HTTP never waits on them.
+ *
+ * The main thread also holds a client handle of its own with the same identity: it shares the
+ * process-wide connection cache, and is used only for the cheap calls (pre-warm, peer stats).
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { QuicClient } from '../../native/index.js';
+import type { SendTask, SendTaskResult } from './send-worker.js';
+
+/**
+ * The compiled worker. Under a TypeScript loader (vitest, tsx) this module runs from `src/`,
+ * and piscina's worker threads cannot load `.ts`: they run the build in `dist/` (which
+ * `npm test` and `npm install` produce first).
+ */
+function workerFile(): string {
+  const here = fileURLToPath(import.meta.url);
+  const sibling = here.replace(/send-pool\.(ts|js)$/, 'send-worker.js');
+  if (here.endsWith('.js') || existsSync(sibling)) return sibling;
+  const built = fileURLToPath(new URL('../../dist/delivery/send-worker.js', import.meta.url));
+  if (!existsSync(built)) throw new Error(`send worker not built: run \`npm run build:ts\` (missing ${built})`);
+  return built;
+}
+
+export interface SendPoolOptions {
+  identity: Buffer;
+  /** Worker threads (default 2: the sends are asynchronous, two keep up with a core each). */
+  threads?: number;
+}
+
+export class SendPool {
+  private readonly pool: Piscina<SendTask, SendTaskResult>;
+  private readonly client: QuicClient;
+  private readonly identity: Uint8Array;
+
+  constructor(opts: SendPoolOptions) {
+    this.identity = new Uint8Array(opts.identity);
+    const threads = opts.threads ?? 2;
+    this.pool = new Piscina({
+      filename: workerFile(),
+      minThreads: threads,
+      maxThreads: threads,
+      // Tasks are async I/O: many in flight per worker, none blocking it.
+      concurrentTasksPerWorker: 256,
+      idleTimeout: Infinity,
+      // A send task's promise may resolve long after posting: the async notifier suits that.
+      atomics: 'async',
+    });
+    this.client = new QuicClient({ identity: opts.identity });
+  }
+
+  /** The QUIC identity presented to validators (base58). */
+  get identityPubkey(): string {
+    return this.client.identity;
+  }
+
+  send(targets: string[], wire: Buffer): Promise<SendTaskResult> {
+    return this.pool.run({ identity: this.identity, targets, wire });
+  }
+
+  /** Open connections to these TPUs now, so a later send never waits for a handshake. */
+  prewarm(targets: string[]): void {
+    if (targets.length > 0) this.client.prewarm(targets);
+  }
+
+  peerStats(): ReturnType<QuicClient['peerStats']> {
+    return this.client.peerStats();
+  }
+
+  /** Queue depth and utilisation, for metrics and the dispatch-overhead benchmark. */
+  get queued(): number {
+    return this.pool.queueSize;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+    this.client.close();
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The whole service in one process: store, accounts, rate limits, the delivery engine and the
+ * confirmation tracker, behind the HTTP API. With no chain node configured it starts the
+ * embedded local cluster and points everything at it, exactly as it would at a real node.
+ */
+import { Accounts } from './accounts/accounts.js';
+import { RateLimiter } from './accounts/rate-limiter.js';
+import { deriveWsUrl, type Config } from './config.js';
+import { Engine } from './delivery/engine.js';
+import { loadIdentity } from './delivery/identity.js';
+import { buildApp } from './http/api.js';
+import { listen, type RunningServer } from './http/server.js';
+import { startLocalnet, type Localnet } from './localnet/index.js';
+import { TipSet } from './native.js';
+import { startRetention, type Retention } from './store/retention.js';
+import { Store } from './store/store.js';
+import { loadTipAddresses } from './tips.js';
+import { Tracker, type StatusChange } from './tracker/tracker.js';
+
+/** Lamports airdropped to each tip address on the local cluster, so any tip leaves it rent-exempt. */
+const LOCALNET_TIP_FUNDING = 1_000_000_000;
+
+export interface Service {
+  config: Config;
+  url: string;
+  port: number;
+  store: Store;
+  accounts: Accounts;
+  engine: Engine;
+  tracker: Tracker;
+  tipAddresses: string[];
+  /** The embedded cluster, when no chain node was configured. */
+  localnet: Localnet | null;
+  rpcUrl: string;
+  wsUrl: string;
+  /** Status changes (confirmed, failed, expired) as the tracker writes them. */
+  onStatus(listener: (change: StatusChange) => void): () => void;
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** Extra options for the embedded cluster (tests: faster slots, faults). */
+  localnet?: Parameters<typeof startLocalnet>[0];
+  /** Wait this long for the chain view before serving (default 15 s). */
+  readyTimeoutMs?: number;
+}
+
+export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  const cleanup: Array<() => unknown> = [];
+  try {
+    const store = Store.open(config.dataDir);
+    cleanup.push(() => store.close());
+    const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
+    const tipAddresses = loadTipAddresses(config.dataDir, config.tipAddresses);
+    const tips = new TipSet(tipAddresses);
+    const identity = loadIdentity(config.dataDir, config.identityPath ?? undefined);
+
+    let localnet: Localnet | null = null;
+    let rpcUrl = config.rpcUrl;
+    let wsUrl = config.wsUrl ?? (rpcUrl ? deriveWsUrl(rpcUrl) : null);
+    if (rpcUrl === null || wsUrl === null) {
+      localnet = await startLocalnet({ validators: config.localnet.validators, slotMs: config.localnet.slotMs, ...opts.localnet });
+      const net = localnet;
+      cleanup.push(() => net.close());
+      rpcUrl = localnet.rpcUrl;
+      wsUrl = localnet.wsUrl;
+      for (const tip of tipAddresses) await localnet.airdrop(tip, LOCALNET_TIP_FUNDING);
+    }
+
+    const engine = new Engine({ rpcUrl, wsUrl, identity, fanout: config.fanout, blocklistPath: config.blocklistPath });
+    cleanup.push(() => engine.close());
+    await engine.ready(opts.readyTimeoutMs ?? 15_000);
+
+    const listeners = new Set<(c: StatusChange) => void>();
+    let settle: (c: StatusChange) => void = () => {};
+    const tracker = new Tracker({
+      rpc: engine.leaders.rpc,
+      wsUrl,
+      store,
+      accounts,
+      tipAddresses,
+      blockHeight: () => engine.leaders.currentBlockHeight(),
+      onChange: (c) => {
+        settle(c);
+        for (const l of listeners) l(c);
+      },
+    });
+    cleanup.push(() => tracker.close());
+    settle = engine.attach(tracker);
+    tracker.resume();
+
+    const retention: Retention = startRetention(store, { retentionDays: config.retentionDays });
+    cleanup.push(() => retention.stop());
+
+    const limiter = new RateLimiter(config.plans, 0);
+    const app = buildApp({ config, accounts, store, limiter, tips, delivery: engine });
+    const server: RunningServer = await listen(app, config.host, config.port);
+    cleanup.push(() => server.close());
+
+    return {
+      config,
+      url: `http://${config.host}:${server.port}`,
+      port: server.port,
+      store,
+      accounts,
+      engine,
+      tracker,
+      tipAddresses,
+      localnet,
+      rpcUrl,
+      wsUrl,
+      onStatus(listener) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+      close: () => runCleanup(cleanup),
+    };
+  } catch (e) {
+    await runCleanup(cleanup);
+    throw e;
+  }
+}
+
+/** Undo in reverse order; every step runs even if an earlier one fails. */
+async function runCleanup(steps: Array<() => unknown>): Promise<void> {
+  for (const step of steps.reverse()) {
+    try {
+      await step();
+    } catch {
+      // Closing is best effort: one part failing to close must not keep the others open.
+    }
+  }
+  steps.length = 0;
+}

@@ -1,0 +1,276 @@
+/**
+ * The confirmation tracker: turns "sent" into `confirmed` / `failed` (with `confirmed_at`,
+ * `latency_ms` and `slot`), or marks `expired: true` once a transaction can no longer land, and
+ * credits points for confirmed ones.
+ *
+ * Sources, push first:
+ * - `logsSubscribe` with `mentions: [tip address]` at `confirmed` commitment, one subscription
+ *   per tip address: every transaction of ours that lands mentions one.
+ * - Every `sweepMs`, `getSignatureStatuses` in batches of 256 for whatever the push has not
+ *   settled (a missed notification, a reconnect gap, a restart).
+ *
+ * Latency is measured from the monotonic clock: request received (process.hrtime) → outcome
+ * observed here. After a restart the monotonic origin is gone and the wall clock is used instead
+ * (`submitted_at` → observation), which the README states.
+ *
+ * Expiry: a transaction whose blockhash's last valid block height is behind the cluster's block
+ * height is checked one last time (`searchTransactionHistory`) and then marked expired. When the
+ * blockhash was not known at submission, its lifetime is an estimate (see `estimateLastValid`),
+ * confirmed with `isBlockhashValid` before anything is marked. Durable-nonce transactions never
+ * expire by blockhash; they are watched until retention removes them.
+ */
+import { PubSub } from '../chain/pubsub.js';
+import type { Rpc, SignatureStatus } from '../chain/rpc.js';
+import type { Accounts } from '../accounts/accounts.js';
+import type { StatusRecord, Store, TxStatus } from '../store/store.js';
+
+export const STATUS_BATCH = 256;
+/** Slack added to an estimated blockhash lifetime (a client's node may be a few slots ahead). */
+const ESTIMATE_SLACK_BLOCKS = 32;
+/** How long an outcome seen before its `watch` call is remembered. */
+const EARLY_OUTCOME_MS = 120_000;
+
+export interface WatchRequest {
+  signature: string;
+  accountId: string;
+  tipLamports: bigint;
+  /** process.hrtime.bigint() at request arrival; null when resumed after a restart. */
+  receivedAt: bigint | null;
+  submittedAtMs: number;
+  /** Known last valid block height, or null to estimate from the current block height. */
+  lastValidBlockHeight: number | null;
+  durableNonce: boolean;
+}
+
+interface Watched extends WatchRequest {
+  lastValid: number | null;
+  estimated: boolean;
+  /** Outcome observed but not yet written (status record not visible yet). */
+  outcome: Outcome | null;
+}
+
+export interface Outcome {
+  slot: number;
+  err: unknown;
+  /** performance.now() / hrtime when observed. */
+  observedAt: bigint;
+  source: 'push' | 'poll';
+}
+
+export interface StatusChange {
+  record: StatusRecord;
+  source: 'push' | 'poll' | 'expiry';
+}
+
+export interface TrackerOptions {
+  rpc: Rpc;
+  wsUrl: string;
+  store: Store;
+  accounts: Accounts;
+  tipAddresses: readonly string[];
+  /** The cluster's current block height, as the leader tracker last saw it. */
+  blockHeight: () => number;
+  sweepMs?: number;
+  /** Called after each status change is written (terminal or expired). */
+  onChange?: (change: StatusChange) => void;
+}
+
+export class Tracker {
+  private readonly watching = new Map<string, Watched>();
+  private readonly early = new Map<string, Outcome>();
+  private readonly earlyAt = new Map<string, number>();
+  private readonly pubsub: PubSub;
+  private readonly timer: NodeJS.Timeout;
+  private sweeping = false;
+  readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0 };
+
+  constructor(private readonly opts: TrackerOptions) {
+    this.pubsub = new PubSub(opts.wsUrl);
+    for (const tip of opts.tipAddresses) {
+      this.pubsub.subscribe('logsSubscribe', [{ mentions: [tip] }, { commitment: 'confirmed' }], (r, slot) => {
+        const v = (r as { value?: { signature?: string; err?: unknown } }).value;
+        if (typeof v?.signature === 'string' && slot !== undefined) {
+          this.observe(v.signature, { slot, err: v.err ?? null, observedAt: process.hrtime.bigint(), source: 'push' });
+        }
+      });
+    }
+    this.timer = setInterval(() => void this.sweep(), opts.sweepMs ?? 1_000);
+    this.timer.unref();
+  }
+
+  get size(): number {
+    return this.watching.size;
+  }
+
+  isWatching(signature: string): boolean {
+    return this.watching.has(signature);
+  }
+
+  /** Start watching (idempotent). */
+  watch(req: WatchRequest): void {
+    if (this.watching.has(req.signature)) return;
+    const estimated = req.lastValidBlockHeight === null && !req.durableNonce;
+    const w: Watched = {
+      ...req,
+      lastValid: req.durableNonce ? null : (req.lastValidBlockHeight ?? this.estimateLastValid()),
+      estimated,
+      outcome: null,
+    };
+    this.watching.set(req.signature, w);
+    const seen = this.early.get(req.signature);
+    if (seen) {
+      this.early.delete(req.signature);
+      this.earlyAt.delete(req.signature);
+      this.settle(w, seen);
+    }
+  }
+
+  /** Watch again everything the store says is still pending (after a restart). */
+  resume(): number {
+    let n = 0;
+    for (const [signature, p] of this.opts.store.pendingEntries()) {
+      this.watch({
+        signature,
+        accountId: p.accountId,
+        tipLamports: BigInt(p.tipLamports),
+        receivedAt: null,
+        submittedAtMs: p.submittedAt,
+        lastValidBlockHeight: p.lastValidBlockHeight,
+        durableNonce: p.durableNonce,
+      });
+      n++;
+    }
+    return n;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.pubsub.close();
+  }
+
+  /**
+   * A blockhash this service never saw can't be younger than the newest it has seen by more
+   * than a client node's lead, so it is dead once the current height passes 150 + slack.
+   */
+  private estimateLastValid(): number {
+    return this.opts.blockHeight() + 150 + ESTIMATE_SLACK_BLOCKS;
+  }
+
+  private observe(signature: string, o: Outcome): void {
+    const w = this.watching.get(signature);
+    if (w) {
+      this.settle(w, o);
+      return;
+    }
+    if (this.early.size < 100_000) {
+      this.early.set(signature, o);
+      this.earlyAt.set(signature, Date.now());
+    }
+  }
+
+  /** Write the terminal state. Keeps the outcome for the next sweep if the record isn't visible yet. */
+  private settle(w: Watched, o: Outcome): void {
+    const rec = this.opts.store.getStatus(w.signature);
+    if (!rec) {
+      w.outcome = o;
+      return;
+    }
+    this.watching.delete(w.signature);
+    if (rec.status !== 'sent') return;
+    const status: TxStatus = o.err === null ? 'confirmed' : 'failed';
+    const confirmedAt = Date.now();
+    const latency = w.receivedAt !== null ? Number(o.observedAt - w.receivedAt) / 1e6 : confirmedAt - rec.submittedAt;
+    const next: StatusRecord = {
+      ...rec,
+      status,
+      confirmedAt,
+      latencyMs: status === 'confirmed' ? Math.max(0, Math.round(latency)) : null,
+      slot: o.slot,
+      expired: false,
+    };
+    void this.opts.store.updateStatus(next);
+    this.stats[status]++;
+    this.stats[o.source]++;
+    if (status === 'confirmed') void this.opts.accounts.accrueTip(w.accountId, w.tipLamports);
+    this.opts.onChange?.({ record: next, source: o.source });
+  }
+
+  private async sweep(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    const t0 = performance.now();
+    try {
+      await this.pollStatuses();
+      await this.expire();
+      const now = Date.now();
+      for (const [sig, at] of this.earlyAt) {
+        if (now - at < EARLY_OUTCOME_MS) break;
+        this.earlyAt.delete(sig);
+        this.early.delete(sig);
+      }
+    } catch {
+      this.stats.sweepErrors++;
+    } finally {
+      this.stats.lastSweepMs = performance.now() - t0;
+      this.sweeping = false;
+    }
+  }
+
+  private async pollStatuses(): Promise<void> {
+    const open: Watched[] = [];
+    for (const w of this.watching.values()) {
+      if (w.outcome) this.settle(w, w.outcome);
+      else open.push(w);
+    }
+    for (let i = 0; i < open.length; i += STATUS_BATCH) {
+      const batch = open.slice(i, i + STATUS_BATCH);
+      const { value } = await this.opts.rpc.getSignatureStatuses(batch.map((w) => w.signature));
+      this.applyStatuses(batch, value, 'poll');
+    }
+  }
+
+  private applyStatuses(batch: Watched[], statuses: (SignatureStatus | null)[], source: 'poll'): void {
+    const observedAt = process.hrtime.bigint();
+    batch.forEach((w, j) => {
+      const s = statuses[j];
+      if (s && (s.confirmationStatus === 'confirmed' || s.confirmationStatus === 'finalized')) {
+        this.settle(w, { slot: s.slot, err: s.err ?? null, observedAt, source });
+      }
+    });
+  }
+
+  private async expire(): Promise<void> {
+    const height = this.opts.blockHeight();
+    const due = [...this.watching.values()].filter((w) => w.lastValid !== null && height > w.lastValid && !w.outcome);
+    for (let i = 0; i < due.length; i += STATUS_BATCH) {
+      const batch = due.slice(i, i + STATUS_BATCH);
+      // One last look, through history: it may have landed while nobody was looking.
+      const { value } = await this.opts.rpc.getSignatureStatuses(batch.map((w) => w.signature), true);
+      this.applyStatuses(batch, value, 'poll');
+      for (const [j, w] of batch.entries()) {
+        if (!this.watching.has(w.signature) || value[j]) continue;
+        if (w.estimated && (await this.stillValid(w))) continue;
+        this.markExpired(w);
+      }
+    }
+  }
+
+  /** For an estimated lifetime: ask the node; if the blockhash is still valid, extend. */
+  private async stillValid(w: Watched): Promise<boolean> {
+    const rec = this.opts.store.getStatus(w.signature);
+    if (!rec) return true;
+    const { value } = await this.opts.rpc.isBlockhashValid(rec.recentBlockhash);
+    if (value) w.lastValid = this.opts.blockHeight() + ESTIMATE_SLACK_BLOCKS;
+    return value;
+  }
+
+  private markExpired(w: Watched): void {
+    const rec = this.opts.store.getStatus(w.signature);
+    this.watching.delete(w.signature);
+    if (!rec || rec.status !== 'sent') return;
+    const next: StatusRecord = { ...rec, expired: true };
+    void this.opts.store.updateStatus(next);
+    this.stats.expired++;
+    this.opts.onChange?.({ record: next, source: 'expiry' });
+  }
+}

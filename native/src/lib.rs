@@ -1,7 +1,7 @@
 //! Landfall native core.
 //!
-//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`) know nothing of Node; the
-//! `node` module maps them to JavaScript and is the only place that does.
+//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`) know nothing of
+//! Node; the `node` and `node_quic` modules map them to JavaScript and are the only places that do.
 #![deny(clippy::all)]
 
 pub mod base58;
@@ -9,8 +9,11 @@ pub mod bucket;
 pub mod error;
 pub mod inspect;
 pub mod parse;
+pub mod quic;
 pub mod tip;
 pub mod verify;
 
 #[cfg(feature = "node")]
 mod node;
+#[cfg(feature = "node")]
+mod node_quic;

@@ -12,7 +12,7 @@ use napi_derive::napi;
 use std::sync::Arc;
 
 /// A JS error whose `code` property is one of the stable codes of `error.rs`.
-pub struct JsCode(&'static str);
+pub struct JsCode(pub(crate) &'static str);
 impl AsRef<str> for JsCode {
     fn as_ref(&self) -> &str {
         self.0

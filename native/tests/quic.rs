@@ -358,7 +358,35 @@ async fn the_last_handle_dropped_closes_the_shared_client() {
     let o = c.send(srv.local_addr(), payload(3, 10)).await;
     assert_written(&o);
     assert!(!o.reused);
+    recv(&mut rx).await;
     assert_eq!(srv.stats().connections_accepted, 2);
+    srv.close().await;
+}
+
+#[tokio::test]
+async fn closing_the_client_right_after_writing_still_delivers_everything() {
+    let (srv, mut rx) = server(27, ServerConfig { max_streams_per_100ms: 0, ..ServerConfig::default() });
+    let c = client(28, ClientConfig::default());
+    let to = srv.local_addr();
+    assert_written(&c.send(to, payload(1000, 100)).await);
+    recv(&mut rx).await;
+    // With loss, written streams are still being retransmitted when the client closes.
+    srv.set_faults(Faults { packet_loss_pct: 30.0, ..Faults::default() });
+    let sent: HashSet<Bytes> = (0..50).map(|i| payload(i, 900)).collect();
+    let outcomes = futures_join(sent.iter().map(|tx| {
+        let c = c.clone();
+        let tx = tx.clone();
+        async move { c.send(to, tx).await }
+    }))
+    .await;
+    outcomes.iter().for_each(assert_written);
+    drop(c); // the last handle: the connection closes once the peer has acknowledged the streams
+    let mut got = HashSet::new();
+    while got.len() < sent.len() {
+        got.insert(recv(&mut rx).await.bytes);
+    }
+    assert_eq!(got, sent);
+    wait_until("the connection to close", || srv.stats().connections_open == 0).await;
     srv.close().await;
 }
 
@@ -431,6 +459,10 @@ async fn closing_the_server_ends_the_receiver_and_fails_later_sends() {
     wait_until("the client to see the close", || c.peer_stats()[0].last_close_code == Some(0)).await;
     let o = c.send(to, payload(2, 80)).await;
     assert_eq!(o.reason, Some(FailReason::Backoff), "{o:?}");
+    // The port is free again: a restarted server can take it.
+    let (again, _rx) = QuicServer::bind(&seed(40), ServerConfig { bind: to, ..ServerConfig::default() }).expect("rebind");
+    again.close().await;
+    srv.close().await; // closing twice is harmless
 }
 
 #[test]

@@ -17,21 +17,35 @@
 //! "Written" means `finish()` was called on the stream after the whole transaction was accepted
 //! by the connection's send buffer (within flow control). QUIC delivers it reliably from there
 //! unless the connection dies; the client does not wait for the peer's acknowledgement, and a
-//! validator can still drop it after reading (it never says).
+//! validator can still drop it after reading (it never says). Closing the client keeps that
+//! promise where it can: each connection stays up until the peer has acknowledged every written
+//! stream (at most `CLOSE_LINGER`), and only then closes.
 
 use super::{check_range, runtime, tls, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
-use quinn::{ConnectError, Connection, ConnectionError, Endpoint, EndpointConfig, IdleTimeout, TokioRuntime, TransportConfig, VarInt, WriteError};
+use quinn::{
+    ConnectError, Connection, ConnectionError, Endpoint, EndpointConfig, IdleTimeout, SendStream, TokioRuntime, TransportConfig, VarInt,
+    WriteError,
+};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// A connection that stayed up this long before closing was healthy: its close does not add to
 /// the previous failures' back-off.
 const HEALTHY_LIFETIME: Duration = Duration::from_secs(10);
+
+/// On close, how long a connection waits for the peer to acknowledge the streams written on it.
+const CLOSE_LINGER: Duration = Duration::from_secs(2);
+
+/// Written streams are checked for acknowledgement (and forgotten once acknowledged) each time
+/// this many are being tracked.
+const UNACKED_PRUNE_AT: usize = 64;
 
 /// Client settings. `Default` matches what `new QuicClient({ identity })` uses.
 #[derive(Clone, Debug)]
@@ -351,9 +365,9 @@ impl QuicClient {
 
 impl Drop for QuicClient {
     fn drop(&mut self) {
-        // Closing the endpoint closes every connection at once; the peers' tasks end when their
-        // queues' senders (in `self.peers`) are dropped right after this.
-        self.dialer.endpoint.close(VarInt::from_u32(0), b"client closed");
+        // The peers' tasks end when their queues' senders (in `self.peers`, dropped right after
+        // this) are gone: each finishes what is queued, lets its written streams be
+        // acknowledged, and closes its connection. The endpoint goes with the last of them.
         lock(&REGISTRY).retain(|(_, w)| w.strong_count() > 0);
     }
 }
@@ -503,8 +517,15 @@ impl PeerState {
         self.counters.connects.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn close_live(&self, reason: &[u8]) {
-        if let Some(live) = lock(&self.link).live.take() {
+    /// Close the open connection once the peer has acknowledged `unacked` (or `CLOSE_LINGER`
+    /// has passed), so transactions reported written are not thrown away by the close.
+    async fn close_live(&self, unacked: &mut Vec<SendStream>, reason: &[u8]) {
+        let deadline = tokio::time::Instant::now() + CLOSE_LINGER;
+        for stream in unacked.drain(..) {
+            let _ = tokio::time::timeout_at(deadline, stream.stopped()).await;
+        }
+        let live = lock(&self.link).live.take();
+        if let Some(live) = live {
             live.conn.close(VarInt::from_u32(0), reason);
         }
     }
@@ -550,12 +571,14 @@ impl PeerState {
 
 /// A peer's task: takes its queue in order, one transaction at a time, over one connection.
 async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
+    // Streams written but maybe not yet acknowledged by the peer.
+    let mut unacked: Vec<SendStream> = Vec::new();
     loop {
         let job = match tokio::time::timeout(dialer.cfg.unused_close, jobs.recv()).await {
             Ok(Some(job)) => job,
             Ok(None) => break,
             Err(_) => {
-                state.close_live(b"unused");
+                state.close_live(&mut unacked, b"unused").await;
                 continue;
             }
         };
@@ -566,7 +589,12 @@ async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: 
             Job::Send { tx, queued_at, reply } => {
                 let result = match dialer.connection(&state).await {
                     Ok((conn, reused)) => {
-                        let written = write_tx(&conn, tx, dialer.cfg.send_timeout).await;
+                        let written = write_tx(&conn, tx, dialer.cfg.send_timeout).await.map(|stream| {
+                            if unacked.len() >= UNACKED_PRUNE_AT {
+                                unacked.retain(|s| !settled(s));
+                            }
+                            unacked.push(stream);
+                        });
                         state.outcome(queued_at, reused, written)
                     }
                     Err(f) => state.outcome(queued_at, false, Err(f)),
@@ -576,7 +604,14 @@ async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: 
             }
         }
     }
-    state.close_live(b"client closed");
+    state.close_live(&mut unacked, b"client closed").await;
+}
+
+/// Whether a written stream needs no more watching: acknowledged, stopped, or its connection
+/// gone. One poll, never waits.
+fn settled(stream: &SendStream) -> bool {
+    let stopped = std::pin::pin!(stream.stopped());
+    stopped.poll(&mut Context::from_waker(Waker::noop())).is_ready()
 }
 
 impl Dialer {
@@ -626,8 +661,9 @@ async fn watch(conn: Connection, state: Arc<PeerState>, cfg: ClientConfig) {
     state.note_closed(conn.stable_id(), &err, &cfg);
 }
 
-/// One transaction on one new unidirectional stream: open, write, finish.
-async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration) -> Result<(), Failure> {
+/// One transaction on one new unidirectional stream: open, write, finish. Hands back the
+/// finished stream, whose acknowledgement a graceful close waits for.
+async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration) -> Result<SendStream, Failure> {
     let deadline = tokio::time::Instant::now() + limit;
     let timed_out = || Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis()));
     let mut stream = match tokio::time::timeout_at(deadline, conn.open_uni()).await {
@@ -636,9 +672,10 @@ async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration) -> Result<(), F
         Err(_) => return Err(timed_out()),
     };
     match tokio::time::timeout_at(deadline, stream.write_chunk(tx)).await {
-        Ok(Ok(())) => stream
-            .finish()
-            .map_err(|e| Failure::new(FailReason::ConnectionLost, format!("stream closed before finish: {e}"))),
+        Ok(Ok(())) => match stream.finish() {
+            Ok(()) => Ok(stream),
+            Err(e) => Err(Failure::new(FailReason::ConnectionLost, format!("stream closed before finish: {e}"))),
+        },
         Ok(Err(WriteError::Stopped(code))) => Err(Failure {
             reason: FailReason::StreamStopped,
             code: Some(code.into_inner()),

@@ -14,7 +14,7 @@ use quinn::{Endpoint, EndpointConfig, IdleTimeout, TokioRuntime, TransportConfig
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
@@ -24,7 +24,8 @@ const MAX_CONCURRENT_UNI_STREAMS: u32 = 128;
 const CONNECTION_RECEIVE_WINDOW: u32 = (MAX_TX_SIZE as u32) * 128;
 /// The stream throttling interval (`STREAM_THROTTLING_INTERVAL`).
 const THROTTLE_INTERVAL: Duration = Duration::from_millis(100);
-/// How long `close()` waits for connections to finish closing before it returns anyway.
+/// How long `close()` waits for connections to finish closing, and then for the socket to be
+/// released, before it returns anyway.
 const CLOSE_DRAIN: Duration = Duration::from_secs(2);
 /// The per-IP rate-limit table is pruned of fully refilled entries past this size.
 const RATE_TABLE_PRUNE_AT: usize = 4096;
@@ -185,7 +186,10 @@ struct Shared {
 /// A running server. Dropping it closes the endpoint (without waiting: prefer `close().await`).
 pub struct QuicServer {
     shared: Arc<Shared>,
-    endpoint: Endpoint,
+    /// None once closed.
+    endpoint: Mutex<Option<Endpoint>>,
+    /// Gone once quinn has released the socket (and with it the port).
+    socket: Weak<LossySocket>,
     local_addr: SocketAddr,
     identity: [u8; 32],
 }
@@ -205,6 +209,7 @@ impl QuicServer {
         let socket = quinn::Runtime::wrap_udp_socket(&TokioRuntime, socket).map_err(QuicError::Bind)?;
         let loss = Arc::new(Loss::default());
         let socket = Arc::new(LossySocket::new(socket, loss.clone()));
+        let socket_alive = Arc::downgrade(&socket);
         let endpoint = Endpoint::new_with_abstract_socket(
             EndpointConfig::default(),
             Some(server_config),
@@ -226,7 +231,14 @@ impl QuicServer {
             deliver: RwLock::new(Some(tx)),
         });
         runtime().spawn(accept_loop(endpoint.clone(), shared.clone()));
-        Ok((QuicServer { shared, endpoint, local_addr, identity: tls::identity_pubkey(seed) }, rx))
+        let server = QuicServer {
+            shared,
+            endpoint: Mutex::new(Some(endpoint)),
+            socket: socket_alive,
+            local_addr,
+            identity: tls::identity_pubkey(seed),
+        };
+        Ok((server, rx))
     }
 
     /// The bound address (with the OS-assigned port when bound to port 0).
@@ -277,24 +289,36 @@ impl QuicServer {
     }
 
     /// Close every connection (code 0, "server closed"), stop accepting, end the receiver's
-    /// stream (transactions still in an injected delay are dropped), and wait up to 2 s for
-    /// the connections to finish closing.
+    /// stream (transactions still in an injected delay are dropped), wait for the connections
+    /// to finish closing and for the UDP port to be free again (each wait at most 2 s), so the
+    /// same address can be bound again at once (a validator restarting on its port).
+    /// Closing again does nothing.
     pub async fn close(&self) {
-        self.shutdown();
-        let _ = tokio::time::timeout(CLOSE_DRAIN, self.endpoint.wait_idle()).await;
+        let Some(endpoint) = self.shutdown() else { return };
+        let _ = tokio::time::timeout(CLOSE_DRAIN, endpoint.wait_idle()).await;
+        drop(endpoint);
+        // quinn's endpoint task drops the socket once every handle is gone; it runs on the
+        // runtime, so watch for it rather than assume it already happened.
+        let deadline = Instant::now() + CLOSE_DRAIN;
+        while self.socket.strong_count() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
-    fn shutdown(&self) {
-        self.endpoint.close(VarInt::from_u32(0), b"server closed");
+    /// Close the endpoint and the consumer's channel; hands back the endpoint the first time.
+    fn shutdown(&self) -> Option<Endpoint> {
         if let Ok(mut deliver) = self.shared.deliver.write() {
             deliver.take();
         }
+        let endpoint = self.endpoint.lock().ok()?.take()?;
+        endpoint.close(VarInt::from_u32(0), b"server closed");
+        Some(endpoint)
     }
 }
 
 impl Drop for QuicServer {
     fn drop(&mut self) {
-        self.shutdown();
+        let _ = self.shutdown();
     }
 }
 
@@ -390,8 +414,10 @@ impl Shared {
     fn hand_over(&self, rx: Received) {
         let Ok(deliver) = self.deliver.read() else { return };
         if let Some(tx) = deliver.as_ref() {
-            if tx.send(rx).is_ok() {
-                bump(&self.counters.accepted_txs);
+            // Counted before the send so a consumer that has the transaction sees it counted.
+            bump(&self.counters.accepted_txs);
+            if tx.send(rx).is_err() {
+                self.counters.accepted_txs.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }

@@ -21,7 +21,7 @@ import { ReceiveLog, type Receipt } from './receive-log.js';
 import { LeaderSchedule } from './schedule.js';
 import { SlotClock } from './slot-clock.js';
 import { decodeTransaction, DecodeError, type DecodedTransaction } from './transaction.js';
-import { Validator, type ValidatorInfo } from './validator.js';
+import { Validator, type ServerLimits, type ValidatorInfo } from './validator.js';
 import type { ReceivedTransaction } from './quic.js';
 
 export interface ClusterOptions {
@@ -39,15 +39,25 @@ export interface ClusterOptions {
   seed?: string;
   /** Initial faults, by validator name. */
   faults?: Record<string, Fault>;
-  /** Passed to every validator's QUIC server (benchmarks raise them above the unstaked defaults). */
+  /**
+   * Passed to every validator's QUIC server. Their defaults are Agave's limits for an unstaked
+   * peer (20 streams per 100 ms, 8 connections, 8 new connections a minute per IP); benchmarks,
+   * whose every sender shares 127.0.0.1, raise them.
+   */
   maxStreamsPer100ms?: number;
   maxConnectionsPerPeer?: number;
+  maxConnectionsPerIpPerMinute?: number;
   /** Slots of blocks, statuses and receipts kept (default 4500: 30 minutes at 400 ms). */
   historySlots?: number;
 }
 
-export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | 'maxStreamsPer100ms' | 'maxConnectionsPerPeer'>> &
-  Pick<ClusterOptions, 'maxStreamsPer100ms' | 'maxConnectionsPerPeer'> & { seed: string; faults: Record<string, Fault> };
+type LimitOption = 'maxStreamsPer100ms' | 'maxConnectionsPerPeer' | 'maxConnectionsPerIpPerMinute';
+
+export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | LimitOption>> & {
+  seed: string;
+  faults: Record<string, Fault>;
+  limits: ServerLimits;
+};
 
 /** Lamports the faucet starts with: 1M SOL, below 2^53 so every balance is an exact JSON number. */
 const FAUCET_LAMPORTS = 1_000_000_000_000_000n;
@@ -83,8 +93,12 @@ export function resolveClusterOptions(o: ClusterOptions): ResolvedClusterOptions
     host: o.host ?? '127.0.0.1',
     seed: o.seed ?? randomClusterSeed(),
     faults: checkFaults('localnet faults', o.faults ?? {}, names),
-    ...(o.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: o.maxStreamsPer100ms }),
-    ...(o.maxConnectionsPerPeer !== undefined && { maxConnectionsPerPeer: o.maxConnectionsPerPeer }),
+    // The QUIC server checks their ranges itself and names the bad one.
+    limits: {
+      ...(o.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: o.maxStreamsPer100ms }),
+      ...(o.maxConnectionsPerPeer !== undefined && { maxConnectionsPerPeer: o.maxConnectionsPerPeer }),
+      ...(o.maxConnectionsPerIpPerMinute !== undefined && { maxConnectionsPerIpPerMinute: o.maxConnectionsPerIpPerMinute }),
+    },
   };
 }
 
@@ -123,14 +137,10 @@ export class Cluster {
   constructor(readonly opts: ResolvedClusterOptions) {
     this.faucet = deriveKeypair(opts.seed, 'faucet');
     this.rpcIdentity = deriveKeypair(opts.seed, 'rpc');
-    const limits = {
-      ...(opts.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: opts.maxStreamsPer100ms }),
-      ...(opts.maxConnectionsPerPeer !== undefined && { maxConnectionsPerPeer: opts.maxConnectionsPerPeer }),
-    };
     this.validators = Array.from(
       { length: opts.validators },
       (_, i) =>
-        new Validator(i, validatorName(i), deriveKeypair(opts.seed, `validator-${i}`), opts.host, limits, (v, tx) =>
+        new Validator(i, validatorName(i), deriveKeypair(opts.seed, `validator-${i}`), opts.host, opts.limits, (v, tx) =>
           this.receive(v, tx),
         ),
     );
@@ -205,7 +215,10 @@ export class Cluster {
    */
   private receive(v: Validator, rx: ReceivedTransaction): void {
     if (this.closed) return;
-    const arrival = rx.arrivalMs - (Date.now() - performance.now());
+    // The server stamps a stream's end before its injected delay; the validator has the
+    // transaction only after it, so that is when it arrives for the leader rule.
+    const arrivalMs = rx.arrivalMs + v.delayMs;
+    const arrival = arrivalMs - (Date.now() - performance.now());
     const slot = this.clock.slotAt(arrival);
     const leads = (s: number): boolean => this.schedule.leaderIndexAt(s) === v.index;
     const receipt: Receipt = {
@@ -213,7 +226,7 @@ export class Cluster {
       signature: null,
       slot,
       wasLeader: leads(slot),
-      arrivalMs: rx.arrivalMs,
+      arrivalMs,
       peer: rx.peer,
       remoteAddr: rx.remoteAddr,
       outcome: 'held',

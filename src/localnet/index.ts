@@ -16,6 +16,7 @@ import { Cluster, resolveClusterOptions, type ClusterOptions } from './cluster.j
 import type { Fault } from './faults.js';
 import { PubSub } from './pubsub.js';
 import type { Counters, Receipt } from './receive-log.js';
+import type { ServerStats } from './quic.js';
 import type { RpcEnv } from './rpc-methods.js';
 import { RpcServer } from './rpc-server.js';
 import { SendService } from './send-service.js';
@@ -25,6 +26,7 @@ export type { Fault } from './faults.js';
 export { readFaultsFile } from './faults.js';
 export type { Counters, Outcome, Receipt } from './receive-log.js';
 export type { ValidatorInfo } from './validator.js';
+export type { ServerStats } from './quic.js';
 
 export interface LocalnetOptions extends ClusterOptions {
   /** JSON-RPC port (default 0: any free port); the WebSocket listens on the next one, as Agave's does. */
@@ -55,7 +57,7 @@ export interface Localnet {
   /** Outcome counts, cluster-wide or for one validator. */
   counters(validator?: string): Counters;
   /** The QUIC server's own counters of validator `name` (null while it is down). */
-  serverStats(name: string): unknown;
+  serverStats(name: string): ServerStats | null;
   /** Transfer from the faucet; resolves with the signature once it landed (processed). */
   airdrop(address: string | { toBase58(): string }, lamports: number | bigint): Promise<string>;
   /** Stop the clock, close every server and socket. The process can exit afterwards. */

@@ -28,7 +28,7 @@ export interface Receipt {
   slot: number;
   /** Was the receiving validator the leader of that slot? */
   wasLeader: boolean;
-  /** Arrival time, ms since the Unix epoch, as the QUIC server stamped it. */
+  /** When the validator had it, ms since the Unix epoch: the stream's end, plus any injected delay. */
   arrivalMs: number;
   /** The sender's identity (base58) from its TLS certificate, if it presented one. */
   peer: string | null;

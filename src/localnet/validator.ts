@@ -7,7 +7,7 @@
 import { LandfallError } from '../errors.js';
 import type { Fault } from './faults.js';
 import type { Keypair } from './keys.js';
-import { QuicServer, type ReceivedTransaction } from './quic.js';
+import { QuicServer, type ReceivedTransaction, type ServerStats } from './quic.js';
 
 /** What the cluster tells about a validator (`Localnet.validators`). */
 export interface ValidatorInfo {
@@ -24,6 +24,7 @@ export interface ValidatorInfo {
 export interface ServerLimits {
   maxStreamsPer100ms?: number;
   maxConnectionsPerPeer?: number;
+  maxConnectionsPerIpPerMinute?: number;
 }
 
 export type TransactionHandler = (validator: Validator, tx: ReceivedTransaction) => void;
@@ -52,6 +53,11 @@ export class Validator {
     return this.address;
   }
 
+  /** The injected delay now in force, ms. */
+  get delayMs(): number {
+    return this.fault.delayMs ?? 0;
+  }
+
   info(): ValidatorInfo {
     return {
       name: this.name,
@@ -63,7 +69,7 @@ export class Validator {
   }
 
   /** The server's own counters (datagrams dropped by the loss fault, streams, connections), or null while down. */
-  stats(): ReturnType<QuicServer['stats']> | null {
+  stats(): ServerStats | null {
     return this.server ? this.server.stats() : null;
   }
 
@@ -81,10 +87,11 @@ export class Validator {
       return;
     }
     if (!this.server) this.listen();
+    // The server's faults are replaced as a whole; a field left out is off.
     this.server!.setFaults({
-      packetLossPct: fault.packetLossPct ?? 0,
-      delayMs: fault.delayMs ?? 0,
-      refuseCode: fault.refuseCode ?? null,
+      ...(fault.packetLossPct !== undefined && { packetLossPct: fault.packetLossPct }),
+      ...(fault.delayMs !== undefined && { delayMs: fault.delayMs }),
+      ...(fault.refuseCode !== undefined && fault.refuseCode !== null && { refuseCode: fault.refuseCode }),
     });
   }
 

@@ -159,7 +159,10 @@ describe('accounts, airdrops and transactions', () => {
     const value = (b58.result as { value: Record<string, unknown> }).value;
     expect(value.data).toEqual(['', 'base58']);
     expect(value.space).toBe(0);
-    const raw = await post(net.rpcUrl, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getAccountInfo', params: [owner.publicKey.toBase58()] }));
+    const raw = await post(
+      net.rpcUrl,
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getAccountInfo', params: [owner.publicKey.toBase58(), { commitment: 'confirmed' }] }),
+    );
     // rentEpoch is u64::MAX exactly as Agave writes it (not rounded through a float).
     expect(raw.text).toContain('"rentEpoch":18446744073709551615');
     expect(raw.text).toContain('"data":""');
@@ -241,7 +244,11 @@ describe('accounts, airdrops and transactions', () => {
     const payer = await fundedKeypair(connection, 1);
     const { blockhash } = await connection.getLatestBlockhash('confirmed');
     const tooMuch = transferTx(payer, Keypair.generate().publicKey, 5 * LAMPORTS_PER_SOL, blockhash);
-    const failed = await rpc(net.rpcUrl, 'sendTransaction', [Buffer.from(tooMuch.bytes).toString('base64'), { encoding: 'base64' }]);
+    // Preflight runs at preflightCommitment (default finalized, which would not know this newer blockhash).
+    const failed = await rpc(net.rpcUrl, 'sendTransaction', [
+      Buffer.from(tooMuch.bytes).toString('base64'),
+      { encoding: 'base64', preflightCommitment: 'confirmed' },
+    ]);
     expect(failed.error?.code).toBe(-32002);
     expect(failed.error?.message).toBe('Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1');
     const data = failed.error?.data as { err: unknown; logs: string[] };
@@ -251,7 +258,7 @@ describe('accounts, airdrops and transactions', () => {
 
     const forged = Uint8Array.from(transferTx(payer, Keypair.generate().publicKey, 1, blockhash).bytes);
     forged[10] ^= 0xff;
-    const bad = await rpc(net.rpcUrl, 'sendTransaction', [web3Base58(forged)]);
+    const bad = await rpc(net.rpcUrl, 'sendTransaction', [web3Base58(forged), { preflightCommitment: 'confirmed' }]);
     expect(bad.error).toEqual({ code: -32003, message: 'Transaction signature verification failure' });
 
     const stale = transferTx(payer, Keypair.generate().publicKey, 1, Keypair.generate().publicKey.toBase58());

@@ -185,7 +185,7 @@ impl QuicClient {
     /// rejects for network failures (they are results). Throws for bad arguments.
     #[napi(ts_return_type = "Promise<SendResult[]>")]
     pub fn send<'env>(&self, env: &'env Env, targets: Vec<String>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
-        let client = self.client()?.clone();
+        let client = self.client()?;
         if tx.is_empty() {
             return Err(fail("QUIC_TX_EMPTY", "transaction is empty"));
         }
@@ -195,8 +195,10 @@ impl QuicClient {
         let addrs = parse_addrs(&targets)?;
         let tx = Bytes::copy_from_slice(tx);
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
+        // Queued here, on the JS thread: the writes start without waiting for a runtime task.
+        let dispatched = client.dispatch(&addrs, tx);
         runtime().spawn(async move {
-            let outcomes = client.send_many(&addrs, tx).await;
+            let outcomes = dispatched.outcomes().await;
             deferred.resolve(move |_| Ok(targets.into_iter().zip(outcomes).map(to_send_result).collect::<Vec<_>>()));
         });
         Ok(promise)

@@ -294,25 +294,22 @@ impl QuicClient {
     /// Send one transaction to one peer.
     pub async fn send(&self, addr: SocketAddr, tx: Bytes) -> SendOutcome {
         let started = Instant::now();
-        match self.submit(addr, tx, started) {
-            Ok(pending) => pending.await.unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed)),
-            Err(outcome) => outcome,
-        }
+        outcome(addr, started, self.submit(addr, tx, started)).await
     }
 
     /// Send one transaction to several peers at once; outcomes in the order of `addrs`.
     pub async fn send_many(&self, addrs: &[SocketAddr], tx: Bytes) -> Vec<SendOutcome> {
+        self.dispatch(addrs, tx).outcomes().await
+    }
+
+    /// Queue one transaction on every peer of `addrs` now, before returning (the peers' tasks
+    /// start writing at once, in parallel); await the outcomes with [`Dispatched::outcomes`].
+    /// For callers on another thread than the runtime's (napi), this saves a hop before the
+    /// writes start.
+    pub fn dispatch(&self, addrs: &[SocketAddr], tx: Bytes) -> Dispatched {
         let started = Instant::now();
-        // Queue on every peer first: the peers' tasks write in parallel while we wait in order.
-        let pending: Vec<_> = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started))).collect();
-        let mut outcomes = Vec::with_capacity(pending.len());
-        for (addr, p) in pending {
-            outcomes.push(match p {
-                Ok(rx) => rx.await.unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed)),
-                Err(outcome) => outcome,
-            });
-        }
-        outcomes
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started))).collect();
+        Dispatched { started, pending }
     }
 
     /// Open connections to `addrs` ahead of the first send (peers in back-off are skipped
@@ -369,6 +366,32 @@ impl Drop for QuicClient {
         // this) are gone: each finishes what is queued, lets its written streams be
         // acknowledged, and closes its connection. The endpoint goes with the last of them.
         lock(&REGISTRY).retain(|(_, w)| w.strong_count() > 0);
+    }
+}
+
+/// Transactions queued by [`QuicClient::dispatch`], on their way to their outcomes.
+pub struct Dispatched {
+    started: Instant,
+    pending: Vec<(SocketAddr, Result<oneshot::Receiver<SendOutcome>, SendOutcome>)>,
+}
+
+impl Dispatched {
+    /// The outcomes, in the order of the addresses dispatched to.
+    pub async fn outcomes(self) -> Vec<SendOutcome> {
+        let mut outcomes = Vec::with_capacity(self.pending.len());
+        for (addr, p) in self.pending {
+            outcomes.push(outcome(addr, self.started, p).await);
+        }
+        outcomes
+    }
+}
+
+/// The outcome of one submitted transaction, once its peer's task reports it.
+async fn outcome(addr: SocketAddr, started: Instant, submitted: Result<oneshot::Receiver<SendOutcome>, SendOutcome>) -> SendOutcome {
+    match submitted {
+        // The task only drops the reply if the runtime is shutting down.
+        Ok(pending) => pending.await.unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed)),
+        Err(refused) => refused,
     }
 }
 

@@ -7,8 +7,9 @@
  * validator that leads the slot it arrived in. Because arrival times and slot boundaries never
  * line up exactly, a validator also accepts what arrives within `graceMs` of its leader window:
  * just before it, the transaction is held and executed when the window opens (as Agave's banking
- * stage holds packets for an imminent leader slot); just after it, it still lands (in the
- * current slot). Anything else sent to a non-leader is dropped and logged as such.
+ * stage holds packets for an imminent leader slot); just after it, it still lands in the
+ * validator's last block. Either way a transaction lands in a block of the validator that
+ * received it. Anything else sent to a non-leader is dropped and logged as such.
  */
 import { performance } from 'node:perf_hooks';
 import { isAddress } from '@solana/kit';
@@ -181,6 +182,11 @@ export class Cluster {
     return () => this.listeners.delete(l);
   }
 
+  /** When slot `slot` begins by the schedule, in ms since the Unix epoch (the receipts' `arrivalMs` clock). */
+  slotStartMs(slot: number): number {
+    return this.clock.startOf(slot) + (Date.now() - performance.now());
+  }
+
   leaderAt(slot: number): Validator {
     return this.validators[this.schedule.leaderIndexAt(slot)]!;
   }
@@ -205,7 +211,7 @@ export class Cluster {
     const waiting = this.held.get(leader);
     if (waiting) {
       this.held.delete(leader);
-      for (const h of waiting) this.include(h.decoded, h.receipt);
+      for (const h of waiting) this.include(h.decoded, h.receipt, slot);
     }
   }
 
@@ -241,30 +247,37 @@ export class Cluster {
       return;
     }
     receipt.signature = decoded.signature;
-    const early = this.clock.slotAt(arrival + this.opts.graceMs);
-    const accepted = receipt.wasLeader || leads(early) || leads(this.clock.slotAt(arrival - this.opts.graceMs));
-    if (!accepted) {
+    const grace = this.opts.graceMs;
+    // The slot of v's whose block takes it: the arrival slot, else within the grace after v's
+    // window (its last slot), else within the grace before it (its first slot).
+    const target = [slot, this.clock.slotAt(arrival - grace), this.clock.slotAt(arrival + grace)].find(leads);
+    if (target === undefined) {
       receipt.outcome = 'dropped-not-leader';
       this.log.add(receipt);
       return;
     }
     this.log.add(receipt);
-    if (!leads(this.slot) && leads(early) && early > this.slot) {
-      // Its window opens within the grace (or the boundary's tick is still pending): wait for it.
+    if (leads(this.slot)) {
+      this.include(decoded, receipt, this.slot);
+    } else if (target < this.slot) {
+      // It reached v in time, but v's window has closed since (a callback that waited for the
+      // event loop, or the grace after the boundary): it goes into v's last block.
+      this.include(decoded, receipt, target);
+    } else {
+      // v's window has not opened yet (the grace before it, or the boundary's tick is still
+      // pending): hold it for v's first slot, as a leader-to-be buffers packets.
       let list = this.held.get(v.index);
       if (!list) this.held.set(v.index, (list = []));
       list.push({ decoded, receipt });
-      return;
     }
-    this.include(decoded, receipt);
   }
 
-  /** Execute an accepted transaction in the current slot and settle its receipt. */
-  private include(decoded: DecodedTransaction, receipt: Receipt): void {
-    for (const l of this.listeners) l.received?.(decoded.signature, this.slot);
+  /** Execute an accepted transaction into the block of `slot` (a slot its validator leads) and settle its receipt. */
+  private include(decoded: DecodedTransaction, receipt: Receipt, slot: number): void {
+    for (const l of this.listeners) l.received?.(decoded.signature, slot);
     let result: ExecuteResult;
     try {
-      result = this.ledger.execute(decoded);
+      result = this.ledger.execute(decoded, slot);
     } catch (e) {
       this.log.settle(receipt, 'rejected', { reason: `execution failed: ${(e as Error).message}` });
       return;

@@ -48,6 +48,8 @@ export interface Localnet {
   /** The current (processed) slot. */
   slot(): number;
   leaderAt(slot: number): ValidatorInfo;
+  /** When `slot` begins by the schedule, ms since the Unix epoch (the clock of `Receipt.arrivalMs`). */
+  slotStartMs(slot: number): number;
   /** Replace validator `name`'s faults (`{}` clears them). */
   setFault(name: string, fault: Fault): Promise<void>;
   /** Where `signature` arrived over QUIC, in arrival order. */
@@ -119,6 +121,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       slotMs: opts.slotMs,
       slot: () => cluster.slot,
       leaderAt: (slot) => cluster.leaderAt(slot).info(),
+      slotStartMs: (slot) => cluster.slotStartMs(slot),
       setFault: (name, fault) => cluster.setFault(name, fault),
       receivedBy: (signature) => cluster.log.receivedBy(signature),
       receivedAt: (name) => cluster.log.receivedAt(cluster.validator(name).name),

@@ -245,11 +245,12 @@ export class Ledger {
   }
 
   /**
-   * Execute `decoded` in the current slot. A blockhash inside the 150-slot window is accepted
+   * Execute `decoded` now and record it in the block of `slot` (the current one, or an earlier
+   * one whose leader received it in time). A blockhash inside the 150-slot window is accepted
    * here; any other goes through LiteSVM's own check, which accepts exactly the transactions
    * whose durable nonce account holds that blockhash (and refuses the rest as BlockhashNotFound).
    */
-  execute(decoded: DecodedTransaction): ExecuteResult {
+  execute(decoded: DecodedTransaction, slot: number = this.current): ExecuteResult {
     const seen = this.bySignature.get(decoded.signature);
     if (seen) return { kind: 'duplicate', record: seen };
     if (!isFullySigned(decoded)) return { kind: 'rejected', err: namedError('SignatureFailure') };
@@ -276,7 +277,7 @@ export class Ledger {
     const meta = failed ? failed.meta() : (result as TransactionMetadata);
     const record: TxRecord = {
       signature: decoded.signature,
-      slot: this.current,
+      slot,
       decoded,
       err: failed ? fromLiteSvm(failed.err()) : null,
       fee: Number(fee),
@@ -286,21 +287,27 @@ export class Ledger {
       postBalances: post.map(Number),
       ...outputsOf(meta),
     };
-    this.remember(writable, before);
-    this.blocks.get(this.current)!.transactions.push(record);
+    this.remember(writable, before, slot);
+    this.blocks.get(slot)!.transactions.push(record);
     this.bySignature.set(record.signature, record);
     this.transactionCount++;
     return { kind: 'landed', record };
   }
 
-  private remember(addresses: string[], before: (AccountState | null)[]): void {
+  /**
+   * Keep each written account's state from before its first change in `slot`. An account
+   * changed since in a later slot keeps that later slot (entries stay in slot order): state is
+   * one line of execution, so a late transaction's effect shows from the later slot on.
+   */
+  private remember(addresses: string[], before: (AccountState | null)[], slot: number): void {
     addresses.forEach((address, i) => {
       let list = this.changes.get(address);
       if (!list) this.changes.set(address, (list = []));
-      if (list.length > 0 && list[list.length - 1]!.slot === this.current) return;
-      list.push({ slot: this.current, before: before[i]! });
-      let touched = this.changedIn.get(this.current);
-      if (!touched) this.changedIn.set(this.current, (touched = []));
+      const last = list[list.length - 1]?.slot ?? -1;
+      if (last >= slot) return;
+      list.push({ slot, before: before[i]! });
+      let touched = this.changedIn.get(slot);
+      if (!touched) this.changedIn.set(slot, (touched = []));
       touched.push(address);
     });
   }

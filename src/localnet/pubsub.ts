@@ -67,7 +67,7 @@ export class PubSub {
     this.unlisten = cluster.listen({
       slot: (s) => this.onSlot(s),
       received: (sig, s) => this.onReceived(sig, s),
-      landed: (r) => this.onCommitment(r, 'processed'),
+      landed: (r) => this.onLanded(r),
     });
   }
 
@@ -189,6 +189,16 @@ export class PubSub {
     for (const sub of this.subs.values()) if (sub.kind === 'slot') this.notify(sub, 'slotNotification', info);
     if (slot >= 1) for (const r of ledger.block(slot - 1)?.transactions ?? []) this.onCommitment(r, 'confirmed');
     if (slot >= 1 + FINALITY_DEPTH) for (const r of ledger.block(slot - 1 - FINALITY_DEPTH)?.transactions ?? []) this.onCommitment(r, 'finalized');
+  }
+
+  /**
+   * A transaction landed. In the current slot it is processed; recorded into an earlier slot
+   * (a late arrival at that slot's leader) it already has that slot's commitment.
+   */
+  private onLanded(record: TxRecord): void {
+    for (const level of ['processed', 'confirmed', 'finalized'] as const) {
+      if (record.slot <= this.cluster.ledger.commitmentSlot(level)) this.onCommitment(record, level);
+    }
   }
 
   private onReceived(sig: string, slot: number): void {

@@ -37,9 +37,14 @@ export class SlotClock {
     return Math.max(0, Math.floor((perfMs - this.origin) / this.slotMs));
   }
 
+  /** When slot `slot` begins by the schedule, as a `performance.now()` time. */
+  startOf(slot: number): number {
+    return this.origin + slot * this.slotMs;
+  }
+
   /** Milliseconds until the current slot ends (0 when the boundary is due). */
   msLeftInSlot(): number {
-    return Math.max(0, this.origin + (this.current + 1) * this.slotMs - performance.now());
+    return Math.max(0, this.startOf(this.current + 1) - performance.now());
   }
 
   stop(): void {

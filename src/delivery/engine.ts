@@ -94,7 +94,7 @@ export class Engine implements Delivery {
     this.fanout = opts.fanout ?? 2;
     this.prewarmCount = opts.prewarm ?? 8;
     this.blocklist = new Blocklist(opts.blocklistPath ?? null);
-    this.pool = new SendPool({ identity: opts.identity, threads: opts.sendThreads });
+    this.pool = new SendPool({ identity: opts.identity, threads: opts.sendThreads, onLate: (r) => this.count(r, this.leaders?.identityOfTpu(r.target) ?? r.target) });
     this.leaders = new LeaderTracker({
       rpcUrl: opts.rpcUrl,
       wsUrl: opts.wsUrl,
@@ -213,20 +213,22 @@ export class Engine implements Delivery {
     if (targets.length === 0) return 0;
     const { results, firstWrittenAt } = await this.pool.send(targets, req.wire);
     if (firstWrittenAt !== null && firstSend) this.serviceLatency.record(Number(firstWrittenAt - req.receivedAt) / 1000);
+    const leaderOf = new Map(leaders.map((l) => [l.tpuQuic, l.identity]));
     let ok = 0;
-    results.forEach((r: TargetResult, i) => {
-      const leader = leaders.find((l) => l.tpuQuic === r.target)?.identity ?? targets[i]!;
-      let c = this.counters.sends.get(leader);
-      if (!c) this.counters.sends.set(leader, (c = { ok: 0, failed: 0 }));
-      if (r.ok) {
-        c.ok++;
-        ok++;
-      } else {
-        c.failed++;
-        this.drop(r.reason ?? 'unknown');
-      }
-    });
+    for (const r of results) if (this.count(r, leaderOf.get(r.target) ?? r.target)) ok++;
     return ok;
+  }
+
+  /** Count one target's outcome under its leader (and its reason, if dropped). */
+  private count(r: TargetResult, leader: string): boolean {
+    let c = this.counters.sends.get(leader);
+    if (!c) this.counters.sends.set(leader, (c = { ok: 0, failed: 0 }));
+    if (r.ok) c.ok++;
+    else {
+      c.failed++;
+      this.drop(r.reason ?? 'unknown');
+    }
+    return r.ok;
   }
 
   private drop(reason: string): void {

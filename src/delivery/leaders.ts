@@ -5,8 +5,10 @@
  * - Slot: pushed by `slotSubscribe`; while the WebSocket is down (or silent for longer than
  *   `staleMs`) a timer polls `getSlot` instead. Every loop here awaits its RPC call before it can
  *   run again: nothing spins.
- * - Leaders: `getSlotLeaders` windows of `WINDOW` slots, refetched when the current slot gets
- *   within `WINDOW / 4` of the window's end, so `leaderAt(slot)` is an array index.
+ * - Leaders: `getSlotLeaders` windows of up to `WINDOW` slots (never past the end of the next
+ *   epoch, whose schedule is the last one known), refetched when the current slot gets within
+ *   `WINDOW / 4` of the window's end (or of the epoch boundary), so `leaderAt(slot)` is an array
+ *   index.
  * - Addresses: `getClusterNodes` (`tpuQuic`) every `nodesRefreshMs` (~30 s).
  * - Blockhashes: `getLatestBlockhash` once per observed slot (one call in flight at most), which
  *   also gives the block height (`lastValidBlockHeight − 150`).
@@ -48,6 +50,7 @@ export class LeaderTracker {
   private window: string[] = [];
   private windowFetch: Promise<void> | null = null;
   private nodes = new Map<string, string | null>();
+  private byTpu = new Map<string, string>();
   private readonly blockhashes = new Map<string, number>();
   private blockHeight = 0;
   private blockhashFetch = false;
@@ -108,6 +111,11 @@ export class LeaderTracker {
     return this.nodes.get(identity) ?? null;
   }
 
+  /** The identity advertising TPU QUIC address `addr`, if any. */
+  identityOfTpu(addr: string): string | null {
+    return this.byTpu.get(addr) ?? null;
+  }
+
   /**
    * The leader of the current slot and of each slot after it, up to `count` distinct leaders
    * accepted by `permit`, looking at most `horizon` slots ahead. Each leader appears once, at
@@ -161,7 +169,8 @@ export class LeaderTracker {
     const advanced = slot > this.slot;
     this.slot = slot;
     this.slotSeenAt = performance.now();
-    if (slot + WINDOW / 4 >= this.windowStart + this.window.length || slot < this.windowStart) void this.refreshLeaders(slot);
+    const left = this.windowStart + this.window.length - slot;
+    if (left <= Math.min(WINDOW, this.window.length) / 4 || slot < this.windowStart) void this.refreshLeaders(slot);
     if (advanced) {
       void this.refreshBlockhash();
       this.opts.onSlot?.(slot);
@@ -188,7 +197,10 @@ export class LeaderTracker {
   private refreshLeaders(from: number): Promise<void> {
     this.windowFetch ??= (async () => {
       try {
-        const leaders = await this.rpc.getSlotLeaders(from, WINDOW);
+        // The schedule is known for the current epoch and the next one: never ask past that.
+        const e = await this.rpc.getEpochInfo('processed');
+        const knownEnd = e.absoluteSlot - e.slotIndex + 2 * e.slotsInEpoch;
+        const leaders = await this.rpc.getSlotLeaders(from, Math.max(1, Math.min(WINDOW, knownEnd - from)));
         this.windowStart = from;
         this.window = leaders;
       } catch {
@@ -204,6 +216,7 @@ export class LeaderTracker {
     try {
       const nodes = await this.rpc.getClusterNodes();
       this.nodes = new Map(nodes.map((n) => [n.pubkey, n.tpuQuic ?? null]));
+      this.byTpu = new Map(nodes.flatMap((n) => (n.tpuQuic ? [[n.tpuQuic, n.pubkey] as const] : [])));
     } catch {
       this.errors.nodes++;
     }

@@ -7,10 +7,11 @@
  * process-wide connection cache, and is used only for the cheap calls (pre-warm, peer stats).
  */
 import { existsSync } from 'node:fs';
+import { BroadcastChannel } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { QuicClient } from '../../native/index.js';
-import type { SendTask, SendTaskResult } from './send-worker.js';
+import { LATE_RESULTS, type SendTask, type SendTaskResult, type TargetResult } from './send-worker.js';
 
 /**
  * The compiled worker. Under a TypeScript loader (vitest, tsx) this module runs from `src/`,
@@ -28,6 +29,8 @@ function workerFile(): string {
 
 export interface SendPoolOptions {
   identity: Buffer;
+  /** Outcomes of targets that settled after their task had resolved (counted, not awaited). */
+  onLate?: (result: TargetResult) => void;
   /** Worker threads (default 2: the sends are asynchronous, two keep up with a core each). */
   threads?: number;
 }
@@ -36,6 +39,7 @@ export class SendPool {
   private readonly pool: Piscina<SendTask, SendTaskResult>;
   private readonly client: QuicClient;
   private readonly identity: Uint8Array;
+  private readonly late: BroadcastChannel;
 
   constructor(opts: SendPoolOptions) {
     this.identity = new Uint8Array(opts.identity);
@@ -51,6 +55,9 @@ export class SendPool {
       atomics: 'async',
     });
     this.client = new QuicClient({ identity: opts.identity });
+    this.late = new BroadcastChannel(LATE_RESULTS);
+    this.late.onmessage = (e) => opts.onLate?.((e as { data: TargetResult }).data);
+    (this.late as unknown as { unref(): void }).unref();
   }
 
   /** The QUIC identity presented to validators (base58). */
@@ -58,6 +65,7 @@ export class SendPool {
     return this.client.identity;
   }
 
+  /** Resolves once one target has the stream written, or all failed (see send-worker). */
   send(targets: string[], wire: Buffer): Promise<SendTaskResult> {
     return this.pool.run({ identity: this.identity, targets, wire });
   }
@@ -78,6 +86,7 @@ export class SendPool {
 
   async close(): Promise<void> {
     await this.pool.destroy();
+    this.late.close();
     this.client.close();
   }
 }

@@ -1,0 +1,117 @@
+/**
+ * Delivery under adversity, on the local cluster with its real fault injection: a validator
+ * down, one losing 30 % of its packets, validators refusing connections, a sandwicher on the
+ * anti-MEV blocklist, and the service restarted with transactions in flight.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/store.js';
+import { waitFor } from '../helpers/localnet.js';
+import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
+
+let s: Stack | undefined;
+afterEach(async () => {
+  await s?.close();
+  s = undefined;
+});
+
+/** One transaction per slot for `n` slots (spanning several leader windows); their signatures. */
+async function sendOnePerSlot(st: Stack, key: string, n: number, options?: Record<string, unknown>): Promise<string[]> {
+  const from = await payer(st);
+  const sigs: string[] = [];
+  for (let i = 0; i < n; i++) {
+    await nextSlot(st);
+    const tx = await tipped(st, from, 300_000);
+    const r = await send(st, key, tx.base64, options);
+    expect(r.status).toBe(200);
+    sigs.push(tx.signature);
+  }
+  return sigs;
+}
+
+describe('anti-MEV routing', () => {
+  it('never delivers to a blocklisted sandwicher with anti_mev: true, and the transactions still land', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'anti-mev', faults: { v3: { sandwicher: true } } }, block: ['v3'] });
+    const st = s;
+    expect(st.svc.engine.blocklist.size).toBe(1);
+    const bot = account(st);
+    const sigs = await sendOnePerSlot(st, bot.key, 16);
+    for (const sig of sigs) {
+      expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
+      expect(st.net.receivedBy(sig).map((r) => r.validator)).not.toContain('v3');
+    }
+    expect(st.net.receivedAt('v3').filter((r) => sigs.includes(r.signature!))).toHaveLength(0);
+    expect(st.svc.engine.counters.held).toBeGreaterThan(0); // v3 led some of those slots
+  });
+
+  it('with anti_mev: false the same sandwicher may receive them', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'anti-mev', faults: { v3: { sandwicher: true } } }, block: ['v3'] });
+    const st = s;
+    const bot = account(st);
+    const sigs = await sendOnePerSlot(st, bot.key, 16, { anti_mev: false });
+    for (const sig of sigs) expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
+    const atV3 = st.net.receivedAt('v3').filter((r) => sigs.includes(r.signature!));
+    expect(atV3.length).toBeGreaterThan(0);
+  });
+});
+
+describe('faults', () => {
+  it('one validator down and another at 30% packet loss: transactions still land, and the failures are counted', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'faults', faults: { v2: { down: true }, v4: { packetLossPct: 30 } } } });
+    const st = s;
+    const bot = account(st);
+    const sigs = await sendOnePerSlot(st, bot.key, 20, { max_retries: 10 });
+    for (const sig of sigs) expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
+    expect(st.net.receivedAt('v2')).toHaveLength(0);
+    const drops = [...st.svc.engine.counters.drops.values()].reduce((a, b) => a + b, 0);
+    expect(drops).toBeGreaterThan(0);
+    // The loss was real: v4's socket discarded datagrams, and QUIC got the transactions through.
+    expect((st.net.serverStats('v4') as { datagramsDropped: number }).datagramsDropped).toBeGreaterThan(0);
+    expect(st.net.receivedAt('v4').some((r) => r.outcome === 'included')).toBe(true);
+  });
+
+  it('500 Delivery failed when the first send reaches no leader at all; nothing is recorded', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'refuse' } });
+    const st = s;
+    const bot = account(st);
+    // Every validator offline: no listener, so no handshake can complete.
+    for (const v of st.net.validators) await st.net.setFault(v.name, { down: true });
+    const from = await payer(st);
+    const tx = await tipped(st, from, 300_000);
+    const r = await send(st, bot.key, tx.base64);
+    expect(r.status).toBe(500);
+    expect(r.body.error.message).toBe('Delivery failed');
+    expect(r.body.error.reason).toMatch(/no leader accepted/);
+    const q = await fetch(`${st.svc.url}/v1/status/${tx.signature}`, { headers: { authorization: `Bearer ${bot.key}` } });
+    expect(q.status).toBe(404);
+  });
+});
+
+describe('restart', () => {
+  it('transactions in flight when the service stops are tracked to a terminal state after it restarts', async () => {
+    s = await startStack({ localnet: { slotMs: 1000, seed: 'restart' } });
+    const st = s;
+    const bot = account(st);
+    const from = await payer(st);
+    const txs = await Promise.all(Array.from({ length: 5 }, () => tipped(st, from, 1_000_000)));
+    await nextSlot(st); // a whole second before the slot ends and they are confirmed
+    for (const tx of txs) expect((await send(st, bot.key, tx.base64)).status).toBe(200);
+    await st.stop();
+    const store = Store.open(st.dir);
+    const inFlight = [...store.pendingEntries()].length;
+    await store.close();
+    expect(inFlight).toBe(5);
+    // They land while the service is down; the restarted tracker must find them.
+    await waitFor('landed while down', async () => {
+      const { value } = await st.connection.getSignatureStatuses(txs.map((t) => t.signature));
+      return value.every((v) => v?.confirmationStatus === 'confirmed' || v?.confirmationStatus === 'finalized') ? true : undefined;
+    });
+    await st.start();
+    for (const tx of txs) {
+      const rec = await settled(st, bot.key, tx.signature);
+      expect(rec.status).toBe('confirmed');
+      expect(rec.latency_ms).toBeGreaterThanOrEqual(0);
+    }
+    const r = await fetch(`${st.svc.url}/v1/account?api-key=${bot.key}`);
+    expect(((await r.json()) as any).usage.service_points).toBe(5 * 1000);
+  });
+});

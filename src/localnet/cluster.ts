@@ -12,7 +12,6 @@
  * received it. Anything else sent to a non-leader is dropped and logged as such.
  */
 import { performance } from 'node:perf_hooks';
-import { isAddress } from '@solana/kit';
 import { LandfallError } from '../errors.js';
 import { LAMPORTS_PER_SIGNATURE, LEADER_SLOTS } from './constants.js';
 import { checkFault, checkFaults, type Fault } from './faults.js';
@@ -21,7 +20,7 @@ import { Ledger, type ExecuteResult, type TxRecord } from './ledger.js';
 import { ReceiveLog, type Receipt } from './receive-log.js';
 import { LeaderSchedule } from './schedule.js';
 import { SlotClock } from './slot-clock.js';
-import { decodeTransaction, DecodeError, type DecodedTransaction } from './transaction.js';
+import { decodeTransaction, DecodeError, isBase58Of, type DecodedTransaction } from './transaction.js';
 import { Validator, type ServerLimits, type ValidatorInfo } from './validator.js';
 import type { ReceivedTransaction } from './quic.js';
 
@@ -304,7 +303,7 @@ export class Cluster {
    * transaction's signature. Throws `CONFIG_INVALID` for a bad address or amount.
    */
   airdrop(address: string, lamports: number | bigint): string {
-    if (typeof address !== 'string' || !isAddress(address)) {
+    if (typeof address !== 'string' || !isBase58Of(address, 32)) {
       throw new LandfallError('CONFIG_INVALID', `airdrop: '${String(address)}' is not a base58 public key`);
     }
     const amount = BigInt(lamports);

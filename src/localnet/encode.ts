@@ -4,7 +4,7 @@
  * serializer that writes them, since one value (`rentEpoch` = u64::MAX) is not a JS number.
  */
 import { base58Encode } from '../native.js';
-import { RENT_EXEMPT_RENT_EPOCH, SOLANA_CORE_VERSION } from './constants.js';
+import { SOLANA_CORE_VERSION } from './constants.js';
 import type { AccountState, Commitment, Ledger, TxRecord } from './ledger.js';
 
 /** `context` of every RPC response that has one. */
@@ -18,28 +18,24 @@ export type TransactionEncoding = 'json' | 'base64' | 'base58';
 export function encodeTransaction(record: TxRecord, encoding: TransactionEncoding): unknown {
   if (encoding === 'base64') return [Buffer.from(record.decoded.wire).toString('base64'), 'base64'];
   if (encoding === 'base58') return [base58Encode(record.decoded.wire), 'base58'];
-  const m = record.decoded.message;
+  const d = record.decoded;
   return {
-    signatures: record.decoded.signatures,
+    signatures: d.signatures,
     message: {
-      accountKeys: m.staticAccounts,
-      header: {
-        numRequiredSignatures: m.header.numSignerAccounts,
-        numReadonlySignedAccounts: m.header.numReadonlySignerAccounts,
-        numReadonlyUnsignedAccounts: m.header.numReadonlyNonSignerAccounts,
-      },
-      recentBlockhash: m.lifetimeToken,
-      instructions: m.instructions.map((ix) => ({
-        programIdIndex: ix.programAddressIndex,
-        accounts: [...(ix.accountIndices ?? [])],
-        data: base58Encode(Buffer.from(ix.data ?? [])),
+      accountKeys: d.staticKeys.map((k) => k.address),
+      header: d.header,
+      recentBlockhash: d.recentBlockhash,
+      instructions: d.instructions.map((ix) => ({
+        programIdIndex: ix.programIdIndex,
+        accounts: ix.accounts,
+        data: base58Encode(ix.data),
         stackHeight: null,
       })),
-      ...(m.version === 0 && {
-        addressTableLookups: (m.addressTableLookups ?? []).map((l) => ({
-          accountKey: l.lookupTableAddress,
-          writableIndexes: [...l.writableIndexes],
-          readonlyIndexes: [...l.readonlyIndexes],
+      ...(d.version === 0 && {
+        addressTableLookups: d.lookups.map((l) => ({
+          accountKey: l.accountKey.address,
+          writableIndexes: l.writableIndexes,
+          readonlyIndexes: l.readonlyIndexes,
         })),
       }),
     },
@@ -87,7 +83,6 @@ export const MAX_BASE58_BYTES = 128;
 /**
  * `UiAccount` in `encoding`. `jsonParsed` falls back to base64, as Agave does for account data
  * it has no parser for; `binary` (the default when no encoding is given) is a bare base58 string.
- * `rentEpoch` is u64::MAX: rent collection is over and every live account is rent-exempt.
  */
 export function encodeAccount(a: AccountState, encoding: AccountEncoding, slice?: { offset: number; length: number }): Record<string, unknown> {
   const bytes = slice ? a.data.subarray(slice.offset, slice.offset + slice.length) : a.data;
@@ -102,14 +97,14 @@ export function encodeAccount(a: AccountState, encoding: AccountEncoding, slice?
     executable: a.executable,
     lamports: Number(a.lamports),
     owner: a.owner,
-    rentEpoch: RENT_EXEMPT_RENT_EPOCH,
+    rentEpoch: a.rentEpoch,
     space: a.data.length,
   };
 }
 
 /**
- * JSON text of an RPC value. bigints are written as exact JSON integers (the only one in these
- * responses is `rentEpoch`, u64::MAX, which a JS number cannot hold).
+ * JSON text of an RPC value. bigints are written as exact JSON integers (the one in these
+ * responses is `rentEpoch`, u64::MAX for every rent-exempt account, which a JS number cannot hold).
  */
 export function toJson(value: unknown): string {
   const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `\u0000bigint:${v.toString()}` : v));

@@ -9,28 +9,28 @@
  * or expired blockhash, fee payer that cannot pay, unloadable accounts) is not included at all.
  * LiteSVM reports both as "failed"; the difference is whether it charged the fee, which is
  * observed directly: the sum of the transaction's balances only drops when the fee was taken.
+ *
+ * LiteSVM is driven through its napi binding (`litesvm/dist/internal`, the class the package's
+ * `LiteSVM` wraps) rather than the wrapper: the wrapper converts every address and transaction
+ * through @solana/kit's JavaScript codecs (about 23 µs per address), which made a transfer cost
+ * ~390 µs here; the binding takes the wire bytes and key bytes the cluster already holds
+ * (~78 µs). Its shape is generated per release, hence `litesvm` pinned to `~1.5.0`.
  */
 import {
+  Account,
   Clock,
   EpochSchedule,
-  LiteSVM,
-  type FailedTransactionMetadata,
+  FailedTransactionMetadata,
+  LiteSvm,
   type SimulatedTransactionInfo,
   type TransactionMetadata,
-} from 'litesvm';
-import { lamports as toLamports, type Address } from '@solana/kit';
-import { base58Encode } from '../native.js';
-import { FINALITY_DEPTH, MAX_PROCESSING_AGE, STATUS_CACHE_SLOTS } from './constants.js';
-import { type Keypair } from './keys.js';
-import { type LeaderSchedule } from './schedule.js';
+} from 'litesvm/dist/internal.js';
+import { base58Decode, base58Encode } from '../native.js';
+import { FINALITY_DEPTH, MAX_PROCESSING_AGE, RENT_EXEMPT_RENT_EPOCH, STATUS_CACHE_SLOTS } from './constants.js';
 import { airdropTransaction } from './faucet.js';
-import {
-  decodeTransaction,
-  isStaticWritable,
-  loadAddresses,
-  type DecodedTransaction,
-  type LoadedAddresses,
-} from './transaction.js';
+import type { Keypair } from './keys.js';
+import type { LeaderSchedule } from './schedule.js';
+import { decodeTransaction, isStaticWritable, loadKeys, type DecodedTransaction, type Key, type LoadedKeys } from './transaction.js';
 import { fromLiteSvm, namedError, type TxError } from './tx-error.js';
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';
@@ -40,6 +40,7 @@ export interface AccountState {
   data: Uint8Array;
   owner: string;
   executable: boolean;
+  rentEpoch: bigint;
 }
 
 /** A compiled inner instruction as `getTransaction` shows it (data in base58). */
@@ -55,9 +56,9 @@ export interface TxRecord {
   decoded: DecodedTransaction;
   err: TxError | null;
   fee: number;
-  /** Static keys, then keys loaded from lookup tables (writable, then read-only). */
+  /** Static keys, then keys loaded from lookup tables (writable, then read-only), base58. */
   accountKeys: string[];
-  loaded: LoadedAddresses;
+  loaded: { writable: string[]; readonly: string[] };
   preBalances: number[];
   postBalances: number[];
   logs: string[];
@@ -102,7 +103,7 @@ interface Change {
 }
 
 export class Ledger {
-  private readonly svm: LiteSVM;
+  private readonly svm: LiteSvm;
   private current = 0;
   private readonly blocks = new Map<number, Block>();
   private readonly blockhashSlot = new Map<string, number>();
@@ -116,16 +117,15 @@ export class Ledger {
 
   constructor(private readonly opts: LedgerOptions) {
     const slotsPerEpoch = BigInt(opts.schedule.slotsPerEpoch);
-    this.svm = new LiteSVM().withSigverify(true).withBlockhashCheck(false).withTransactionHistory(0n);
+    // The standard runtime (builtins, sysvars, SPL programs, precompiles); signatures verified.
+    // Blockhash age is this ledger's (see `execute`); duplicates too, so LiteSVM keeps no history.
+    this.svm = new LiteSvm();
+    this.svm.setSigverify(true);
+    this.svm.setBlockhashCheck(false);
+    this.svm.setTransactionHistory(0n);
     this.svm.setEpochSchedule(new EpochSchedule(slotsPerEpoch, slotsPerEpoch, false, 0n, 0n));
-    this.svm.setAccount({
-      address: opts.faucet.address as Address,
-      lamports: toLamports(opts.faucetLamports),
-      programAddress: '11111111111111111111111111111111' as Address,
-      executable: false,
-      data: new Uint8Array(0),
-      space: 0n,
-    });
+    const systemProgram = new Uint8Array(32);
+    this.svm.setAccount(opts.faucet.publicKey, new Account(opts.faucetLamports, new Uint8Array(0), systemProgram, false, RENT_EXEMPT_RENT_EPOCH));
     this.beginSlot(0, Date.now());
   }
 
@@ -231,17 +231,17 @@ export class Ledger {
     if (list) {
       for (const change of list) if (change.slot > atSlot) return change.before;
     }
-    return this.readAccount(address);
+    return this.readAccount(base58Decode(address));
   }
 
-  private readAccount(address: string): AccountState | null {
-    const a = this.svm.getAccount(address as Address);
-    if (!a.exists) return null;
-    return { lamports: a.lamports, data: a.data, owner: a.programAddress, executable: a.executable };
+  private readAccount(key: Uint8Array): AccountState | null {
+    const a = this.svm.getAccount(key);
+    if (!a) return null;
+    return { lamports: a.lamports(), data: a.data(), owner: base58Encode(a.owner()), executable: a.executable(), rentEpoch: a.rentEpoch() };
   }
 
-  private balanceNow(address: string): bigint {
-    return this.svm.getBalance(address as Address) ?? 0n;
+  private balanceNow(key: Key): bigint {
+    return this.svm.getBalance(key.bytes) ?? 0n;
   }
 
   /**
@@ -253,24 +253,23 @@ export class Ledger {
   execute(decoded: DecodedTransaction, slot: number = this.current): ExecuteResult {
     const seen = this.bySignature.get(decoded.signature);
     if (seen) return { kind: 'duplicate', record: seen };
-    if (!isFullySigned(decoded)) return { kind: 'rejected', err: namedError('SignatureFailure') };
-    const { message } = decoded;
-    const loaded = loadAddresses(message, (a) => this.readAccount(a)?.data ?? null) ?? { writable: [], readonly: [] };
-    const accountKeys = [...message.staticAccounts, ...loaded.writable, ...loaded.readonly];
-    const writable = [...message.staticAccounts.filter((_, i) => isStaticWritable(message, i)), ...loaded.writable];
-    const before = writable.map((a) => this.readAccount(a));
-    const pre = accountKeys.map((a) => this.balanceNow(a));
+    const loaded = loadKeys(decoded, (k) => this.svm.getAccount(k.bytes)?.data() ?? null) ?? { writable: [], readonly: [] };
+    const keys = [...decoded.staticKeys, ...loaded.writable, ...loaded.readonly];
+    const writable = [...decoded.staticKeys.filter((_, i) => isStaticWritable(decoded, i)), ...loaded.writable];
+    // Only the first change of an account in a slot needs its earlier state kept.
+    const before = writable.map((k) => (this.needsSnapshot(k.address, slot) ? this.readAccount(k.bytes) : null));
+    const pre = keys.map((k) => this.balanceNow(k));
 
     const inWindow = this.isBlockhashValid(decoded.recentBlockhash, this.current);
-    this.svm.withBlockhashCheck(!inWindow);
+    this.svm.setBlockhashCheck(!inWindow);
     let result: TransactionMetadata | FailedTransactionMetadata;
     try {
-      result = this.svm.sendTransaction(decoded.tx);
+      result = decoded.version === 'legacy' ? this.svm.sendLegacyTransaction(decoded.wire) : this.svm.sendVersionedTransaction(decoded.wire);
     } finally {
-      this.svm.withBlockhashCheck(false);
+      this.svm.setBlockhashCheck(false);
     }
-    const failed = 'err' in result ? (result as FailedTransactionMetadata) : null;
-    const post = accountKeys.map((a) => this.balanceNow(a));
+    const failed = result instanceof FailedTransactionMetadata ? result : null;
+    const post = keys.map((k) => this.balanceNow(k));
     const fee = pre.reduce((s, b) => s + b, 0n) - post.reduce((s, b) => s + b, 0n);
     if (failed && fee <= 0n) return { kind: 'rejected', err: fromLiteSvm(failed.err()) };
 
@@ -281,17 +280,23 @@ export class Ledger {
       decoded,
       err: failed ? fromLiteSvm(failed.err()) : null,
       fee: Number(fee),
-      accountKeys,
-      loaded,
+      accountKeys: keys.map((k) => k.address),
+      loaded: { writable: loaded.writable.map((k) => k.address), readonly: loaded.readonly.map((k) => k.address) },
       preBalances: pre.map(Number),
       postBalances: post.map(Number),
       ...outputsOf(meta),
     };
-    this.remember(writable, before, slot);
+    this.remember(writable.map((k) => k.address), before, slot);
     this.blocks.get(slot)!.transactions.push(record);
     this.bySignature.set(record.signature, record);
     this.transactionCount++;
     return { kind: 'landed', record };
+  }
+
+  /** Is `address` without a recorded change at or after `slot` (so its state now is its state before `slot`)? */
+  private needsSnapshot(address: string, slot: number): boolean {
+    const list = this.changes.get(address);
+    return !list || list[list.length - 1]!.slot < slot;
   }
 
   /**
@@ -301,10 +306,9 @@ export class Ledger {
    */
   private remember(addresses: string[], before: (AccountState | null)[], slot: number): void {
     addresses.forEach((address, i) => {
+      if (!this.needsSnapshot(address, slot)) return;
       let list = this.changes.get(address);
       if (!list) this.changes.set(address, (list = []));
-      const last = list[list.length - 1]?.slot ?? -1;
-      if (last >= slot) return;
       list.push({ slot, before: before[i]! });
       let touched = this.changedIn.get(slot);
       if (!touched) this.changedIn.set(slot, (touched = []));
@@ -314,7 +318,7 @@ export class Ledger {
 
   /** A faucet transfer of `lamports` to `to`, executed in the current slot. */
   airdrop(to: string, lamports: bigint): ExecuteResult {
-    const wire = airdropTransaction(this.opts.faucet, to, lamports, this.blocks.get(this.current)!.blockhash, this.airdrops++);
+    const wire = airdropTransaction(this.opts.faucet, base58Decode(to), lamports, base58Decode(this.blocks.get(this.current)!.blockhash), this.airdrops++);
     return this.execute(decodeTransaction(wire));
   }
 
@@ -329,24 +333,18 @@ export class Ledger {
     const known = this.slotOfBlockhash(decoded.recentBlockhash) !== undefined;
     // A blockhash newer than the answering bank is as unknown to it as a stale one.
     if (known && !this.isBlockhashValid(decoded.recentBlockhash, atSlot)) return refused('BlockhashNotFound');
-    if (sigVerify && !isFullySigned(decoded)) return refused('SignatureFailure');
-    if (!known) this.svm.withBlockhashCheck(true);
-    if (!sigVerify) this.svm.withSigverify(false);
+    if (!known) this.svm.setBlockhashCheck(true);
+    if (!sigVerify) this.svm.setSigverify(false);
     try {
-      const r = this.svm.simulateTransaction(decoded.tx);
-      const failed = 'err' in r ? (r as FailedTransactionMetadata) : null;
+      const r = decoded.version === 'legacy' ? this.svm.simulateLegacyTransaction(decoded.wire) : this.svm.simulateVersionedTransaction(decoded.wire);
+      const failed = r instanceof FailedTransactionMetadata ? r : null;
       const o = outputsOf(failed ? failed.meta() : (r as SimulatedTransactionInfo).meta());
       return { err: failed ? fromLiteSvm(failed.err()) : null, logs: o.logs, unitsConsumed: o.computeUnitsConsumed, returnData: o.returnData };
     } finally {
-      this.svm.withBlockhashCheck(false);
-      this.svm.withSigverify(true);
+      this.svm.setBlockhashCheck(false);
+      this.svm.setSigverify(true);
     }
   }
-}
-
-/** Does every required signer's signature slot hold a signature (LiteSVM refuses empty ones by throwing)? */
-function isFullySigned(decoded: DecodedTransaction): boolean {
-  return Object.values(decoded.tx.signatures).every((s) => s !== null);
 }
 
 /** What a transaction left behind, in the shapes the RPC returns. */

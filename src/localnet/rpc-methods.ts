@@ -40,7 +40,7 @@ import {
   UNSUPPORTED_TRANSACTION_VERSION,
 } from './rpc-params.js';
 import type { SendService } from './send-service.js';
-import { decodeTransaction, DecodeError, withBlockhash, type DecodedTransaction } from './transaction.js';
+import { decodeTransaction, DecodeError, isBase58Of, withBlockhash, type DecodedTransaction } from './transaction.js';
 import { base58Decode } from '../native.js';
 
 export interface RpcEnv {
@@ -201,7 +201,7 @@ export const METHODS: Record<string, Method> = {
 
   isBlockhashValid: (params, { cluster }) => {
     const p = positional(params, 2);
-    if (typeof p[0] !== 'string' || !/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(p[0])) throw invalidParams('Invalid param: Invalid');
+    if (typeof p[0] !== 'string' || !isBase58Of(p[0], 32)) throw invalidParams('Invalid param: Invalid');
     const slot = bankSlot(cluster.ledger, config(p, 1));
     return { context: context(slot), value: cluster.ledger.isBlockhashValid(p[0], slot) };
   },
@@ -234,7 +234,7 @@ export const METHODS: Record<string, Method> = {
     const { ledger } = cluster;
     const r = ledger.record(sig);
     if (!r || r.slot > ledger.commitmentSlot(level)) return null;
-    const version = r.decoded.message.version;
+    const version = r.decoded.version;
     if (version === 0 && (maxVersion === null || maxVersion < 0)) {
       throw new RpcError(
         UNSUPPORTED_TRANSACTION_VERSION,
@@ -262,7 +262,7 @@ export const METHODS: Record<string, Method> = {
     let replacement: ReturnType<Ledger['latestBlockhash']> | null = null;
     if (replace) {
       replacement = ledger.latestBlockhash(slot);
-      tx = withBlockhash(tx, replacement.blockhash);
+      tx = withBlockhash(tx, base58Decode(replacement.blockhash));
     }
     const result = ledger.simulate(tx, sigVerify, slot);
     if (sigVerify && result.err?.json === 'SignatureFailure') {

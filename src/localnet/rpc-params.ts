@@ -3,8 +3,8 @@
  * and texts follow Agave (`jsonrpc-core` standard codes, `RpcCustomError` server codes); every bad
  * parameter becomes -32602 with a message naming it, never an exception out of a handler.
  */
-import { isAddress, isSignature } from '@solana/kit';
 import type { Commitment } from './ledger.js';
+import { isBase58Of } from './transaction.js';
 
 export class RpcError extends Error {
   override readonly name = 'RpcError';
@@ -51,13 +51,13 @@ export function config(params: unknown[], i: number): Record<string, unknown> {
 
 export function pubkey(v: unknown): string {
   if (typeof v !== 'string') throw invalidParams('Invalid params: expected a base58 public key string');
-  if (!isAddress(v)) throw invalidParams(`Invalid param: ${v.length > 44 ? 'WrongSize' : 'Invalid'}`);
+  if (!isBase58Of(v, 32)) throw invalidParams(`Invalid param: ${v.length > 44 ? 'WrongSize' : 'Invalid'}`);
   return v;
 }
 
 export function signature(v: unknown): string {
   if (typeof v !== 'string') throw invalidParams('Invalid params: expected a base58 signature string');
-  if (!isSignature(v)) throw invalidParams(`Invalid param: ${v.length > 88 ? 'WrongSize' : 'Invalid'}`);
+  if (!isBase58Of(v, 64)) throw invalidParams(`Invalid param: ${v.length > 88 ? 'WrongSize' : 'Invalid'}`);
   return v;
 }
 

@@ -1,40 +1,52 @@
 /**
- * Wire transactions as the cluster reads them: decoded once (with @solana/kit's codecs, the
- * shapes LiteSVM takes), with the views the ledger and the RPC need — signatures, blockhash,
- * which static keys are writable, and the keys loaded from address lookup tables.
+ * Wire transactions as the cluster reads them: parsed once into the views the ledger and the RPC
+ * need — signatures, header, keys (bytes for LiteSVM, base58 for JSON), blockhash, instructions,
+ * lookups — without copying the bytes LiteSVM executes.
  *
- * Framing is checked here only as far as decoding needs (size, version, exact length); the
- * sanitize rules and signature verification are LiteSVM's, as they are the validator runtime's.
+ * Only framing is checked here (lengths, counts, version, nothing left over); the sanitize rules
+ * and signature verification are LiteSVM's, as they are the validator runtime's.
  */
-import {
-  getCompiledTransactionMessageDecoder,
-  getCompiledTransactionMessageEncoder,
-  getTransactionDecoder,
-  getTransactionEncoder,
-  type Address,
-  type Blockhash,
-  type CompiledTransactionMessage,
-  type CompiledTransactionMessageWithLifetime,
-  type Transaction,
-} from '@solana/kit';
-import { base58Encode } from '../native.js';
+import { base58Decode, base58Encode } from '../native.js';
 import { PACKET_DATA_SIZE } from './constants.js';
 
-export type CompiledMessage = (CompiledTransactionMessage & CompiledTransactionMessageWithLifetime) & {
-  version: 'legacy' | 0;
-};
+/** A public key as the runtime takes it (bytes) and as JSON shows it (base58). */
+export interface Key {
+  bytes: Uint8Array;
+  address: string;
+}
+
+export interface MessageHeader {
+  numRequiredSignatures: number;
+  numReadonlySignedAccounts: number;
+  numReadonlyUnsignedAccounts: number;
+}
+
+export interface CompiledInstruction {
+  programIdIndex: number;
+  accounts: number[];
+  data: Uint8Array;
+}
+
+export interface AddressTableLookup {
+  accountKey: Key;
+  writableIndexes: number[];
+  readonlyIndexes: number[];
+}
 
 export interface DecodedTransaction {
   wire: Uint8Array;
-  /** The kit form LiteSVM executes. */
-  tx: Transaction;
-  message: CompiledMessage;
-  /** base58 signatures in wire order (all-zero = unsigned, as base58 of 64 zero bytes). */
+  version: 'legacy' | 0;
+  /** base58 signatures in wire order (an all-zero one = not signed). */
   signatures: string[];
   /** The first signature: the transaction's id. */
   signature: string;
+  header: MessageHeader;
+  staticKeys: Key[];
   recentBlockhash: string;
-  feePayer: string;
+  /** Where the blockhash sits in `wire` (to replace it for simulation). */
+  blockhashOffset: number;
+  instructions: CompiledInstruction[];
+  lookups: AddressTableLookup[];
 }
 
 /** Why bytes are not a transaction; the text follows Agave's RPC wording. */
@@ -42,99 +54,156 @@ export class DecodeError extends Error {
   override readonly name = 'DecodeError';
 }
 
-const txDecoder = getTransactionDecoder();
-const txEncoder = getTransactionEncoder();
-const messageDecoder = getCompiledTransactionMessageDecoder();
-const messageEncoder = getCompiledTransactionMessageEncoder();
+const VERSION_PREFIX = 0x80;
 
-const ZERO_SIGNATURE = new Uint8Array(64);
+/** A bounds-checked reader over the wire bytes. */
+class Reader {
+  o = 0;
+  constructor(readonly b: Uint8Array) {}
 
-/** Decode wire bytes; throws `DecodeError` for anything that is not one legacy or v0 transaction. */
+  need(n: number, what: string): void {
+    if (this.o + n > this.b.length) throw new DecodeError(`failed to deserialize transaction: ${what} runs past the end (offset ${this.o})`);
+  }
+
+  u8(what: string): number {
+    this.need(1, what);
+    return this.b[this.o++]!;
+  }
+
+  /** compact-u16 (shortvec): at most 3 bytes, minimal encoding. */
+  compactU16(what: string): number {
+    let value = 0;
+    for (let i = 0; i < 3; i++) {
+      const byte = this.u8(what);
+      value |= (byte & 0x7f) << (7 * i);
+      if ((byte & 0x80) === 0) {
+        if (i > 0 && byte === 0) throw new DecodeError(`failed to deserialize transaction: ${what} is not minimally encoded`);
+        if (value > 0xffff) break;
+        return value;
+      }
+    }
+    throw new DecodeError(`failed to deserialize transaction: ${what} is not a compact-u16`);
+  }
+
+  bytes(n: number, what: string): Uint8Array {
+    this.need(n, what);
+    const out = this.b.subarray(this.o, this.o + n);
+    this.o += n;
+    return out;
+  }
+
+  key(what: string): Key {
+    const bytes = this.bytes(32, what);
+    return { bytes, address: base58Encode(bytes) };
+  }
+
+  indexes(what: string): number[] {
+    return Array.from(this.bytes(this.compactU16(what), what));
+  }
+}
+
+/** Parse wire bytes; throws `DecodeError` for anything that is not one legacy or v0 transaction. */
 export function decodeTransaction(wire: Uint8Array): DecodedTransaction {
   if (wire.length > PACKET_DATA_SIZE) {
     throw new DecodeError(`transaction too large: ${wire.length} bytes (max: ${PACKET_DATA_SIZE} bytes)`);
   }
-  let tx: Transaction;
-  let message: CompiledTransactionMessage & CompiledTransactionMessageWithLifetime;
-  try {
-    const [decoded, end] = txDecoder.read(wire, 0);
-    if (end !== wire.length) throw new Error(`${wire.length - end} trailing bytes`);
-    tx = decoded;
-    message = messageDecoder.decode(tx.messageBytes);
-  } catch (e) {
-    throw new DecodeError(`failed to deserialize transaction: ${(e as Error).message}`);
+  const r = new Reader(wire);
+  const numSignatures = r.compactU16('signature count');
+  if (numSignatures === 0) throw new DecodeError('failed to deserialize transaction: no signatures');
+  const signatures: string[] = [];
+  for (let i = 0; i < numSignatures; i++) signatures.push(base58Encode(r.bytes(64, 'signatures')));
+  let version: 'legacy' | 0 = 'legacy';
+  r.need(1, 'message');
+  if (wire[r.o]! & VERSION_PREFIX) {
+    const v = r.u8('version') & ~VERSION_PREFIX;
+    if (v !== 0) throw new DecodeError(`unsupported transaction version ${v}`);
+    version = 0;
   }
-  if (message.version !== 'legacy' && message.version !== 0) {
-    throw new DecodeError(`unsupported transaction version ${String(message.version)}`);
-  }
-  if (message.staticAccounts.length === 0) throw new DecodeError('failed to deserialize transaction: no account keys');
-  const signatures = Object.values(tx.signatures).map((s) => base58Encode(s ?? ZERO_SIGNATURE));
-  if (signatures.length === 0) throw new DecodeError('failed to deserialize transaction: no signatures');
-  return {
-    wire,
-    tx,
-    message: message as CompiledMessage,
-    signatures,
-    signature: signatures[0]!,
-    recentBlockhash: message.lifetimeToken,
-    feePayer: message.staticAccounts[0]!,
+  const header = {
+    numRequiredSignatures: r.u8('header'),
+    numReadonlySignedAccounts: r.u8('header'),
+    numReadonlyUnsignedAccounts: r.u8('header'),
   };
+  const staticKeys: Key[] = [];
+  const numKeys = r.compactU16('account key count');
+  if (numKeys === 0) throw new DecodeError('failed to deserialize transaction: no account keys');
+  for (let i = 0; i < numKeys; i++) staticKeys.push(r.key('account keys'));
+  const blockhashOffset = r.o;
+  const recentBlockhash = base58Encode(r.bytes(32, 'recent blockhash'));
+  const instructions: CompiledInstruction[] = [];
+  const numInstructions = r.compactU16('instruction count');
+  for (let i = 0; i < numInstructions; i++) {
+    const programIdIndex = r.u8('instruction program index');
+    const accounts = r.indexes('instruction accounts');
+    const data = r.bytes(r.compactU16('instruction data length'), 'instruction data');
+    instructions.push({ programIdIndex, accounts, data });
+  }
+  const lookups: AddressTableLookup[] = [];
+  if (version === 0) {
+    const numLookups = r.compactU16('lookup count');
+    for (let i = 0; i < numLookups; i++) {
+      lookups.push({ accountKey: r.key('lookup table'), writableIndexes: r.indexes('lookup indexes'), readonlyIndexes: r.indexes('lookup indexes') });
+    }
+  }
+  if (r.o !== wire.length) throw new DecodeError(`failed to deserialize transaction: ${wire.length - r.o} trailing bytes`);
+  return { wire, version, signatures, signature: signatures[0]!, header, staticKeys, recentBlockhash, blockhashOffset, instructions, lookups };
 }
 
 /** The same transaction with another recent blockhash (signatures kept, so no longer valid). */
-export function withBlockhash(decoded: DecodedTransaction, blockhash: string): DecodedTransaction {
-  const message = { ...decoded.message, lifetimeToken: blockhash as Blockhash };
-  const messageBytes = messageEncoder.encode(message);
-  const tx = { ...decoded.tx, messageBytes } as Transaction;
-  return { ...decoded, tx, message, recentBlockhash: blockhash, wire: Uint8Array.from(txEncoder.encode(tx)) };
+export function withBlockhash(decoded: DecodedTransaction, blockhash: Uint8Array): DecodedTransaction {
+  const wire = Uint8Array.from(decoded.wire);
+  wire.set(blockhash, decoded.blockhashOffset);
+  return decodeTransaction(wire);
 }
 
 /** Is static key `i` writable, by the message header (before any runtime demotion)? */
-export function isStaticWritable(message: CompiledMessage, i: number): boolean {
-  const h = message.header;
-  if (i < h.numSignerAccounts) return i < h.numSignerAccounts - h.numReadonlySignerAccounts;
-  return i < message.staticAccounts.length - h.numReadonlyNonSignerAccounts;
+export function isStaticWritable(decoded: DecodedTransaction, i: number): boolean {
+  const h = decoded.header;
+  if (i < h.numRequiredSignatures) return i < h.numRequiredSignatures - h.numReadonlySignedAccounts;
+  return i < decoded.staticKeys.length - h.numReadonlyUnsignedAccounts;
 }
 
-/** Addresses a v0 message loads from lookup tables, in the order the runtime appends them. */
-export interface LoadedAddresses {
-  writable: string[];
-  readonly: string[];
+/** Keys a v0 message loads from lookup tables, in the order the runtime appends them. */
+export interface LoadedKeys {
+  writable: Key[];
+  readonly: Key[];
 }
 
 /** Bytes before the first address in an address lookup table account (`LOOKUP_TABLE_META_SIZE`). */
 const LOOKUP_TABLE_META_SIZE = 56;
 
 /**
- * Resolve a v0 message's lookups against `tableData` (an account's data by address). Returns null
- * when a table is missing or an index is out of range: the runtime then refuses the transaction
+ * Resolve a v0 message's lookups against `tableData` (a table account's data). Returns null when
+ * a table is missing or an index is out of range: the runtime then refuses the transaction
  * (`AddressLookupTableNotFound`, `InvalidAddressLookupTableIndex`), so there is nothing to show.
  */
-export function loadAddresses(
-  message: CompiledMessage,
-  tableData: (address: Address) => Uint8Array | null,
-): LoadedAddresses | null {
-  const out: LoadedAddresses = { writable: [], readonly: [] };
-  if (message.version !== 0) return out;
-  for (const lookup of message.addressTableLookups ?? []) {
-    const data = tableData(lookup.lookupTableAddress);
+export function loadKeys(decoded: DecodedTransaction, tableData: (key: Key) => Uint8Array | null): LoadedKeys | null {
+  const out: LoadedKeys = { writable: [], readonly: [] };
+  for (const lookup of decoded.lookups) {
+    const data = tableData(lookup.accountKey);
     if (!data) return null;
     const count = Math.floor((data.length - LOOKUP_TABLE_META_SIZE) / 32);
-    const at = (i: number): string | null => {
-      if (i >= count) return null;
-      const o = LOOKUP_TABLE_META_SIZE + i * 32;
-      return base58Encode(data.subarray(o, o + 32));
-    };
     for (const [indexes, into] of [
       [lookup.writableIndexes, out.writable],
       [lookup.readonlyIndexes, out.readonly],
     ] as const) {
       for (const i of indexes) {
-        const address = at(i);
-        if (address === null) return null;
-        into.push(address);
+        if (i >= count) return null;
+        const bytes = data.subarray(LOOKUP_TABLE_META_SIZE + i * 32, LOOKUP_TABLE_META_SIZE + (i + 1) * 32);
+        into.push({ bytes, address: base58Encode(bytes) });
       }
     }
   }
   return out;
+}
+
+/** Is `text` the base58 of exactly `length` bytes (32: a public key or hash, 64: a signature)? */
+export function isBase58Of(text: string, length: 32 | 64): boolean {
+  // Base58 of n bytes is at most ⌈n·log(256)/log(58)⌉ characters: 44 for 32 bytes, 88 for 64.
+  if (text.length === 0 || text.length > (length === 32 ? 44 : 88)) return false;
+  try {
+    return base58Decode(text).length === length;
+  } catch {
+    return false;
+  }
 }

@@ -251,7 +251,8 @@ describe('the grace at leader-window boundaries (300 ms slots, 100 ms grace)', (
     // Each round aims one send at each case; a starved test machine may miss its aim, and the
     // round is then judged by the rule all the same and repeated (at most 3 rounds).
     for (let round = 1; round <= 3 && cases.size < 3; round++) {
-      const [outside, early, late] = [1, 2, 3].map((n) => transferTx(payer, Keypair.generate().publicKey, 1_000_000 + 10 * round + n, blockhash));
+      const tx = (n: number) => transferTx(payer, Keypair.generate().publicKey, 1_000_000 + 10 * round + n, blockhash);
+      const [outside, early, late] = [tx(1), tx(2), tx(3)];
       // A window starting at least a slot from now; its leader and the previous window's differ.
       const start = (Math.floor(net.slot() / 4) + 2) * 4;
       const next = net.leaderAt(start);

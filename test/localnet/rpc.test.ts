@@ -257,7 +257,7 @@ describe('accounts, airdrops and transactions', () => {
     await expect(connection.sendRawTransaction(tooMuch.bytes)).rejects.toBeInstanceOf(SendTransactionError);
 
     const forged = Uint8Array.from(transferTx(payer, Keypair.generate().publicKey, 1, blockhash).bytes);
-    forged[10] ^= 0xff;
+    forged[10] = forged[10]! ^ 0xff;
     const bad = await rpc(net.rpcUrl, 'sendTransaction', [web3Base58(forged), { preflightCommitment: 'confirmed' }]);
     expect(bad.error).toEqual({ code: -32003, message: 'Transaction signature verification failure' });
 

@@ -95,6 +95,7 @@ describe('restart', () => {
     const txs = await Promise.all(Array.from({ length: 5 }, () => tipped(st, from, 1_000_000)));
     await nextSlot(st); // a whole second before the slot ends and they are confirmed
     for (const tx of txs) expect((await send(st, bot.key, tx.base64)).status).toBe(200);
+    const identity = st.svc.engine.identity;
     await st.stop();
     const store = Store.open(st.dir);
     const inFlight = [...store.pendingEntries()].length;
@@ -106,6 +107,7 @@ describe('restart', () => {
       return value.every((v) => v?.confirmationStatus === 'confirmed' || v?.confirmationStatus === 'finalized') ? true : undefined;
     });
     await st.start();
+    expect(st.svc.engine.identity).toBe(identity); // the QUIC identity persisted in the data directory
     for (const tx of txs) {
       const rec = await settled(st, bot.key, tx.signature);
       expect(rec.status).toBe('confirmed');
@@ -113,5 +115,20 @@ describe('restart', () => {
     }
     const r = await fetch(`${st.svc.url}/v1/account?api-key=${bot.key}`);
     expect(((await r.json()) as any).usage.service_points).toBe(5 * 1000);
+  });
+});
+
+describe('chain view', () => {
+  it('/health turns 503 when the chain node stops answering', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'health' }, config: {} });
+    const st = s;
+    expect((await fetch(`${st.svc.url}/health`)).status).toBe(200);
+    await st.net.close();
+    const body = await waitFor('unsynced', async () => {
+      const r = await fetch(`${st.svc.url}/health`);
+      return r.status === 503 ? ((await r.json()) as any) : undefined;
+    });
+    expect(body).toMatchObject({ status: 'unsynced', chain: { synced: false } });
+    expect(body.chain.slot_age_ms).toBeGreaterThan(0);
   });
 });

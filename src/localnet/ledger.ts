@@ -96,6 +96,9 @@ export interface LedgerOptions {
   historySlots: number;
 }
 
+/** Entries the SlotHashes sysvar holds (`slot_hashes::MAX_ENTRIES`). */
+const SLOT_HASHES_MAX_ENTRIES = 512;
+
 /** One account's state before the first transaction that changed it in `slot`. */
 interface Change {
   slot: number;
@@ -111,6 +114,8 @@ export class Ledger {
   /** Per account, its state before each slot that changed it (newest last), for reads in the past. */
   private readonly changes = new Map<string, Change[]>();
   private readonly changedIn = new Map<number, string[]>();
+  /** The SlotHashes sysvar's entries, newest first (address lookup tables are derived from them). */
+  private readonly slotHashes: { slot: bigint; hash: string }[] = [];
   private airdrops = 0;
   /** Transactions included since genesis (`getEpochInfo.transactionCount`). */
   transactionCount = 0;
@@ -146,6 +151,12 @@ export class Ledger {
     const blockhash = this.svm.latestBlockhash();
     this.blocks.set(slot, { slot, parent: Math.max(0, slot - 1), blockhash, blockTime: Number(unix), transactions: [] });
     this.blockhashSlot.set(blockhash, slot);
+    // The parent's hash joins SlotHashes, as a bank records its parent's when it starts.
+    if (slot > 0) {
+      this.slotHashes.unshift({ slot: BigInt(slot - 1), hash: this.blocks.get(slot - 1)!.blockhash });
+      if (this.slotHashes.length > SLOT_HASHES_MAX_ENTRIES) this.slotHashes.pop();
+      this.svm.setSlotHashes(this.slotHashes);
+    }
     this.prune(slot);
   }
 

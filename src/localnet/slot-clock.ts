@@ -43,7 +43,7 @@ export class SlotClock {
   }
 
   /** Milliseconds until the current slot ends (0 when the boundary is due). */
-  msLeftInSlot(): number {
+  private msLeftInSlot(): number {
     return Math.max(0, this.startOf(this.current + 1) - performance.now());
   }
 

@@ -179,8 +179,3 @@ export function fromLiteSvm(err: unknown): TxError {
       return { json: o.constructor.name, message: o.constructor.name };
   }
 }
-
-/** Is `err` the fieldless variant `name`? */
-export function isError(err: TxError | null, name: string): boolean {
-  return err !== null && err.json === name;
-}

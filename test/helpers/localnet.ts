@@ -3,7 +3,7 @@
  * calls, bounded waiting, finding the current leader's QUIC TPU through RPC, and delivering a
  * transaction to it with the native QUIC client.
  */
-import { Connection, Keypair, LAMPORTS_PER_SOL, type ContactInfo, type PublicKey } from '@solana/web3.js';
+import { Connection, Keypair, LAMPORTS_PER_SOL, type ContactInfo, type PublicKey, type SignatureStatus } from '@solana/web3.js';
 import type { Localnet, Receipt } from '../../src/localnet/index.js';
 import { QuicClient } from '../../src/localnet/quic.js';
 import { legacyTx, transfer, web3Base58, type BuiltTx } from './transactions.js';
@@ -82,14 +82,18 @@ export async function leaderOf(connection: Connection, slot: number): Promise<{ 
   return { identity: leader!.toBase58(), tpuQuic: await tpuQuicOf(connection, leader!) };
 }
 
-/** A funded fresh keypair (airdrop confirmed). */
-export async function fundedKeypair(connection: Connection, sol = 10): Promise<Keypair> {
-  const kp = Keypair.generate();
-  const signature = await connection.requestAirdrop(kp.publicKey, sol * LAMPORTS_PER_SOL);
-  await waitFor('airdrop confirmed', async () => {
+/** Wait until `signature` is confirmed (or finalized); its status, as getSignatureStatuses gives it. */
+export function confirmed(connection: Connection, signature: string): Promise<SignatureStatus> {
+  return waitFor(`${signature} confirmed`, async () => {
     const [s] = (await connection.getSignatureStatuses([signature])).value;
     return s?.confirmationStatus === 'confirmed' || s?.confirmationStatus === 'finalized' ? s : undefined;
   });
+}
+
+/** A funded fresh keypair (airdrop confirmed). */
+export async function fundedKeypair(connection: Connection, sol = 10): Promise<Keypair> {
+  const kp = Keypair.generate();
+  await confirmed(connection, await connection.requestAirdrop(kp.publicKey, sol * LAMPORTS_PER_SOL));
   return kp;
 }
 

@@ -11,6 +11,7 @@ import { Connection, Keypair, LAMPORTS_PER_SOL, NONCE_ACCOUNT_LENGTH, NonceAccou
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import {
+  confirmed,
   deliverToLeader,
   fundedKeypair,
   leaderOf,
@@ -48,7 +49,7 @@ describe('at mainnet-like pace (100 ms slots)', () => {
     const processed = new Promise<{ err: unknown; slot: number }>((resolve) =>
       connection.onSignature(tx.signature, (result, ctx) => resolve({ err: result.err, slot: ctx.slot }), 'processed'),
     );
-    const confirmed = new Promise<{ err: unknown; slot: number }>((resolve) =>
+    const confirmedNotice = new Promise<{ err: unknown; slot: number }>((resolve) =>
       connection.onSignature(tx.signature, (result, ctx) => resolve({ err: result.err, slot: ctx.slot }), 'confirmed'),
     );
     const received = new Promise<boolean>((resolve) =>
@@ -65,7 +66,7 @@ describe('at mainnet-like pace (100 ms slots)', () => {
 
     expect(await received).toBe(true);
     const atProcessed = await processed;
-    const atConfirmed = await confirmed;
+    const atConfirmed = await confirmedNotice;
     expect(atProcessed.err).toBeNull();
     expect(atConfirmed).toEqual(atProcessed);
     expect(atConfirmed.slot).toBeGreaterThanOrEqual(slot);
@@ -109,10 +110,7 @@ describe('at mainnet-like pace (100 ms slots)', () => {
     const tx = transferTx(payer, to, 5 * LAMPORTS_PER_SOL, blockhash);
     const receipt = await deliverToLeader(net, connection, client, tx);
     expect(receipt.outcome).toBe('included');
-    const status = await waitFor('failed transaction confirmed', async () => {
-      const [s] = (await connection.getSignatureStatuses([tx.signature])).value;
-      return s?.confirmationStatus === 'confirmed' ? s : undefined;
-    });
+    const status = await confirmed(connection, tx.signature);
     expect(status.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
     const landed = await connection.getTransaction(tx.signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
     expect(landed!.meta!.err).toEqual({ InstructionError: [0, { Custom: 1 }] });
@@ -120,6 +118,19 @@ describe('at mainnet-like pace (100 ms slots)', () => {
     expect(await connection.getBalance(payer.publicKey)).toBe(LAMPORTS_PER_SOL - 5000);
     expect(await connection.getBalance(to)).toBe(0);
     expect(net.counters().landedWithError).toBeGreaterThanOrEqual(1);
+  });
+
+  it('bytes that are not a transaction are refused and logged, and the validator keeps serving', async () => {
+    const slot = await windowStart(connection);
+    const leader = await leaderOf(connection, slot);
+    const name = net.validators.find((v) => v.identity === leader.identity)!.name;
+    const before = net.receivedAt(name).length;
+    const garbage = Buffer.concat([Buffer.from([1]), randomBytes(64), Buffer.from([0x80, 0x05])]);
+    expect((await client.send([leader.tpuQuic], garbage))[0]).toMatchObject({ ok: true });
+    const receipt = await waitFor('the garbage receipt', () => net.receivedAt(name)[before]);
+    expect(receipt).toMatchObject({ signature: null, outcome: 'rejected', wasLeader: true });
+    expect(receipt.reason).toMatch(/^(failed to deserialize transaction|unsupported transaction version)/);
+    expect(net.counters(name).rejected).toBeGreaterThanOrEqual(1);
   });
 
   it('a fee payer that cannot pay is not included; a duplicate is ignored', async () => {
@@ -169,10 +180,7 @@ describe('blockhash expiry and durable nonces (20 ms slots)', () => {
       { feePayer: payer, signers: [nonce], blockhash: old },
     );
     const createSig = await connection.sendRawTransaction(create.bytes);
-    await waitFor('nonce account created', async () => {
-      const [s] = (await connection.getSignatureStatuses([createSig])).value;
-      return s?.confirmationStatus === 'confirmed' ? s : undefined;
-    });
+    await confirmed(connection, createSig);
     const info = await connection.getAccountInfo(nonce.publicKey);
     const stored = NonceAccount.fromAccountData(info!.data).nonce;
 
@@ -191,10 +199,7 @@ describe('blockhash expiry and durable nonces (20 ms slots)', () => {
     const durable = legacyTx([nonceAdvance(nonce.publicKey, payer.publicKey), transfer(payer.publicKey, to, 1_000_000)], { feePayer: payer, blockhash: stored });
     const durableTx = { ...durable, signature: web3Base58(durable.signatures[0]!) };
     expect((await deliverToLeader(net, connection, client, durableTx)).outcome).toBe('included');
-    await waitFor('durable transaction confirmed', async () => {
-      const [s] = (await connection.getSignatureStatuses([durableTx.signature])).value;
-      return s?.confirmationStatus === 'confirmed' && s.err === null ? s : undefined;
-    });
+    expect((await confirmed(connection, durableTx.signature)).err).toBeNull();
     expect(await connection.getBalance(to)).toBe(1_000_000);
     // The nonce advanced: the same transaction cannot land twice, and a copy with the old value is refused.
     const advanced = NonceAccount.fromAccountData((await connection.getAccountInfo(nonce.publicKey))!.data).nonce;

@@ -4,6 +4,7 @@
  * errors a client library would hide: contexts, commitments, JSON-RPC framing, batches, limits.
  */
 import {
+  AddressLookupTableProgram,
   Connection,
   Keypair,
   LAMPORTS_PER_SOL,
@@ -16,7 +17,7 @@ import {
 } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
-import { fundedKeypair, post, rpc, transferTx, waitFor, waitForSlot } from '../helpers/localnet.js';
+import { confirmed, fundedKeypair, post, rpc, transferTx, waitFor, waitForSlot } from '../helpers/localnet.js';
 import { web3Base58 } from '../helpers/transactions.js';
 
 let net: Localnet;
@@ -128,10 +129,7 @@ describe('accounts, airdrops and transactions', () => {
   it('requestAirdrop lands like any transaction: a signature, a status, a transaction with fee and balances', async () => {
     const to = Keypair.generate().publicKey;
     const signature = await connection.requestAirdrop(to, 3 * LAMPORTS_PER_SOL);
-    const status = await waitFor('airdrop confirmed', async () => {
-      const [s] = (await connection.getSignatureStatuses([signature])).value;
-      return s?.confirmationStatus === 'confirmed' ? s : undefined;
-    });
+    const status = await confirmed(connection, signature);
     expect(status.err).toBeNull();
     expect(await connection.getBalance(to)).toBe(3 * LAMPORTS_PER_SOL);
     const tx = await connection.getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
@@ -194,10 +192,7 @@ describe('accounts, airdrops and transactions', () => {
     const tx = transferTx(payer, to, 1_000_000, blockhash);
     const signature = await connection.sendRawTransaction(tx.bytes);
     expect(signature).toBe(tx.signature);
-    const landed = await waitFor('sent transaction confirmed', async () => {
-      const [s] = (await connection.getSignatureStatuses([signature])).value;
-      return s?.confirmationStatus === 'confirmed' ? s : undefined;
-    });
+    const landed = await confirmed(connection, signature);
     // It reached a validator over QUIC from the RPC node's identity.
     const receipts = net.receivedBy(signature);
     expect(receipts.some((r) => r.outcome === 'included' && r.peer === net.rpcIdentity && r.landedSlot === landed.slot)).toBe(true);
@@ -229,15 +224,51 @@ describe('accounts, airdrops and transactions', () => {
     const vtx = new VersionedTransaction(message);
     vtx.sign([payer]);
     const signature = await connection.sendTransaction(vtx);
-    await waitFor('v0 confirmed', async () => {
-      const [s] = (await connection.getSignatureStatuses([signature])).value;
-      return s?.confirmationStatus === 'confirmed' ? s : undefined;
-    });
+    await confirmed(connection, signature);
     const refused = await rpc(net.rpcUrl, 'getTransaction', [signature, { commitment: 'confirmed' }]);
     expect(refused.error?.code).toBe(-32015);
     const tx = await connection.getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
     expect(tx!.version).toBe(0);
     expect(tx!.meta!.err).toBeNull();
+  });
+
+  it('a v0 transaction through an address lookup table: the table is created and extended on chain, the loaded keys show in meta', async () => {
+    const payer = await fundedKeypair(connection, 2);
+    const to = Keypair.generate().publicKey;
+    const recentSlot = await connection.getSlot('confirmed');
+    const [create, table] = AddressLookupTableProgram.createLookupTable({ authority: payer.publicKey, payer: payer.publicKey, recentSlot });
+    const extend = AddressLookupTableProgram.extendLookupTable({ lookupTable: table, authority: payer.publicKey, payer: payer.publicKey, addresses: [to] });
+    const setup = await connection.sendTransaction(new Transaction().add(create, extend), [payer]);
+    const created = await confirmed(connection, setup);
+    expect(created.err).toBeNull();
+    // Addresses added in a slot are usable from the next one on.
+    await waitForSlot(connection, created.slot + 2);
+    const lookup = (await connection.getAddressLookupTable(table)).value!;
+    expect(lookup.state.addresses.map((a) => a.toBase58())).toEqual([to.toBase58()]);
+
+    const { blockhash } = await connection.getLatestBlockhash('confirmed');
+    const message = new TransactionMessage({
+      payerKey: payer.publicKey,
+      recentBlockhash: blockhash,
+      instructions: [SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: 3_000_000 })],
+    }).compileToV0Message([lookup]);
+    expect(message.addressTableLookups).toHaveLength(1);
+    const vtx = new VersionedTransaction(message);
+    vtx.sign([payer]);
+    const signature = await connection.sendTransaction(vtx);
+    await confirmed(connection, signature);
+    const tx = await connection.getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
+    expect(tx!.meta!.err).toBeNull();
+    expect(tx!.meta!.loadedAddresses).toEqual({ writable: [to], readonly: [] });
+    const keys = tx!.transaction.message.getAccountKeys({ addressLookupTableAccounts: [lookup] });
+    const i = keys.staticAccountKeys.length; // the loaded writable key comes right after the static ones
+    expect(keys.get(i)!.equals(to)).toBe(true);
+    expect(tx!.meta!.preBalances[i]).toBe(0);
+    expect(tx!.meta!.postBalances[i]).toBe(3_000_000);
+    const raw = await rpc(net.rpcUrl, 'getTransaction', [signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 }]);
+    const lookups = (raw.result as { transaction: { message: { addressTableLookups: unknown } } }).transaction.message.addressTableLookups;
+    expect(lookups).toEqual([{ accountKey: table.toBase58(), writableIndexes: [0], readonlyIndexes: [] }]);
+    expect(await connection.getBalance(to)).toBe(3_000_000);
   });
 
   it('preflight refuses what would fail (-32002 with the simulation) and bad signatures (-32003)', async () => {

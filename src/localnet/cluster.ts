@@ -62,7 +62,7 @@ export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'fau
 /** Lamports the faucet starts with: 1M SOL, below 2^53 so every balance is an exact JSON number. */
 const FAUCET_LAMPORTS = 1_000_000_000_000_000n;
 
-/** Largest cluster: the schedule and the per-validator servers stay meaningful well past this. */
+/** Largest cluster: far past any test's or benchmark's need, and a typo (400) binds no hundreds of sockets. */
 const MAX_VALIDATORS = 64;
 
 function integerIn(name: string, value: number | undefined, fallback: number, min: number, max: number): number {
@@ -112,7 +112,7 @@ export interface ClusterListener {
   slot?(slot: number): void;
   /** A leader accepted a transaction (before executing it). */
   received?(signature: string, slot: number): void;
-  /** A transaction landed in the current slot (processed). */
+  /** A transaction landed, in `record.slot`: the current slot, or an ended one whose leader received it in time. */
   landed?(record: TxRecord): void;
 }
 
@@ -210,7 +210,12 @@ export class Cluster {
     const waiting = this.held.get(leader);
     if (waiting) {
       this.held.delete(leader);
-      for (const h of waiting) this.include(h.decoded, h.receipt, slot);
+      // A validator taken down since it buffered them lost them with everything else.
+      const down = this.validators[leader]!.info().down;
+      for (const h of waiting) {
+        if (down) this.log.settle(h.receipt, 'rejected', { reason: 'the validator went down before its leader slot' });
+        else this.include(h.decoded, h.receipt, slot);
+      }
     }
   }
 
@@ -305,6 +310,9 @@ export class Cluster {
   airdrop(address: string, lamports: number | bigint): string {
     if (typeof address !== 'string' || !isBase58Of(address, 32)) {
       throw new LandfallError('CONFIG_INVALID', `airdrop: '${String(address)}' is not a base58 public key`);
+    }
+    if (typeof lamports !== 'bigint' && !Number.isSafeInteger(lamports)) {
+      throw new LandfallError('CONFIG_INVALID', `airdrop: lamports must be a whole number (got ${String(lamports)})`);
     }
     const amount = BigInt(lamports);
     const faucetBalance = this.ledger.account(this.faucet.address)?.lamports ?? 0n;

@@ -100,13 +100,16 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
   const cluster = new Cluster(opts);
   await cluster.start();
   let sender: SendService | null = null;
-  let servers: [RpcServer, PubSub] | null = null;
   try {
     sender = new SendService(cluster, retryMs);
     const send = sender;
     let addresses = { rpc: '', pubsub: '' };
-    servers = await listenPair(opts.host, rpcPort, cluster, () => ({ cluster, sender: send, rpcAddress: addresses.rpc, pubsubAddress: addresses.pubsub }));
-    const [rpc, pubsub] = servers;
+    const [rpc, pubsub] = await listenPair(opts.host, rpcPort, cluster, () => ({
+      cluster,
+      sender: send,
+      rpcAddress: addresses.rpc,
+      pubsubAddress: addresses.pubsub,
+    }));
     addresses = { rpc: `${opts.host}:${rpc.port}`, pubsub: `${opts.host}:${pubsub.port}` };
 
     let closing: Promise<void> | null = null;
@@ -135,7 +138,6 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
         })()),
     };
   } catch (e) {
-    if (servers) await Promise.all([servers[0].close(), servers[1].close()]);
     await sender?.close();
     await cluster.close();
     throw e;

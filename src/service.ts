@@ -10,6 +10,7 @@ import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildApp } from './http/api.js';
 import { listen, type RunningServer } from './http/server.js';
+import { StatusHub } from './http/stream.js';
 import { startLocalnet, type Localnet } from './localnet/index.js';
 import { TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
@@ -35,6 +36,8 @@ export interface Service {
   wsUrl: string;
   /** Status changes (confirmed, failed, expired) as the tracker writes them. */
   onStatus(listener: (change: StatusChange) => void): () => void;
+  /** Feeds `/v1/stream`: each acceptance and each tracker change, by owning account. */
+  statusHub: StatusHub;
   close(): Promise<void>;
 }
 
@@ -72,6 +75,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
 
     const listeners = new Set<(c: StatusChange) => void>();
+    const statusHub = new StatusHub();
     let settle: (c: StatusChange) => void = () => {};
     const tracker = new Tracker({
       rpc: engine.leaders.rpc,
@@ -82,6 +86,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       blockHeight: () => engine.leaders.currentBlockHeight(),
       onChange: (c) => {
         settle(c);
+        statusHub.publish(c.record);
         for (const l of listeners) l(c);
       },
     });
@@ -93,7 +98,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => retention.stop());
 
     const limiter = new RateLimiter(config.plans, 0);
-    const app = buildApp({ config, accounts, store, limiter, tips, delivery: engine });
+    const app = buildApp({ config, accounts, store, limiter, tips, delivery: engine, statusHub });
     const server: RunningServer = await listen(app, config.host, config.port);
     cleanup.push(() => server.close());
 
@@ -113,6 +118,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         listeners.add(listener);
         return () => listeners.delete(listener);
       },
+      statusHub,
       close: () => runCleanup(cleanup),
     };
   } catch (e) {

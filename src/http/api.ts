@@ -26,6 +26,7 @@ import {
 import type { AccountRecord, KeyRecord, StatusRecord, Store } from '../store/store.js';
 import { ApiError, MSG } from './errors.js';
 import { Ctx, isJson, parseJson, type Reply } from './request.js';
+import { registerStream, type StatusHub } from './stream.js';
 
 export const SEND_BODY_LIMIT = 8 * 1024;
 export const BATCH_BODY_LIMIT = 256 * 1024;
@@ -38,6 +39,8 @@ export interface Services {
   limiter: RateLimiter;
   tips: TipSet;
   delivery: Delivery;
+  /** Status changes for `/v1/stream`; without it the stream endpoint is not served. */
+  statusHub?: StatusHub;
 }
 
 type Handler = (ctx: Ctx) => Reply | Promise<Reply>;
@@ -225,6 +228,7 @@ async function deliver(
       tipLamports: rec.tipLamports,
     });
     s.accounts.countSubmissions(who.account.id, 1);
+    s.statusHub?.publish(rec);
   }
   return { slot: result.slot };
 }
@@ -384,6 +388,7 @@ export function buildApp(s: Services): uWS.TemplatedApp {
   app.post('/v1/send/batch', route(0, BATCH_BODY_LIMIT, batchHandler(s)));
   app.get('/v1/status/:signature', route(1, null, statusHandler(s)));
   app.get('/v1/account', route(0, null, accountHandler(s)));
+  if (s.statusHub) registerStream(app, s, s.statusHub, statusView);
   const tipAddresses = s.tips.addresses; // decoded once by TipSet; encoded once here
   app.get('/v1/tip-addresses', route(0, null, () => ({ status: 200, body: { tip_addresses: tipAddresses } })));
   app.get(

@@ -1,0 +1,199 @@
+/**
+ * `/v1/stream`: a WebSocket (uWebSockets.js native) that pushes every status change of the
+ * caller's transactions as it happens, so a bot never has to poll `/v1/status`.
+ *
+ * Protocol (JSON text frames):
+ * - Authenticate with `Authorization: Bearer <key>` or `?api-key=` / `?api_key=` on the upgrade
+ *   request, or with a first message `{"type":"auth","api_key":"<key>"}` within
+ *   {@link AUTH_TIMEOUT_MS}. The server answers `{"type":"ready"}` once pushes are live.
+ * - Then `{"type":"status", ...}` for each change: the spec §2.4 record (+ `expired: true` once
+ *   the transaction can no longer land), first `sent` when the service accepts a transaction,
+ *   then `confirmed` / `failed` / expired. Client messages after `ready` are ignored.
+ * - Refusals close the socket with a code in the 4000 range and a human-readable reason
+ *   ({@link CLOSE}).
+ *
+ * Back-pressure: a stream is a live feed, not a queue. Once the kernel's socket buffer is full
+ * uWS keeps the rest in user space; a consumer that lets more than {@link MAX_BUFFERED_BYTES}
+ * pile up there is closed with 4008 "slow consumer" rather than buffered without bound.
+ */
+import * as uWS from 'uWebSockets.js';
+import type { StatusRecord } from '../store/store.js';
+import type { Services } from './api.js';
+
+/** Time an unauthenticated socket gets to send its auth message. */
+export const AUTH_TIMEOUT_MS = 5_000;
+/** Open streams per account (all its keys together). */
+export const MAX_STREAMS_PER_ACCOUNT = 10;
+/**
+ * User-space bytes a stream may have waiting (beyond the kernel's own socket buffer, which on
+ * Linux loopback alone holds about 4 MiB) before it counts as a slow consumer: about a thousand
+ * status records.
+ */
+export const MAX_BUFFERED_BYTES = 256 * 1024;
+/**
+ * uWS's own hard cap, above which it silently drops frames. It sits above our bound with room
+ * for the close frame, so a slow consumer that resumes reading still learns why it was closed.
+ */
+const UWS_MAX_BACKPRESSURE = MAX_BUFFERED_BYTES + 64 * 1024;
+/** The auth message is the only thing a client sends; nothing legitimate comes near this. */
+const MAX_MESSAGE_BYTES = 1024;
+
+/** Close codes (private-use range 4000–4999) and when they are sent. */
+export const CLOSE = {
+  /** The first message was not `{"type":"auth","api_key":"…"}`. */
+  badMessage: 4000,
+  /** Missing, invalid or revoked key, or no auth message in time. */
+  unauthorized: 4001,
+  /** More than {@link MAX_BUFFERED_BYTES} waiting: the client does not read fast enough. */
+  slowConsumer: 4008,
+  /** The account already has {@link MAX_STREAMS_PER_ACCOUNT} streams open. */
+  tooManyStreams: 4029,
+} as const;
+
+type Listener = (record: StatusRecord) => void;
+
+/**
+ * Status changes fanned out to the open streams of the account that owns each transaction.
+ * `startService` publishes the acceptance (`sent`) and every change the tracker writes; the
+ * stream sockets subscribe by account id, so a publish costs one map lookup when nobody listens.
+ */
+export class StatusHub {
+  private readonly byAccount = new Map<string, Set<Listener>>();
+
+  /** Listen to the changes of `accountId`'s transactions; returns the unsubscribe function. */
+  subscribe(accountId: string, listener: Listener): () => void {
+    let set = this.byAccount.get(accountId);
+    if (!set) this.byAccount.set(accountId, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.byAccount.get(accountId) === set) this.byAccount.delete(accountId);
+    };
+  }
+
+  /** Open subscriptions of one account. */
+  subscribers(accountId: string): number {
+    return this.byAccount.get(accountId)?.size ?? 0;
+  }
+
+  /** Deliver `record` to its account's listeners. A failing listener never stops the others. */
+  publish(record: StatusRecord): void {
+    const set = this.byAccount.get(record.accountId);
+    if (!set) return;
+    for (const listener of set) {
+      try {
+        listener(record);
+      } catch (e) {
+        process.stderr.write(`landfall: status stream listener failed: ${(e as Error)?.stack ?? e}\n`);
+      }
+    }
+  }
+}
+
+/** Per-socket state. uWS owns the socket; after `close` no method of it may be called. */
+interface StreamSocket {
+  /** The key from the upgrade request (header or query), if any. */
+  key: string | undefined;
+  authenticated: boolean;
+  closed: boolean;
+  authTimer: NodeJS.Timeout | undefined;
+  unsubscribe: (() => void) | undefined;
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+function upgradeKey(req: uWS.HttpRequest): string | undefined {
+  const m = BEARER.exec(req.getHeader('authorization'));
+  if (m) return m[1];
+  const query = req.getQuery();
+  if (!query) return undefined;
+  const params = new URLSearchParams(query);
+  return params.get('api-key') ?? params.get('api_key') ?? undefined;
+}
+
+/** The one client message: `{"type":"auth","api_key":"…"}`; its key, or null if it is not that. */
+function authMessageKey(message: ArrayBuffer, isBinary: boolean): string | null {
+  if (isBinary) return null;
+  try {
+    const m = JSON.parse(Buffer.from(message).toString('utf8')) as unknown;
+    if (typeof m !== 'object' || m === null) return null;
+    const { type, api_key } = m as Record<string, unknown>;
+    return type === 'auth' && typeof api_key === 'string' ? api_key : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Register `/v1/stream` on `app`. `view` renders a record as the status endpoint does, so a
+ * pushed record and a fetched one are the same object.
+ */
+export function registerStream(app: uWS.TemplatedApp, s: Services, hub: StatusHub, view: (r: StatusRecord) => Record<string, unknown>): void {
+  const endWith = (ws: uWS.WebSocket<StreamSocket>, code: number, reason: string) => {
+    if (!ws.getUserData().closed) ws.end(code, reason);
+  };
+
+  /** Close a socket whose unsent backlog is past the bound; true if it was. */
+  const overloaded = (ws: uWS.WebSocket<StreamSocket>): boolean => {
+    const buffered = ws.getBufferedAmount();
+    if (buffered <= MAX_BUFFERED_BYTES) return false;
+    endWith(ws, CLOSE.slowConsumer, `slow consumer: ${buffered} bytes unread (limit ${MAX_BUFFERED_BYTES})`);
+    return true;
+  };
+
+  const authorize = (ws: uWS.WebSocket<StreamSocket>, key: string) => {
+    const state = ws.getUserData();
+    clearTimeout(state.authTimer);
+    const who = s.accounts.authenticate(key);
+    if (!who) return endWith(ws, CLOSE.unauthorized, 'invalid or revoked API key');
+    const accountId = who.account.id;
+    if (hub.subscribers(accountId) >= MAX_STREAMS_PER_ACCOUNT) {
+      return endWith(ws, CLOSE.tooManyStreams, `this account already has ${MAX_STREAMS_PER_ACCOUNT} streams open`);
+    }
+    state.authenticated = true;
+    state.unsubscribe = hub.subscribe(accountId, (record) => {
+      if (state.closed || overloaded(ws)) return;
+      const message = JSON.stringify({ type: 'status', ...view(record) });
+      // Pushes come from the tracker's callbacks, outside any uWS handler: cork so the frame
+      // goes out in one write.
+      ws.cork(() => ws.send(message));
+    });
+    ws.send('{"type":"ready"}');
+  };
+
+  app.ws<StreamSocket>('/v1/stream', {
+    maxPayloadLength: MAX_MESSAGE_BYTES,
+    maxBackpressure: UWS_MAX_BACKPRESSURE,
+    closeOnBackpressureLimit: false,
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
+    upgrade: (res, req, context) => {
+      const state: StreamSocket = { key: upgradeKey(req), authenticated: false, closed: false, authTimer: undefined, unsubscribe: undefined };
+      res.upgrade(state, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
+    },
+    open: (ws) => {
+      const state = ws.getUserData();
+      if (state.key !== undefined) return authorize(ws, state.key);
+      state.authTimer = setTimeout(
+        () => endWith(ws, CLOSE.unauthorized, `no API key: send {"type":"auth","api_key":"<key>"} within ${AUTH_TIMEOUT_MS / 1000} s or pass api-key in the query`),
+        AUTH_TIMEOUT_MS,
+      );
+    },
+    message: (ws, message, isBinary) => {
+      if (ws.getUserData().authenticated) return;
+      const key = authMessageKey(message, isBinary);
+      if (key === null) return endWith(ws, CLOSE.badMessage, 'the first message must be {"type":"auth","api_key":"<key>"}');
+      authorize(ws, key);
+    },
+    // uWS has already queued the pong: a client that pings but never reads fills the buffer too.
+    ping: (ws) => {
+      overloaded(ws);
+    },
+    close: (ws) => {
+      const state = ws.getUserData();
+      state.closed = true;
+      clearTimeout(state.authTimer);
+      state.unsubscribe?.();
+    },
+  });
+}

@@ -43,6 +43,8 @@ export interface WatchRequest {
 }
 
 interface Watched extends WatchRequest {
+  /** performance.now() when watching began. */
+  since: number;
   lastValid: number | null;
   estimated: boolean;
   /** Outcome observed but not yet written (status record not visible yet). */
@@ -52,7 +54,7 @@ interface Watched extends WatchRequest {
 export interface Outcome {
   slot: number;
   err: unknown;
-  /** performance.now() / hrtime when observed. */
+  /** process.hrtime.bigint() when observed. */
   observedAt: bigint;
   source: 'push' | 'poll';
 }
@@ -71,6 +73,11 @@ export interface TrackerOptions {
   /** The cluster's current block height, as the leader tracker last saw it. */
   blockHeight: () => number;
   sweepMs?: number;
+  /**
+   * A transaction is polled only once it has been watched this long: the push normally settles
+   * it first, and polling everything just sent would cost one RPC call per 256 sends per sweep.
+   */
+  pollAfterMs?: number;
   /** Called after each status change is written (terminal or expired). */
   onChange?: (change: StatusChange) => void;
 }
@@ -112,6 +119,7 @@ export class Tracker {
     const estimated = req.lastValidBlockHeight === null && !req.durableNonce;
     const w: Watched = {
       ...req,
+      since: performance.now(),
       lastValid: req.durableNonce ? null : (req.lastValidBlockHeight ?? this.estimateLastValid()),
       estimated,
       outcome: null,
@@ -218,9 +226,10 @@ export class Tracker {
 
   private async pollStatuses(): Promise<void> {
     const open: Watched[] = [];
+    const cutoff = performance.now() - (this.opts.pollAfterMs ?? 1_000);
     for (const w of this.watching.values()) {
       if (w.outcome) this.settle(w, w.outcome);
-      else open.push(w);
+      else if (w.since <= cutoff) open.push(w);
     }
     for (let i = 0; i < open.length; i += STATUS_BATCH) {
       const batch = open.slice(i, i + STATUS_BATCH);

@@ -1,0 +1,354 @@
+/**
+ * `LandfallClient`: the HTTP API over kept-alive connections, with `Retry-After` honoured,
+ * typed errors, confirmation waits on the live stream (polling only as the fallback), and the
+ * tip facts (`min_tip_bp`, tip addresses) cached for an hour as the spec suggests.
+ */
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/web3.js';
+import { StatusStream } from './stream.js';
+import {
+  isFinal,
+  LandfallApiError,
+  LandfallTimeoutError,
+  type AccountRecord,
+  type BatchItem,
+  type SendOptions,
+  type SendResult,
+  type StatusRecord,
+} from './types.js';
+
+/** Lamports per service point when the caller does not say (DECISIONS.md default). */
+export const DEFAULT_LAMPORTS_PER_POINT = 1000;
+
+export interface LandfallClientOptions {
+  /** Base URL of the service, e.g. `http://127.0.0.1:8080` (a path prefix is kept). */
+  url: string;
+  apiKey: string;
+  /** Per-request timeout (default 10 s). */
+  timeoutMs?: number;
+  /** 429 responses retried after their `Retry-After` (default 3; 0 throws at once). */
+  rateLimitRetries?: number;
+  /** Longest single `Retry-After` wait; a longer one throws instead (default 5 s). */
+  maxRetryAfterMs?: number;
+  /** Connections kept open to the service (default 16). */
+  maxSockets?: number;
+  /**
+   * How long an idle connection is kept (default 5 s): below uWS's 10 s idle close, so a reused
+   * connection is rarely one the server is closing. `ping()` keeps one warm between bursts.
+   */
+  keepAliveMs?: number;
+  /** How long tip addresses and `min_tip_bp` are reused before asking again (default 1 h). */
+  tipRefreshMs?: number;
+  /** The service's lamports per point (BP); the API does not report it (default 1000). */
+  lamportsPerPoint?: number;
+  /** `waitForConfirmation` listens on `/v1/stream` (default true); false always polls. */
+  stream?: boolean;
+}
+
+export interface WaitOptions {
+  /** Give up after this long (default 60 s, about a blockhash lifetime). */
+  timeoutMs?: number;
+  /** Polling interval when the stream is not available (default 400 ms). */
+  pollMs?: number;
+}
+
+/** The tip facts the client caches. */
+export interface TipInfo {
+  /** Tip addresses (base58). */
+  addresses: string[];
+  /** The account's current minimum tip in points and in lamports. */
+  minTipBp: number;
+  minTipLamports: bigint;
+  fetchedAt: number;
+}
+
+/** A signed transaction: web3.js `Transaction` / `VersionedTransaction`, wire bytes, or base64. */
+export type TransactionInput = string | Uint8Array | { serialize(): Uint8Array };
+
+interface Response {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: unknown;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** `Retry-After` in ms: delta-seconds or an HTTP date (RFC 9110 §10.2.3); null if absent or bad. */
+function retryAfterMs(v: string | undefined): number | null {
+  if (v === undefined) return null;
+  if (/^\d+$/.test(v.trim())) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
+function toBase64(tx: TransactionInput): string {
+  if (typeof tx === 'string') return tx;
+  const bytes = tx instanceof Uint8Array ? tx : tx.serialize();
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+function wireOptions(o: SendOptions | undefined): Record<string, unknown> | undefined {
+  if (!o) return undefined;
+  return { skip_preflight: o.skipPreflight, max_retries: o.maxRetries, anti_mev: o.antiMev };
+}
+
+/**
+ * A client of one Landfall service with one API key.
+ *
+ * @example
+ * ```ts
+ * const client = new LandfallClient({ url: 'http://127.0.0.1:8080', apiKey: process.env.LANDFALL_KEY! });
+ * const { signature } = await client.send(signedTx);
+ * const record = await client.waitForConfirmation(signature);   // pushed over /v1/stream
+ * client.close();
+ * ```
+ */
+export class LandfallClient {
+  /** Requests made, TCP connections opened for them, and 429s waited out. */
+  readonly stats = { requests: 0, connections: 0, rateLimitRetries: 0 };
+  private readonly base: URL;
+  private readonly prefix: string;
+  private readonly agent: http.Agent;
+  private readonly transport: typeof http.request;
+  private readonly timeoutMs: number;
+  private readonly rateLimitRetries: number;
+  private readonly maxRetryAfterMs: number;
+  private readonly tipRefreshMs: number;
+  private readonly lamportsPerPoint: bigint;
+  private readonly useStream: boolean;
+  private tips: { info: Promise<TipInfo>; fetchedAt: number } | null = null;
+  private statusStream: StatusStream | null = null;
+
+  constructor(private readonly options: LandfallClientOptions) {
+    this.base = new URL(options.url);
+    if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
+      throw new TypeError(`url must be http:// or https://, got ${options.url}`);
+    }
+    if (!options.apiKey) throw new TypeError('apiKey is required');
+    this.prefix = this.base.pathname.replace(/\/+$/, '');
+    const secure = this.base.protocol === 'https:';
+    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 16, timeout: options.keepAliveMs ?? 5_000 };
+    this.agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    this.transport = secure ? https.request : http.request;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.rateLimitRetries = options.rateLimitRetries ?? 3;
+    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 5_000;
+    this.tipRefreshMs = options.tipRefreshMs ?? 3_600_000;
+    this.lamportsPerPoint = BigInt(options.lamportsPerPoint ?? DEFAULT_LAMPORTS_PER_POINT);
+    this.useStream = options.stream ?? true;
+  }
+
+  /** Submit one signed transaction (`POST /v1/send`). Re-sending the same one is idempotent. */
+  async send(tx: TransactionInput, options?: SendOptions): Promise<SendResult> {
+    const r = (await this.call('POST', '/v1/send', { transaction: toBase64(tx), options: wireOptions(options) })) as SendResult;
+    return { signature: r.signature, slot: r.slot };
+  }
+
+  /** Submit up to 100 (`POST /v1/send/batch`); a bad item fails alone, in its result. */
+  async sendBatch(txs: TransactionInput[], options?: SendOptions): Promise<BatchItem[]> {
+    const r = (await this.call('POST', '/v1/send/batch', { transactions: txs.map(toBase64), options: wireOptions(options) })) as { results: BatchItem[] };
+    return r.results;
+  }
+
+  /** The service's telemetry for one of this account's transactions (404 if not ours). */
+  status(signature: string): Promise<StatusRecord> {
+    return this.call('GET', `/v1/status/${encodeURIComponent(signature)}`) as Promise<StatusRecord>;
+  }
+
+  /** Plan, limits, usage and next tier. */
+  account(): Promise<AccountRecord> {
+    return this.call('GET', '/v1/account') as Promise<AccountRecord>;
+  }
+
+  /** Where tips go (no key needed). */
+  async tipAddresses(): Promise<string[]> {
+    return ((await this.call('GET', '/v1/tip-addresses')) as { tip_addresses: string[] }).tip_addresses;
+  }
+
+  /** A cheap round trip (`GET /ping`) that keeps a connection warm between bursts. */
+  async ping(): Promise<void> {
+    const r = await this.request('GET', '/ping', undefined);
+    if (r.status !== 200) throw new LandfallApiError(r.status, 'Ping failed', `GET /ping answered ${r.status}`);
+  }
+
+  /**
+   * Tip addresses and the account's minimum tip, fetched together and reused for
+   * `tipRefreshMs` (1 h): the minimum only falls, after an upgrade, so an hour-old value is at
+   * worst a little generous. Concurrent callers share one fetch; a failed fetch is not cached.
+   */
+  tipInfo(): Promise<TipInfo> {
+    const now = Date.now();
+    if (this.tips && now - this.tips.fetchedAt < this.tipRefreshMs) return this.tips.info;
+    const info = Promise.all([this.tipAddresses(), this.account()]).then(([addresses, account]) => ({
+      addresses,
+      minTipBp: account.limits.min_tip_bp,
+      minTipLamports: BigInt(account.limits.min_tip_bp) * this.lamportsPerPoint,
+      fetchedAt: now,
+    }));
+    const entry = { info, fetchedAt: now };
+    this.tips = entry;
+    info.catch(() => {
+      if (this.tips === entry) this.tips = null;
+    });
+    return info;
+  }
+
+  /**
+   * A System transfer from `payer` to a random tip address (spreading write locks over all of
+   * them) of the account's current minimum tip, or `lamports` if given (it must not be less).
+   */
+  async tipInstruction(payer: PublicKey, options: { lamports?: number | bigint } = {}): Promise<TransactionInstruction> {
+    const tips = await this.tipInfo();
+    const lamports = options.lamports === undefined ? tips.minTipLamports : BigInt(options.lamports);
+    if (lamports < tips.minTipLamports) {
+      throw new RangeError(`a tip of ${lamports} lamports is below this account's minimum of ${tips.minTipBp} BP (${tips.minTipLamports} lamports)`);
+    }
+    const to = tips.addresses[Math.floor(Math.random() * tips.addresses.length)];
+    if (to === undefined) throw new Error('the service lists no tip addresses (GET /v1/tip-addresses)');
+    return SystemProgram.transfer({ fromPubkey: payer, toPubkey: new PublicKey(to), lamports });
+  }
+
+  /**
+   * The account's live status stream (`/v1/stream`), opened on first use and shared; a closed
+   * one is replaced on the next call.
+   */
+  stream(): StatusStream {
+    if (!this.statusStream || this.statusStream.closed) {
+      const url = new URL(`${this.prefix}/v1/stream`, this.base);
+      url.protocol = this.base.protocol === 'https:' ? 'wss:' : 'ws:';
+      this.statusStream = new StatusStream(url.toString(), this.options.apiKey);
+    }
+    return this.statusStream;
+  }
+
+  /**
+   * Resolve with the record once the transaction is confirmed, failed, or expired. Listens on
+   * the stream and reads the status once after subscribing (a change pushed before that is not
+   * missed); polls every `pollMs` if the stream is off, refused or lost.
+   */
+  waitForConfirmation(signature: string, options: WaitOptions = {}): Promise<StatusRecord> {
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const pollMs = options.pollMs ?? 400;
+    return new Promise<StatusRecord>((resolve, reject) => {
+      let done = false;
+      const cleanups: Array<() => void> = [];
+      const finish = (result: StatusRecord | Error) => {
+        if (done) return;
+        done = true;
+        for (const c of cleanups) c();
+        if (result instanceof Error) reject(result);
+        else resolve(result);
+      };
+      const timer = setTimeout(
+        () => finish(new LandfallTimeoutError(`${signature} was not confirmed, failed or expired within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      cleanups.push(() => clearTimeout(timer));
+      const check = () =>
+        this.status(signature).then(
+          (r) => (isFinal(r) ? finish(r) : undefined),
+          (e: Error) => finish(e),
+        );
+      let polling = false;
+      const poll = async () => {
+        if (polling) return;
+        polling = true;
+        while (!done) {
+          await check();
+          if (!done) await sleep(pollMs);
+        }
+      };
+      if (!this.useStream) {
+        void poll();
+        return;
+      }
+      const stream = this.stream();
+      cleanups.push(stream.onSignature(signature, (r) => isFinal(r) && finish(r)));
+      cleanups.push(stream.onClose(() => void poll()));
+      stream.ready.then(check, () => void poll());
+    });
+  }
+
+  /** Close the stream and the kept-alive connections. */
+  close(): void {
+    this.statusStream?.close();
+    this.statusStream = null;
+    this.agent.destroy();
+  }
+
+  /** An API call: JSON in and out, 429 retried after `Retry-After`, refusals thrown typed. */
+  private async call(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    for (let attempt = 0; ; attempt++) {
+      const r = await this.request(method, path, payload);
+      if (r.status >= 200 && r.status < 300) return r.body;
+      const wait = r.status === 429 ? retryAfterMs(r.headers['retry-after'] as string | undefined) : null;
+      if (wait !== null && attempt < this.rateLimitRetries && wait <= this.maxRetryAfterMs) {
+        this.stats.rateLimitRetries++;
+        await sleep(wait);
+        continue;
+      }
+      const e = (r.body as { error?: { message?: unknown; reason?: unknown } } | null)?.error;
+      throw new LandfallApiError(
+        r.status,
+        typeof e?.message === 'string' ? e.message : `HTTP ${r.status}`,
+        typeof e?.reason === 'string' ? e.reason : JSON.stringify(r.body),
+        wait,
+      );
+    }
+  }
+
+  /**
+   * One HTTP exchange on a kept-alive connection. A reused connection the server closed while
+   * it sat idle fails before any response; every Landfall request is idempotent (a send is
+   * keyed by its signature), so that one case is retried once on a fresh connection.
+   */
+  private async request(method: string, path: string, payload: Buffer | undefined): Promise<Response> {
+    try {
+      return await this.exchange(method, path, payload);
+    } catch (e) {
+      if ((e as { reusedSocket?: boolean }).reusedSocket) return this.exchange(method, path, payload);
+      throw e;
+    }
+  }
+
+  private exchange(method: string, path: string, payload: Buffer | undefined): Promise<Response> {
+    this.stats.requests++;
+    return new Promise((resolve, reject) => {
+      const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
+      if (payload) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = payload.length;
+      }
+      const url = new URL(this.prefix + path, this.base);
+      const req = this.transport(url, { method, headers, agent: this.agent, timeout: this.timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          if ((res.headers['content-type'] ?? '').includes('json')) {
+            try {
+              body = JSON.parse(text);
+            } catch {
+              return reject(new LandfallApiError(res.statusCode ?? 0, 'Invalid response', `unparseable JSON from ${method} ${path}: ${text.slice(0, 200)}`));
+            }
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+      });
+      req.on('socket', () => {
+        if (!req.reusedSocket) this.stats.connections++;
+      });
+      req.on('timeout', () => req.destroy(new LandfallTimeoutError(`${method} ${path} got no response within ${this.timeoutMs} ms`)));
+      req.on('error', (e: Error) => {
+        const code = (e as NodeJS.ErrnoException).code;
+        const reused = req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
+        reject(reused ? Object.assign(e, { reusedSocket: true }) : e);
+      });
+      req.end(payload);
+    });
+  }
+}

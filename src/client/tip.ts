@@ -1,0 +1,67 @@
+/**
+ * `addTip`: append Landfall's tip to a web3.js transaction before it is signed.
+ */
+import {
+  Transaction,
+  TransactionMessage,
+  VersionedTransaction,
+  type AddressLookupTableAccount,
+  type PublicKey,
+} from '@solana/web3.js';
+import type { LandfallClient } from './client.js';
+
+export interface AddTipOptions {
+  client: LandfallClient;
+  /** Who pays the tip (a signer). Default: the transaction's fee payer. */
+  payer?: PublicKey;
+  /** Tip more than the account's minimum. */
+  lamports?: number | bigint;
+  /** The tables a v0 message loads addresses from; needed to rebuild it. */
+  addressLookupTableAccounts?: AddressLookupTableAccount[];
+}
+
+/**
+ * Add a tip transfer (see {@link LandfallClient.tipInstruction}) to `tx` and return the
+ * transaction to sign. Sign **after** adding the tip: a new instruction changes the message,
+ * so any earlier signature no longer verifies.
+ *
+ * - `Transaction` (legacy): the instruction is appended in place; the same object is returned.
+ * - `VersionedTransaction`: a message cannot be edited, so it is decompiled, the instruction
+ *   appended, and a new message of the same version compiled (with the same lookup tables for
+ *   v0); a new, unsigned `VersionedTransaction` is returned. Landfall only counts a tip whose
+ *   destination is a static account key, so a tip address that the tables would supply is an
+ *   error here rather than a 402 later.
+ *
+ * @example
+ * ```ts
+ * const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(swapIx);
+ * await addTip(tx, { client });
+ * tx.sign(payer);
+ * await client.send(tx);
+ *
+ * const v0 = await addTip(new VersionedTransaction(messageV0), { client, addressLookupTableAccounts: [table] });
+ * v0.sign([payer]);
+ * await client.send(v0);
+ * ```
+ */
+export async function addTip<T extends Transaction | VersionedTransaction>(tx: T, options: AddTipOptions): Promise<T> {
+  const { client, lamports, addressLookupTableAccounts } = options;
+  if (tx instanceof Transaction) {
+    const payer = options.payer ?? tx.feePayer;
+    if (!payer) throw new TypeError('addTip: the transaction has no feePayer; set it or pass { payer }');
+    return tx.add(await client.tipInstruction(payer, { lamports })) as T;
+  }
+  if (tx.message.addressTableLookups.length > 0 && !addressLookupTableAccounts) {
+    throw new TypeError('addTip: this message loads addresses from lookup tables; pass { addressLookupTableAccounts } to rebuild it');
+  }
+  const tables = addressLookupTableAccounts ?? [];
+  const message = TransactionMessage.decompile(tx.message, { addressLookupTableAccounts: tables });
+  const ix = await client.tipInstruction(options.payer ?? message.payerKey, { lamports });
+  message.instructions.push(ix);
+  const compiled = tx.version === 'legacy' ? message.compileToLegacyMessage() : message.compileToV0Message(tables);
+  const tip = ix.keys[1]!.pubkey;
+  if (!compiled.staticAccountKeys.some((k) => k.equals(tip))) {
+    throw new Error(`addTip: tip address ${tip.toBase58()} is in an address lookup table; Landfall only counts tips to static account keys`);
+  }
+  return new VersionedTransaction(compiled) as T;
+}

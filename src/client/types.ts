@@ -1,0 +1,106 @@
+/**
+ * What the Landfall API sends and takes, as the typed client exposes it. Response objects keep
+ * the wire's snake_case field names (spec §2), so a record from the client, from `curl` and from
+ * the stream is the same object.
+ */
+
+/** Spec §2.1, in camelCase; omitted fields take the service's defaults. */
+export interface SendOptions {
+  /** Skip preflight simulation (service default true). */
+  skipPreflight?: boolean;
+  /** Rebroadcast rounds after the first send, 0..10 (service default 3). */
+  maxRetries?: number;
+  /** Never deliver to a blocklisted leader (service default true). */
+  antiMev?: boolean;
+}
+
+/** Spec §2.2, without the `success` flag (always true here: failures throw). */
+export interface SendResult {
+  signature: string;
+  /** Cluster slot at submission. */
+  slot: number;
+}
+
+/** Spec §2.3. */
+export interface BatchItem {
+  index: number;
+  signature: string | null;
+  status: 'sent' | 'failed';
+  error?: string;
+}
+
+/** Spec §2.4, plus `expired` once the transaction can no longer land. */
+export interface StatusRecord {
+  signature: string;
+  status: 'sent' | 'confirmed' | 'failed';
+  submitted_at: string;
+  confirmed_at: string | null;
+  latency_ms: number | null;
+  slot: number | null;
+  api_key_name: string;
+  expired?: true;
+}
+
+export type PlanName = 'starter' | 'growth' | 'pro' | 'whale';
+
+/** Spec §2.5. */
+export interface AccountRecord {
+  plan: PlanName;
+  plan_upgraded_at: string;
+  member_since: string;
+  limits: { max_tps: number; min_tip_bp: number };
+  usage: { service_points: number; transactions_total: number; transactions_today: number };
+  next_tier: {
+    plan: PlanName;
+    threshold_bp: number;
+    remaining_bp: number;
+    progress_percent: number;
+    benefits: { new_max_tps: number; new_tip_bp: number; tip_savings_percent: number };
+  } | null;
+}
+
+/** True once a record will not change again: confirmed, failed, or expired. */
+export function isFinal(r: StatusRecord): boolean {
+  return r.status !== 'sent' || r.expired === true;
+}
+
+/**
+ * A refusal from the service: the HTTP status and the error body's `message` (the spec's, e.g.
+ * "Tip insufficient") and `reason` (the precise cause).
+ */
+export class LandfallApiError extends Error {
+  override readonly name = 'LandfallApiError';
+
+  constructor(
+    /** HTTP status (400, 401, 402, 404, 413, 415, 429, 500, …). */
+    readonly status: number,
+    message: string,
+    readonly reason: string,
+    /** From `Retry-After` on a 429 that was not (or no longer) retried. */
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message);
+  }
+
+  override toString(): string {
+    return `${this.name}: ${this.status} ${this.message}: ${this.reason}`;
+  }
+}
+
+/** A request or a wait that did not finish in time. */
+export class LandfallTimeoutError extends Error {
+  override readonly name = 'LandfallTimeoutError';
+}
+
+/** The status stream closed (or could not open): the WebSocket close code and reason. */
+export class LandfallStreamError extends Error {
+  override readonly name = 'LandfallStreamError';
+
+  constructor(
+    /** 4001 unauthorized, 4008 slow consumer, 4029 too many streams, 1006 connection lost, … */
+    readonly code: number,
+    readonly reason: string,
+  ) {
+    super(`status stream closed: ${code}${reason ? ` ${reason}` : ''}`);
+  }
+}

@@ -6,6 +6,7 @@ import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { startService, type Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
+import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
 
 const USAGE = `usage: landfall <command> [options]
@@ -19,6 +20,7 @@ commands:
   keys revoke --account ID --name NAME
   keys list --account ID
   localnet                        run the local cluster [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S]
+  demo                            local cluster + service + a live table of tipped sends [--duration 30] [--rate 5]
 `;
 
 async function serve(argv: string[]): Promise<void> {
@@ -83,6 +85,8 @@ export async function main(argv: string[]): Promise<number> {
         return keysCommand(rest, (s) => process.stdout.write(s + '\n'));
       case 'localnet':
         return await localnetCommand(rest, (s) => process.stdout.write(s));
+      case 'demo':
+        return await demoCommand(rest, (s) => process.stdout.write(s), process.stdout.isTTY === true);
       case undefined:
       case 'help':
       case '--help':

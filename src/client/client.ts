@@ -6,6 +6,8 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/web3.js';
+// Pure data (no native addon, no server state): the service's own default.
+import { DEFAULT_LAMPORTS_PER_POINT } from '../accounts/plans.js';
 import { StatusStream } from './stream.js';
 import {
   isFinal,
@@ -17,9 +19,6 @@ import {
   type SendResult,
   type StatusRecord,
 } from './types.js';
-
-/** Lamports per service point when the caller does not say (DECISIONS.md default). */
-export const DEFAULT_LAMPORTS_PER_POINT = 1000;
 
 export interface LandfallClientOptions {
   /** Base URL of the service, e.g. `http://127.0.0.1:8080` (a path prefix is kept). */
@@ -40,7 +39,7 @@ export interface LandfallClientOptions {
   keepAliveMs?: number;
   /** How long tip addresses and `min_tip_bp` are reused before asking again (default 1 h). */
   tipRefreshMs?: number;
-  /** The service's lamports per point (BP); the API does not report it (default 1000). */
+  /** The service's lamports per point (BP); the API does not report it (default 1000, the service's default). */
   lamportsPerPoint?: number;
   /** `waitForConfirmation` listens on `/v1/stream` (default true); false always polls. */
   stream?: boolean;

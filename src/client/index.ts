@@ -5,9 +5,10 @@
  * import { LandfallClient, addTip } from 'landfall/client';
  * ```
  *
- * It imports nothing of the server (no native addon): only `@solana/web3.js` and `ws`.
+ * It loads nothing of the server (no native addon, no LMDB): `@solana/web3.js`, `ws` and the
+ * plan defaults.
  */
-export { DEFAULT_LAMPORTS_PER_POINT, LandfallClient, type LandfallClientOptions, type TipInfo, type TransactionInput, type WaitOptions } from './client.js';
+export { LandfallClient, type LandfallClientOptions, type TipInfo, type TransactionInput, type WaitOptions } from './client.js';
 export { StatusStream } from './stream.js';
 export { addTip, type AddTipOptions } from './tip.js';
 export {

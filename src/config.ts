@@ -6,6 +6,10 @@ import { readFileSync } from 'node:fs';
 import { LandfallError } from './errors.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, validatePlans, type PlanTable } from './accounts/plans.js';
 
+/** pino's levels, most severe first; `silent` writes nothing. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface Config {
   /** HTTP listen port. */
   port: number;
@@ -33,6 +37,10 @@ export interface Config {
   tipAddresses: string[] | null;
   /** The embedded local cluster, when rpcUrl is null. */
   localnet: { validators: number; slotMs: number };
+  /** Least severe log level written (pino's: fatal … trace, or silent). */
+  logLevel: LogLevel;
+  /** Append the JSON log lines to this file; null writes them to stdout. */
+  logFile: string | null;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -49,6 +57,8 @@ export const DEFAULT_CONFIG: Config = {
   fanout: 2,
   tipAddresses: null,
   localnet: { validators: 4, slotMs: 400 },
+  logLevel: 'info',
+  logFile: null,
 };
 
 /** Agave serves PubSub on the RPC port + 1. */
@@ -94,6 +104,13 @@ function localnetOf(v: unknown): Config['localnet'] {
   };
 }
 
+function logLevelOf(v: unknown): LogLevel {
+  if (typeof v !== 'string' || !(LOG_LEVELS as readonly string[]).includes(v)) {
+    throw new LandfallError('CONFIG_INVALID', `logLevel must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return v as LogLevel;
+}
+
 function positiveOf(v: unknown, name: string, integer: boolean): number {
   const n = typeof v === 'string' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
@@ -121,7 +138,7 @@ function stringOf(v: unknown, name: string): string {
  * Build the configuration.
  * @param flags values from the command line (highest precedence)
  * @param env environment (`LANDFALL_PORT`, `LANDFALL_HOST`, `LANDFALL_DATA`, `LANDFALL_CONFIG`,
- *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`)
+ *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`, `LANDFALL_LOG_LEVEL`, `LANDFALL_LOG_FILE`)
  */
 export function loadConfig(
   flags: Partial<Record<keyof Config | 'config', unknown>> = {},
@@ -147,6 +164,8 @@ export function loadConfig(
   if (env.LANDFALL_DATA !== undefined) merged.dataDir = env.LANDFALL_DATA;
   if (env.LANDFALL_RPC_URL !== undefined) merged.rpcUrl = env.LANDFALL_RPC_URL;
   if (env.LANDFALL_WS_URL !== undefined) merged.wsUrl = env.LANDFALL_WS_URL;
+  if (env.LANDFALL_LOG_LEVEL !== undefined) merged.logLevel = env.LANDFALL_LOG_LEVEL;
+  if (env.LANDFALL_LOG_FILE !== undefined) merged.logFile = env.LANDFALL_LOG_FILE;
   for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== 'config') merged[k] = v;
   return {
     port: portOf(merged.port, 'port'),
@@ -162,5 +181,7 @@ export function loadConfig(
     fanout: positiveOf(merged.fanout, 'fanout', true),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
     localnet: localnetOf(merged.localnet),
+    logLevel: logLevelOf(merged.logLevel),
+    logFile: optionalString(merged.logFile, 'logFile'),
   };
 }

@@ -15,6 +15,7 @@ import { startLocalnet, type Localnet } from './localnet/index.js';
 import { TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { Store } from './store/store.js';
+import { Telemetry } from './telemetry/telemetry.js';
 import { loadTipAddresses } from './tips.js';
 import { Tracker, type StatusChange } from './tracker/tracker.js';
 
@@ -38,6 +39,8 @@ export interface Service {
   onStatus(listener: (change: StatusChange) => void): () => void;
   /** Feeds `/v1/stream`: each acceptance and each tracker change, by owning account. */
   statusHub: StatusHub;
+  /** The JSON logger and the Prometheus metrics (`GET /metrics`). */
+  telemetry: Telemetry;
   close(): Promise<void>;
 }
 
@@ -51,6 +54,8 @@ export interface ServiceOptions {
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const cleanup: Array<() => unknown> = [];
   try {
+    const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
+    cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
     const store = Store.open(config.dataDir);
     cleanup.push(() => store.close());
     const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
@@ -98,9 +103,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => retention.stop());
 
     const limiter = new RateLimiter(config.plans, 0);
-    const app = buildApp({ config, accounts, store, limiter, tips, delivery: engine, statusHub });
+    telemetry.metrics.watchDelivery(engine);
+    telemetry.metrics.watchTracker(tracker);
+    const app = buildApp({ config, accounts, store, limiter, tips, delivery: engine, statusHub, telemetry });
     const server: RunningServer = await listen(app, config.host, config.port);
     cleanup.push(() => server.close());
+    telemetry.log.info({ url: `http://${config.host}:${server.port}`, rpc: rpcUrl, identity: engine.identity }, 'serving');
 
     return {
       config,
@@ -119,6 +127,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         return () => listeners.delete(listener);
       },
       statusHub,
+      telemetry,
       close: () => runCleanup(cleanup),
     };
   } catch (e) {

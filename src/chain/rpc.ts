@@ -46,9 +46,11 @@ export interface SignatureStatus {
   confirmationStatus?: 'processed' | 'confirmed' | 'finalized' | null;
 }
 
+/** `simulateTransaction`'s value: `err` and `logs`, and the node's other fields (`unitsConsumed`, …) as sent. */
 export interface SimulationResult {
   err: unknown;
   logs: string[] | null;
+  [field: string]: unknown;
 }
 
 export type Commitment = 'processed' | 'confirmed' | 'finalized';

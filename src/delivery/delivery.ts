@@ -3,6 +3,7 @@
  * transaction and learns whether it reached a leader; everything about leaders, QUIC, retries
  * and confirmation lives behind this interface.
  */
+import type { SimulationResult } from '../chain/rpc.js';
 
 /** Send options of spec §2.1, validated, with their defaults applied. */
 export interface SendOptions {
@@ -52,8 +53,11 @@ export interface Delivery {
   currentSlot(): number;
   /** True only if the service knows this blockhash can no longer land. */
   isBlockhashExpired(blockhash: string): boolean;
-  /** Simulate through the chain node; the error text, or null if it would succeed. */
-  simulate(wire: Buffer): Promise<string | null>;
+  /**
+   * Simulate through the chain node: its result, as it sent it, if the transaction fails (so
+   * JSON-RPC callers get the node's own `data` back); null if it would succeed.
+   */
+  simulate(wire: Buffer): Promise<SimulationResult | null>;
   /** Deliver; resolves once the first send is written to at least one leader. */
   submit(req: SubmitRequest): Promise<SubmitResult>;
   health(): ChainHealth;

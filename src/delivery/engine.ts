@@ -17,11 +17,13 @@
  * Pre-warm: on every slot, connections to the next `prewarm` distinct leaders are opened, so a
  * send never waits for a handshake.
  */
+import { Histogram } from 'prom-client';
 import { Blocklist } from './blocklist.js';
 import { DeliveryError, type ChainHealth, type Delivery, type SubmitRequest, type SubmitResult } from './delivery.js';
 import { LeaderTracker, type Leader } from './leaders.js';
 import { SendPool } from './send-pool.js';
 import type { TargetResult } from './send-worker.js';
+import type { SimulationResult } from '../chain/rpc.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
 
 export interface EngineOptions {
@@ -45,31 +47,13 @@ interface Flight {
   lastValid: number | null;
 }
 
-/** Log-spaced histogram of microsecond durations (for service-added latency). */
-export class Histogram {
-  /** Bucket i counts values in [2^(i/4), 2^((i+1)/4)) µs. */
-  readonly counts = new Float64Array(128);
-  n = 0;
-  record(us: number): void {
-    const i = us <= 1 ? 0 : Math.min(127, Math.floor(Math.log2(us) * 4));
-    this.counts[i]!++;
-    this.n++;
-  }
-  /** Upper bound of the bucket holding quantile q (0..1), in µs. */
-  quantile(q: number): number {
-    let seen = 0;
-    const want = q * this.n;
-    for (let i = 0; i < 128; i++) {
-      seen += this.counts[i]!;
-      if (seen >= want && seen > 0) return 2 ** ((i + 1) / 4);
-    }
-    return NaN;
-  }
-  reset(): void {
-    this.counts.fill(0);
-    this.n = 0;
-  }
-}
+/**
+ * Bucket bounds of the service-added latency histogram, seconds: 50 µs to 100 ms, finest where
+ * a send on a warm connection falls (a few hundred µs), so the percentiles mean something there.
+ */
+export const SERVICE_LATENCY_BUCKETS = [
+  0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1,
+];
 
 export class Engine implements Delivery {
   readonly leaders: LeaderTracker;
@@ -79,8 +63,16 @@ export class Engine implements Delivery {
   private readonly flights = new Map<string, Flight>();
   private readonly fanout: number;
   private readonly prewarmCount: number;
-  /** Request received → first QUIC stream written, µs. */
-  readonly serviceLatency = new Histogram();
+  /**
+   * Request received → first QUIC stream written, seconds: the latency this service adds. A
+   * prom-client histogram in no registry; the service's metrics register it (`GET /metrics`).
+   */
+  readonly serviceLatency = new Histogram({
+    name: 'landfall_service_latency_seconds',
+    help: 'Service-added latency: request received to first QUIC stream written to a leader',
+    buckets: SERVICE_LATENCY_BUCKETS,
+    registers: [],
+  });
   readonly counters = {
     sends: new Map<string, { ok: number; failed: number }>(),
     drops: new Map<string, number>(),
@@ -126,11 +118,9 @@ export class Engine implements Delivery {
     return this.leaders.isBlockhashExpired(blockhash);
   }
 
-  async simulate(wire: Buffer): Promise<string | null> {
+  async simulate(wire: Buffer): Promise<SimulationResult | null> {
     const { value } = await this.leaders.rpc.simulateTransaction(wire);
-    if (value.err === null || value.err === undefined) return null;
-    const detail = (value.logs ?? []).filter((l) => /failed|error|insufficient/i.test(l)).slice(-1)[0];
-    return JSON.stringify(value.err) + (detail ? ` (${detail})` : '');
+    return value.err === null || value.err === undefined ? null : value;
   }
 
   health(): ChainHealth {
@@ -212,7 +202,7 @@ export class Engine implements Delivery {
     }
     if (targets.length === 0) return 0;
     const { results, firstWrittenAt } = await this.pool.send(targets, req.wire);
-    if (firstWrittenAt !== null && firstSend) this.serviceLatency.record(Number(firstWrittenAt - req.receivedAt) / 1000);
+    if (firstWrittenAt !== null && firstSend) this.serviceLatency.observe(Number(firstWrittenAt - req.receivedAt) / 1e9);
     const leaderOf = new Map(leaders.map((l) => [l.tpuQuic, l.identity]));
     let ok = 0;
     for (const r of results) if (this.count(r, leaderOf.get(r.target) ?? r.target)) ok++;

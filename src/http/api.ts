@@ -1,7 +1,8 @@
 /**
  * The API of spec §4 on uWebSockets.js: send, batch, status, account, plus tip-addresses,
- * health and ping. Handlers throw `ApiError`; `route` renders it. Nothing here knows LMDB key
- * layouts or QUIC: accounts, store and delivery are behind their own modules.
+ * health, ping, metrics, the OpenAPI document and Solana JSON-RPC (`POST /`, `/v1/rpc`).
+ * Handlers throw `ApiError`; `route` renders it. Nothing here knows LMDB key layouts or QUIC:
+ * accounts, store and delivery are behind their own modules.
  */
 import * as uWS from 'uWebSockets.js';
 import type { Accounts } from '../accounts/accounts.js';
@@ -24,8 +25,12 @@ import {
   type VerifiedTransaction,
 } from '../native.js';
 import type { AccountRecord, KeyRecord, StatusRecord, Store } from '../store/store.js';
-import { ApiError, MSG } from './errors.js';
-import { Ctx, isJson, parseJson, type Reply } from './request.js';
+import type { Budget } from '../telemetry/metrics.js';
+import { Telemetry } from '../telemetry/telemetry.js';
+import { ApiError, MSG, PreflightFailed, TransactionRefused } from './errors.js';
+import { rpcHandler } from './json-rpc.js';
+import { OPENAPI } from './openapi.js';
+import { Ctx, parseJson, requireJson, type Reply } from './request.js';
 import { registerStream, type StatusHub } from './stream.js';
 
 export const SEND_BODY_LIMIT = 8 * 1024;
@@ -41,20 +46,42 @@ export interface Services {
   delivery: Delivery;
   /** Status changes for `/v1/stream`; without it the stream endpoint is not served. */
   statusHub?: StatusHub;
+  /** Logs and metrics; without it requests are counted but nothing is logged. */
+  telemetry?: Telemetry;
 }
 
-type Handler = (ctx: Ctx) => Reply | Promise<Reply>;
+/** `Services` once `buildApp` has filled in the defaults. */
+type Wired = Services & { telemetry: Telemetry };
+
+export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;
+
+/** Who a request comes from, once its API key is resolved. */
+export interface Caller {
+  key: KeyRecord;
+  account: AccountRecord;
+}
+
+/** One HTTP route: the pattern doubles as the metrics label, so the label set stays bounded. */
+interface RouteSpec {
+  method: 'get' | 'post';
+  pattern: string;
+  /** Body size limit; null for routes without a body. */
+  body: number | null;
+  handler: Handler;
+}
 
 /** Wrap a handler: capture the request, optionally start the body, render errors. */
-function route(params: number, bodyLimit: number | null, handler: Handler) {
+function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler'>) {
+  const params = spec.pattern.split('/').filter((p) => p.startsWith(':')).length;
+  const { pattern, body: bodyLimit, handler } = spec;
   return (res: uWS.HttpResponse, req: uWS.HttpRequest) => {
-    const ctx = new Ctx(res, req, params);
+    const ctx = new Ctx(res, req, params, pattern, t);
     if (bodyLimit !== null) ctx.startBody(bodyLimit);
     const fail = (e: unknown) => {
       if (e instanceof ApiError) ctx.replyError(e);
       else {
         // Never leak internals; the reason stays generic, the process stays up.
-        process.stderr.write(`landfall: internal error on ${ctx.method} ${ctx.url}: ${(e as Error)?.stack ?? e}\n`);
+        t.internalError(ctx, e);
         ctx.replyError(new ApiError(500, MSG.internal, 'unexpected server error'));
       }
     };
@@ -82,7 +109,7 @@ function bearerKey(ctx: Ctx): string | undefined {
  * Resolve the caller. `allowQuery`: also accept `api-key` / `api_key` query parameters
  * (status and account endpoints; spec §5.2–5.3).
  */
-function authenticate(s: Services, ctx: Ctx, allowQuery: boolean): { key: KeyRecord; account: AccountRecord } {
+function authenticate(s: Services, ctx: Ctx, allowQuery: boolean): Caller {
   let key = bearerKey(ctx);
   if (key === '') throw new ApiError(401, MSG.unauthorized, 'Authorization header must be "Bearer <API key>"');
   if (key === undefined && allowQuery) key = ctx.queryParam('api-key') ?? ctx.queryParam('api_key');
@@ -95,6 +122,7 @@ function authenticate(s: Services, ctx: Ctx, allowQuery: boolean): { key: KeyRec
   }
   const who = s.accounts.authenticate(key);
   if (!who) throw new ApiError(401, MSG.unauthorized, 'invalid or revoked API key');
+  ctx.accountId = who.account.id;
   return who;
 }
 
@@ -108,25 +136,18 @@ function rateHeaders(d: RateDecision): Record<string, string> {
   };
 }
 
-function refuse(d: RateDecision, message: string, what: string): ApiError {
+/** The 429 for a refused take from an account's `budget` (counted for `/metrics`). */
+function refuse(s: Wired, d: RateDecision, budget: Budget): ApiError {
+  s.telemetry.metrics.rateLimited(budget);
+  const message = budget === 'send' ? MSG.rateLimited : MSG.queryRateLimited;
   const retry = Number.isFinite(d.retryAfterMs) ? Math.max(1, Math.ceil(d.retryAfterMs / 1000)) : 60;
   const reason = Number.isFinite(d.retryAfterMs)
-    ? `${what} budget of ${d.limit}/s exhausted; retry in ${Math.ceil(d.retryAfterMs)} ms`
-    : `${what} request larger than the ${d.limit}/s budget can ever grant at once`;
+    ? `${budget} budget of ${d.limit}/s exhausted; retry in ${Math.ceil(d.retryAfterMs)} ms`
+    : `${budget} request larger than the ${d.limit}/s budget can ever grant at once`;
   return new ApiError(429, message, reason, { 'Retry-After': String(retry), ...rateHeaders(d) });
 }
 
 // ---- send ----------------------------------------------------------------------------------
-
-function requireJson(ctx: Ctx): void {
-  if (!isJson(ctx.contentType)) {
-    throw new ApiError(
-      415,
-      MSG.unsupportedMediaType,
-      ctx.contentType ? `Content-Type must be application/json, got ${ctx.contentType}` : 'Content-Type: application/json is required',
-    );
-  }
-}
 
 function parseOptions(v: unknown): SendOptions {
   if (v === undefined || v === null) return DEFAULT_SEND_OPTIONS;
@@ -178,10 +199,19 @@ function admissible(s: Services, tx: VerifiedTransaction, account: AccountRecord
 }
 
 function invalid(r: Extract<InspectResult, { ok: false }>): ApiError {
-  return new ApiError(400, MSG.invalidTransaction, `${r.error.code}: ${r.error.message}`);
+  return new TransactionRefused(r.error.code, r.error.message);
 }
 
-/** Record (first submission only), count, deliver. Returns the send result. */
+/** Simulate through the chain node (`skip_preflight: false`); a failure is a `PreflightFailed`. */
+async function preflight(s: Services, wire: Buffer): Promise<void> {
+  const failure = await s.delivery.simulate(wire);
+  if (failure !== null) throw new PreflightFailed(failure);
+}
+
+/**
+ * Record (first submission only), count, deliver. Returns the send result; a first send that
+ * reached no leader is the spec's 500 `Delivery failed`.
+ */
 async function deliver(
   s: Services,
   ctx: Ctx,
@@ -191,7 +221,7 @@ async function deliver(
   options: SendOptions,
 ): Promise<{ slot: number }> {
   const existing = s.store.getStatus(tx.signature);
-  const result = await s.delivery.submit({
+  const result = await submit(s, {
     signature: tx.signature,
     wire,
     accountId: who.account.id,
@@ -233,7 +263,40 @@ async function deliver(
   return { slot: result.slot };
 }
 
-function sendHandler(s: Services): Handler {
+async function submit(s: Services, req: Parameters<Delivery['submit']>[0]) {
+  try {
+    return await s.delivery.submit(req);
+  } catch (e) {
+    if (e instanceof DeliveryError) throw new ApiError(500, MSG.deliveryFailed, e.message);
+    throw e;
+  }
+}
+
+/**
+ * The one path of a single transaction, behind `POST /v1/send` and JSON-RPC `sendTransaction`:
+ * admission (blockhash, tip), one token of the send budget, preflight if asked, delivery. Every
+ * refusal is thrown as an `ApiError`; each front end renders it in its own dialect.
+ */
+export async function sendOne(
+  s: Wired,
+  ctx: Ctx,
+  who: Caller,
+  r: InspectResult,
+  opts: SendOptions,
+): Promise<{ signature: string; slot: number; rate: RateDecision }> {
+  if (!r.ok) throw invalid(r);
+  const tx = r.tx;
+  ctx.signature = tx.signature;
+  const refusal = admissible(s, tx, who.account);
+  if (refusal) throw refusal;
+  const d = s.limiter.takeSend(who.account, 1);
+  if (!d.granted) throw refuse(s, d, 'send');
+  if (!opts.skipPreflight) await preflight(s, tx.wire!);
+  const { slot } = await deliver(s, ctx, tx, tx.wire!, who, opts);
+  return { signature: tx.signature, slot, rate: d };
+}
+
+function sendHandler(s: Wired): Handler {
   return async (ctx) => {
     const who = authenticate(s, ctx, false);
     requireJson(ctx);
@@ -246,23 +309,8 @@ function sendHandler(s: Services): Handler {
       throw new ApiError(400, MSG.invalidTransaction, 'transaction must be a base64 string');
     }
     const opts = parseOptions(options);
-    const r = inspectTransaction(transaction, s.tips);
-    if (!r.ok) throw invalid(r);
-    const refusal = admissible(s, r.tx, who.account);
-    if (refusal) throw refusal;
-    const d = s.limiter.takeSend(who.account, 1);
-    if (!d.granted) throw refuse(d, MSG.rateLimited, 'send');
-    if (!opts.skipPreflight) {
-      const err = await s.delivery.simulate(r.tx.wire!);
-      if (err !== null) throw new ApiError(400, MSG.invalidTransaction, `preflight simulation failed: ${err}`);
-    }
-    try {
-      const { slot } = await deliver(s, ctx, r.tx, r.tx.wire!, who, opts);
-      return { status: 200, body: { success: true, signature: r.tx.signature, slot }, headers: rateHeaders(d) };
-    } catch (e) {
-      if (e instanceof DeliveryError) throw new ApiError(500, MSG.deliveryFailed, e.message);
-      throw e;
-    }
+    const sent = await sendOne(s, ctx, who, inspectTransaction(transaction, s.tips), opts);
+    return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot }, headers: rateHeaders(sent.rate) };
   };
 }
 
@@ -275,7 +323,7 @@ interface BatchItem {
   error?: string;
 }
 
-function batchHandler(s: Services): Handler {
+function batchHandler(s: Wired): Handler {
   return async (ctx) => {
     const who = authenticate(s, ctx, false);
     requireJson(ctx);
@@ -289,7 +337,7 @@ function batchHandler(s: Services): Handler {
     const opts = parseOptions((body as Record<string, unknown>).options);
     // A batch of N consumes N tokens, all or nothing (spec §8).
     const d = s.limiter.takeSend(who.account, txs.length);
-    if (!d.granted) throw refuse(d, MSG.rateLimited, 'send');
+    if (!d.granted) throw refuse(s, d, 'send');
 
     const strings = txs.map((t) => (typeof t === 'string' ? t : ''));
     // One ed25519 batch on a pool thread: the event loop keeps serving while it verifies.
@@ -299,19 +347,18 @@ function batchHandler(s: Services): Handler {
         if (typeof txs[index] !== 'string') {
           return { index, signature: null, status: 'failed', error: `${MSG.invalidTransaction}: transaction must be a base64 string` };
         }
-        if (!v.ok) return { index, signature: null, status: 'failed', error: `${MSG.invalidTransaction}: ${v.error.code}: ${v.error.message}` };
-        const refusal = admissible(s, v.tx, who.account);
-        if (refusal) return { index, signature: null, status: 'failed', error: `${refusal.message}: ${refusal.reason}` };
         try {
-          if (!opts.skipPreflight) {
-            const err = await s.delivery.simulate(v.tx.wire!);
-            if (err !== null) return { index, signature: null, status: 'failed', error: `${MSG.invalidTransaction}: preflight simulation failed: ${err}` };
-          }
+          if (!v.ok) throw invalid(v);
+          const refusal = admissible(s, v.tx, who.account);
+          if (refusal) throw refusal;
+          if (!opts.skipPreflight) await preflight(s, v.tx.wire!);
           await deliver(s, ctx, v.tx, v.tx.wire!, who, opts);
           return { index, signature: v.tx.signature, status: 'sent' };
         } catch (e) {
-          if (e instanceof DeliveryError) return { index, signature: v.tx.signature, status: 'failed', error: `${MSG.deliveryFailed}: ${e.message}` };
-          throw e;
+          if (!(e instanceof ApiError)) throw e;
+          // Only a delivery failure has a signature worth reporting: the transaction was valid.
+          const signature = e.message === MSG.deliveryFailed && v.ok ? v.tx.signature : null;
+          return { index, signature, status: 'failed', error: `${e.message}: ${e.reason}` };
         }
       }),
     );
@@ -335,7 +382,7 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
   };
 }
 
-function statusHandler(s: Services): Handler {
+function statusHandler(s: Wired): Handler {
   return (ctx) => {
     const who = authenticate(s, ctx, true);
     const sig = ctx.params[0] ?? '';
@@ -349,7 +396,7 @@ function statusHandler(s: Services): Handler {
       throw new ApiError(400, MSG.invalidSignature, 'signature must be the base58 encoding of 64 bytes');
     }
     const d = s.limiter.takeQuery(who.account);
-    if (!d.granted) throw refuse(d, MSG.queryRateLimited, 'query');
+    if (!d.granted) throw refuse(s, d, 'query');
     let rec: StatusRecord | undefined;
     try {
       rec = s.store.getStatus(sig);
@@ -363,62 +410,80 @@ function statusHandler(s: Services): Handler {
   };
 }
 
-function accountHandler(s: Services): Handler {
+function accountHandler(s: Wired): Handler {
   return (ctx) => {
     const who = authenticate(s, ctx, true);
     const d = s.limiter.takeQuery(who.account);
-    if (!d.granted) throw refuse(d, MSG.queryRateLimited, 'query');
+    if (!d.granted) throw refuse(s, d, 'query');
     return { status: 200, body: s.accounts.view(who.account), headers: rateHeaders(d) };
   };
 }
 
 // ---- the app -------------------------------------------------------------------------------
 
-function notAllowed(allow: string) {
-  return route(0, null, () => {
-    throw new ApiError(405, MSG.methodNotAllowed, `use ${allow}`, { Allow: allow });
-  });
-}
-
 /** Build the uWS app with every route. */
-export function buildApp(s: Services): uWS.TemplatedApp {
+export function buildApp(services: Services): uWS.TemplatedApp {
+  const s: Wired = { ...services, telemetry: services.telemetry ?? Telemetry.quiet() };
+  const t = s.telemetry;
   const app = uWS.App();
   const startedAt = Date.now();
-  app.post('/v1/send', route(0, SEND_BODY_LIMIT, sendHandler(s)));
-  app.post('/v1/send/batch', route(0, BATCH_BODY_LIMIT, batchHandler(s)));
-  app.get('/v1/status/:signature', route(1, null, statusHandler(s)));
-  app.get('/v1/account', route(0, null, accountHandler(s)));
-  if (s.statusHub) registerStream(app, s, s.statusHub, statusView);
   const tipAddresses = s.tips.addresses; // decoded once by TipSet; encoded once here
-  app.get('/v1/tip-addresses', route(0, null, () => ({ status: 200, body: { tip_addresses: tipAddresses } })));
-  app.get(
-    '/health',
-    route(0, null, () => {
-      const h = s.delivery.health();
-      return {
-        status: h.synced ? 200 : 503,
-        body: { status: h.synced ? 'ok' : 'unsynced', uptime_s: Math.round((Date.now() - startedAt) / 1000), chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) } },
-      };
-    }),
-  );
-  app.get('/ping', (res) => {
-    res.cork(() => res.writeStatus('200 OK').writeHeader('content-type', 'text/plain').end('pong'));
+  const openapi = JSON.stringify(OPENAPI); // rendered once
+  const rpc = rpcHandler({
+    tips: s.tips,
+    tipAddresses,
+    authenticate: (ctx) => authenticate(s, ctx, true),
+    send: (ctx, who, r, opts) => sendOne(s, ctx, who, r, opts),
+    internalError: (ctx, e) => t.internalError(ctx, e),
   });
-  for (const [path, allow] of [
-    ['/v1/send', 'POST'],
-    ['/v1/send/batch', 'POST'],
-    ['/v1/status/:signature', 'GET'],
-    ['/v1/account', 'GET'],
-    ['/v1/tip-addresses', 'GET'],
-    ['/health', 'GET'],
-    ['/ping', 'GET'],
-  ] as const) {
-    app.any(path, notAllowed(allow));
+  const routes: RouteSpec[] = [
+    { method: 'post', pattern: '/v1/send', body: SEND_BODY_LIMIT, handler: sendHandler(s) },
+    { method: 'post', pattern: '/v1/send/batch', body: BATCH_BODY_LIMIT, handler: batchHandler(s) },
+    { method: 'get', pattern: '/v1/status/:signature', body: null, handler: statusHandler(s) },
+    { method: 'get', pattern: '/v1/account', body: null, handler: accountHandler(s) },
+    { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: () => ({ status: 200, body: { tip_addresses: tipAddresses } }) },
+    { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
+    { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
+    { method: 'get', pattern: '/v1/openapi.json', body: null, handler: () => ({ status: 200, body: openapi, contentType: 'application/json' }) },
+    {
+      method: 'get',
+      pattern: '/health',
+      body: null,
+      handler: () => {
+        const h = s.delivery.health();
+        return {
+          status: h.synced ? 200 : 503,
+          body: { status: h.synced ? 'ok' : 'unsynced', uptime_s: Math.round((Date.now() - startedAt) / 1000), chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) } },
+        };
+      },
+    },
+    { method: 'get', pattern: '/ping', body: null, handler: () => ({ status: 200, body: 'pong', contentType: 'text/plain' }) },
+    { method: 'get', pattern: '/metrics', body: null, handler: async () => ({ status: 200, body: await t.metrics.text(), contentType: t.metrics.contentType }) },
+  ];
+  for (const r of routes) app[r.method](r.pattern, route(t, r));
+  if (s.statusHub) registerStream(app, s, s.statusHub, statusView);
+  // A known path with the wrong method: 405 with Allow (after the routes, which win).
+  for (const r of routes) {
+    const allow = r.method.toUpperCase();
+    app.any(
+      r.pattern,
+      route(t, {
+        pattern: r.pattern,
+        body: null,
+        handler: () => {
+          throw new ApiError(405, MSG.methodNotAllowed, `use ${allow}`, { Allow: allow });
+        },
+      }),
+    );
   }
   app.any(
     '/*',
-    route(0, null, (ctx) => {
-      throw new ApiError(404, MSG.notFound, `no route ${ctx.method} ${ctx.url}`);
+    route(t, {
+      pattern: '/*',
+      body: null,
+      handler: (ctx) => {
+        throw new ApiError(404, MSG.notFound, `no route ${ctx.method} ${ctx.url}`);
+      },
     }),
   );
   return app;

@@ -5,6 +5,7 @@
 
 export const STATUS_LINE: Record<number, string> = {
   200: '200 OK',
+  204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   402: '402 Payment Required',
@@ -46,6 +47,35 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * The native core refused the transaction (`code`: `SIGNATURE_INVALID`, `MALFORMED`, …). A 400
+ * `Invalid transaction` to the REST API; JSON-RPC tells signature failures apart (-32003).
+ */
+export class TransactionRefused extends ApiError {
+  constructor(
+    readonly code: string,
+    detail: string,
+  ) {
+    super(400, MSG.invalidTransaction, `${code}: ${detail}`);
+  }
+}
+
+/**
+ * Preflight simulation failed. A 400 `Invalid transaction` to the REST API; JSON-RPC answers
+ * -32002 with `simulation` (the node's result: `err`, `logs`, …) as `data`, as Agave does.
+ */
+export class PreflightFailed extends ApiError {
+  constructor(readonly simulation: { err: unknown; logs: string[] | null }) {
+    super(400, MSG.invalidTransaction, `preflight simulation failed: ${JSON.stringify(simulation.err)}${preflightDetail(simulation.logs)}`);
+  }
+}
+
+/** The last log line that says what went wrong, if any, in parentheses. */
+function preflightDetail(logs: string[] | null): string {
+  const line = (logs ?? []).filter((l) => /failed|error|insufficient/i.test(l)).slice(-1)[0];
+  return line ? ` (${line})` : '';
 }
 
 export function errorBody(status: number, message: string, reason: string): string {

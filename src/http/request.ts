@@ -3,14 +3,30 @@
  * only valid synchronously), read the body with a hard size limit *while it streams*, and
  * write exactly one response, never to an aborted socket.
  */
+import { randomUUID } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ApiError, errorBody, MSG, STATUS_LINE } from './errors.js';
 
 export interface Reply {
   status: number;
+  /** Serialised as JSON, unless `contentType` is set: then it is a string written as is. */
   body: unknown;
   headers?: Record<string, string>;
+  contentType?: string;
+  /** For a refusal rendered in the body (JSON-RPC errors): the cause, for the log line. */
+  reason?: string;
 }
+
+/** Told once per request, after its response is written (metrics, the request log line). */
+export interface RequestObserver {
+  finished(ctx: Ctx, status: number, reason: string | null): void;
+}
+
+/**
+ * A caller's `x-request-id` is kept (so their id follows the request through our logs) when it
+ * is 1–128 visible ASCII characters; anything else is replaced by a fresh UUID.
+ */
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
 
 export class Ctx {
   aborted = false;
@@ -25,13 +41,27 @@ export class Ctx {
   readonly method: string;
   /** process.hrtime.bigint() at arrival. */
   readonly receivedAt = process.hrtime.bigint();
+  /** Echoed in the `x-request-id` response header and in the request's log line. */
+  readonly requestId: string;
+  /** The authenticated account, once known (for the log line; never the key). */
+  accountId: string | null = null;
+  /** The transaction's signature, once verified (for the log line; never the bytes). */
+  signature: string | null = null;
   private bodyPromise: Promise<Buffer> | undefined;
 
+  /**
+   * @param route the route pattern (`/v1/status/:signature`): the metrics label, bounded, unlike the URL
+   * @param observer told when the response is written
+   */
   constructor(
     readonly res: HttpResponse,
     req: HttpRequest,
     paramCount: number,
+    readonly route: string = req.getUrl(),
+    private readonly observer: RequestObserver | null = null,
   ) {
+    const id = req.getHeader('x-request-id');
+    this.requestId = REQUEST_ID.test(id) ? id : randomUUID();
     this.authorization = req.getHeader('authorization');
     this.contentType = req.getHeader('content-type');
     this.contentLength = req.getHeader('content-length');
@@ -89,23 +119,30 @@ export class Ctx {
 
   /** Write the one response (no-op if the client went away or a response was written). */
   reply(r: Reply): void {
-    this.write(r.status, JSON.stringify(r.body), r.headers ?? {}, false);
+    const text = r.contentType === undefined ? JSON.stringify(r.body) : (r.body as string);
+    this.write(r.status, text, r.headers ?? {}, r.contentType ?? 'application/json', r.reason ?? null);
   }
 
   replyError(e: ApiError): void {
-    // After refusing an oversize upload, do not keep reading it.
-    this.write(e.status, errorBody(e.status, e.message, e.reason), e.headers, e.status === 413);
+    this.write(e.status, errorBody(e.status, e.message, e.reason), e.headers, 'application/json', e.reason);
   }
 
-  private write(status: number, text: string, headers: Record<string, string>, close: boolean): void {
-    if (this.aborted || this.done) return;
+  private write(status: number, text: string, headers: Record<string, string>, contentType: string, reason: string | null): void {
+    if (this.done) return;
     this.done = true;
-    this.res.cork(() => {
-      this.res.writeStatus(STATUS_LINE[status] ?? String(status));
-      this.res.writeHeader('content-type', 'application/json');
-      for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
-      this.res.end(text, close);
-    });
+    if (!this.aborted) {
+      // After refusing an oversize upload, do not keep reading it: close the connection.
+      const close = status === 413;
+      this.res.cork(() => {
+        this.res.writeStatus(STATUS_LINE[status] ?? String(status));
+        this.res.writeHeader('content-type', contentType);
+        this.res.writeHeader('x-request-id', this.requestId);
+        for (const [k, v] of Object.entries(headers)) this.res.writeHeader(k, v);
+        this.res.end(text, close);
+      });
+    }
+    // Counted and logged even when the client went away: the work was done.
+    this.observer?.finished(this, status, reason);
   }
 }
 
@@ -113,6 +150,17 @@ export class Ctx {
 export function isJson(contentType: string): boolean {
   const t = contentType.split(';', 1)[0]!.trim().toLowerCase();
   return t === 'application/json';
+}
+
+/** 415 unless the request says its body is JSON. */
+export function requireJson(ctx: Ctx): void {
+  if (!isJson(ctx.contentType)) {
+    throw new ApiError(
+      415,
+      MSG.unsupportedMediaType,
+      ctx.contentType ? `Content-Type must be application/json, got ${ctx.contentType}` : 'Content-Type: application/json is required',
+    );
+  }
 }
 
 /** Parse a JSON body; a clear 400 otherwise. */

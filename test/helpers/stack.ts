@@ -48,6 +48,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     rpcUrl: net.rpcUrl,
     wsUrl: net.wsUrl,
     blocklistPath,
+    // Request lines of every e2e test would bury vitest's output; logs.test.ts turns them on.
+    logLevel: 'warn',
     ...opts.config,
   };
   let svc = await startService(config);

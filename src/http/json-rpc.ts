@@ -1,0 +1,247 @@
+/**
+ * Solana JSON-RPC compatibility (`POST /`, `POST /v1/rpc`): the two methods bots already call on
+ * an RPC node or a block engine, answered as those answer them, so `@solana/web3.js`
+ * `Connection.sendRawTransaction` pointed at Landfall works unchanged.
+ *
+ * - `sendTransaction` [encoded transaction, { encoding, skipPreflight, maxRetries, … }] → the
+ *   signature. Same path as `POST /v1/send` (validation, tip, budget, preflight, delivery), with
+ *   Agave's defaults: base58, preflight on.
+ * - `getTipAccounts` [] → the tip addresses, as a block engine lists them. No key needed.
+ *
+ * Errors are JSON-RPC error objects. Protocol errors use the standard codes; a failed preflight
+ * and a bad signature use Agave's (-32002 with the simulation as `data`, -32003); the service's
+ * own refusals use -32050…-32054 with `{status, message, reason}` (the REST API's error) as
+ * `data` (see `RPC_CODES`). The HTTP status is 200, except where the refusal concerns the whole
+ * HTTP request and clients act on the status: 401 (bad key), 429 (budget; with `Retry-After`,
+ * which web3.js honours by backing off), 413 and 415 — and only for a single call, never a batch.
+ */
+import type { SendOptions } from '../delivery/delivery.js';
+import { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT } from '../delivery/delivery.js';
+import { describeTransactionError } from '../chain/tx-error.js';
+import { base58Decode, inspectTransaction, inspectWire, type InspectResult, type TipSet } from '../native.js';
+import { ApiError, MSG, PreflightFailed, TransactionRefused } from './errors.js';
+import type { Caller, Handler } from './api.js';
+import { requireJson, type Ctx, type Reply } from './request.js';
+
+/** JSON-RPC error codes: the protocol's, Agave's, and Landfall's own (in the server-error range). */
+export const RPC_CODES = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internalError: -32603,
+  /** Agave: `Transaction simulation failed: …`, `data` = the simulation result. */
+  preflightFailure: -32002,
+  /** Agave: `Transaction signature verification failure`. */
+  signatureVerificationFailure: -32003,
+  unauthorized: -32050,
+  tipRequired: -32051,
+  tipInsufficient: -32052,
+  rateLimited: -32053,
+  deliveryFailed: -32054,
+} as const;
+
+/** The REST refusal (spec message) → its JSON-RPC code. */
+const CODE_OF: Record<string, number> = {
+  [MSG.invalidTransaction]: RPC_CODES.invalidParams,
+  [MSG.unauthorized]: RPC_CODES.unauthorized,
+  [MSG.tipRequired]: RPC_CODES.tipRequired,
+  [MSG.tipInsufficient]: RPC_CODES.tipInsufficient,
+  [MSG.rateLimited]: RPC_CODES.rateLimited,
+  [MSG.deliveryFailed]: RPC_CODES.deliveryFailed,
+  [MSG.payloadTooLarge]: RPC_CODES.invalidRequest,
+  [MSG.unsupportedMediaType]: RPC_CODES.invalidRequest,
+};
+
+/** HTTP statuses a single call's refusal keeps (the request as a whole was refused); others are 200. */
+const HTTP_LEVEL = new Set([401, 413, 415, 429]);
+
+/** Native codes Agave reports as a signature verification failure. */
+const SIGNATURE_FAILURES = new Set(['SIGNATURE_INVALID', 'UNSIGNED', 'SIGNATURE_COUNT_MISMATCH']);
+
+/** Agave's limits on an encoded transaction (1232 bytes raw). */
+const MAX_BASE58_LENGTH = 1683;
+
+/** Upper bound of calls in one batch (as `POST /v1/send/batch`). */
+export const MAX_RPC_BATCH = 100;
+
+export interface RpcBackend {
+  tips: TipSet;
+  tipAddresses: readonly string[];
+  /** Resolve the key (header, `api-key`, `api_key`); throws the 401 `ApiError`. */
+  authenticate(ctx: Ctx): Caller;
+  /** The `/v1/send` path for a decoded transaction; throws an `ApiError` for every refusal. */
+  send(ctx: Ctx, who: Caller, r: InspectResult, opts: SendOptions): Promise<{ signature: string }>;
+  /** Log an unexpected exception (a bug); the call answers -32603. */
+  internalError(ctx: Ctx, e: unknown): void;
+}
+
+type Id = string | number | null;
+
+interface RpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+type RpcResponse = { jsonrpc: '2.0'; result: unknown; id: Id } | { jsonrpc: '2.0'; error: RpcErrorObject; id: Id };
+
+/** A call's outcome: its response (null for a notification), and the refusal behind an error. */
+interface Answer {
+  response: RpcResponse | null;
+  refusal: ApiError | null;
+}
+
+/** A protocol-level error (bad params, unknown method): thrown inside a call, answered in it. */
+class RpcFault extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function failure(id: Id, error: RpcErrorObject): RpcResponse {
+  return { jsonrpc: '2.0', error, id };
+}
+
+/** A service refusal in JSON-RPC's words (the mapping documented in the README and OpenAPI). */
+export function rpcError(e: ApiError): RpcErrorObject {
+  if (e instanceof PreflightFailed) {
+    return { code: RPC_CODES.preflightFailure, message: `Transaction simulation failed: ${describeTransactionError(e.simulation.err)}`, data: e.simulation };
+  }
+  const data = { status: e.status, message: e.message, reason: e.reason };
+  if (e instanceof TransactionRefused && SIGNATURE_FAILURES.has(e.code)) {
+    return { code: RPC_CODES.signatureVerificationFailure, message: 'Transaction signature verification failure', data };
+  }
+  return { code: CODE_OF[e.message] ?? RPC_CODES.internalError, message: `${e.message}: ${e.reason}`, data };
+}
+
+function isId(v: unknown): v is Id {
+  return v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
+}
+
+/** `sendTransaction`'s params, Agave's way: `[string, config?]`; unknown config fields ignored. */
+function sendParams(params: unknown, tips: TipSet): { r: InspectResult; opts: SendOptions } {
+  if (!Array.isArray(params) || params.length < 1 || params.length > 2) {
+    throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: expected [transaction, config?]');
+  }
+  const [encoded, config] = params as [unknown, unknown];
+  if (typeof encoded !== 'string') throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: the transaction must be a string');
+  if (config !== undefined && config !== null && (typeof config !== 'object' || Array.isArray(config))) {
+    throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: config must be an object');
+  }
+  const c = (config ?? {}) as Record<string, unknown>;
+  const encoding = c.encoding ?? 'base58';
+  if (encoding !== 'base58' && encoding !== 'base64') {
+    throw new RpcFault(RPC_CODES.invalidParams, `unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`);
+  }
+  const skipPreflight = c.skipPreflight ?? false;
+  if (typeof skipPreflight !== 'boolean') throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: skipPreflight must be a boolean');
+  const maxRetries = c.maxRetries ?? DEFAULT_SEND_OPTIONS.maxRetries;
+  if (typeof maxRetries !== 'number' || !Number.isInteger(maxRetries) || maxRetries < 0) {
+    throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: maxRetries must be a non-negative integer');
+  }
+  // preflightCommitment and minContextSlot are accepted and ignored: preflight runs at the
+  // service's own commitment, and the service's slot is the chain's, not a lagging node's.
+  const opts: SendOptions = {
+    skipPreflight,
+    // A node retries until expiry however large maxRetries is; Landfall caps its rounds.
+    maxRetries: Math.min(maxRetries, MAX_RETRIES_LIMIT),
+    antiMev: DEFAULT_SEND_OPTIONS.antiMev,
+  };
+  if (encoding === 'base64') return { r: inspectTransaction(encoded, tips), opts };
+  if (encoded.length > MAX_BASE58_LENGTH) {
+    // Checked before decoding: base58 decoding is quadratic in the length.
+    throw new RpcFault(RPC_CODES.invalidParams, `base58 encoded transaction too large: ${encoded.length} bytes (max: encoded/raw ${MAX_BASE58_LENGTH}/1232)`);
+  }
+  let wire: Buffer;
+  try {
+    wire = base58Decode(encoded);
+  } catch (e) {
+    throw new RpcFault(RPC_CODES.invalidParams, `invalid base58 encoding: ${(e as Error).message}`);
+  }
+  const r = inspectWire(wire, tips);
+  if (r.ok) r.tx.wire = wire; // inspectWire reads in place; delivery needs the bytes
+  return { r, opts };
+}
+
+/** One call of a request (or of a batch). Never throws: every outcome is an answer. */
+async function call(b: RpcBackend, ctx: Ctx, item: unknown, who: () => Caller): Promise<Answer> {
+  const o = typeof item === 'object' && item !== null && !Array.isArray(item) ? (item as Record<string, unknown>) : null;
+  const hasId = o !== null && 'id' in o;
+  const id: Id = hasId && isId(o.id) ? o.id : null;
+  if (o === null || o.jsonrpc !== '2.0' || typeof o.method !== 'string' || (hasId && !isId(o.id)) || (o.params !== undefined && typeof o.params !== 'object')) {
+    return { response: failure(null, { code: RPC_CODES.invalidRequest, message: 'Invalid request' }), refusal: null };
+  }
+  const answer = (response: RpcResponse, refusal: ApiError | null = null): Answer => ({ response: hasId ? response : null, refusal });
+  try {
+    switch (o.method) {
+      case 'sendTransaction': {
+        const caller = who();
+        const { r, opts } = sendParams(o.params, b.tips);
+        const { signature } = await b.send(ctx, caller, r, opts);
+        return answer({ jsonrpc: '2.0', result: signature, id });
+      }
+      case 'getTipAccounts':
+        if (o.params !== undefined && o.params !== null && !(Array.isArray(o.params) && o.params.length === 0)) {
+          throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: getTipAccounts takes none');
+        }
+        return answer({ jsonrpc: '2.0', result: b.tipAddresses, id });
+      default:
+        return answer(failure(id, { code: RPC_CODES.methodNotFound, message: 'Method not found' }));
+    }
+  } catch (e) {
+    if (e instanceof RpcFault) return answer(failure(id, { code: e.code, message: e.message }));
+    if (e instanceof ApiError) return answer(failure(id, rpcError(e)), e);
+    b.internalError(ctx, e);
+    return answer(failure(id, { code: RPC_CODES.internalError, message: 'Internal error' }));
+  }
+}
+
+/** Render a whole-request refusal (413, 415) as one JSON-RPC error, keeping its HTTP status. */
+function requestRefused(e: ApiError): Reply {
+  return { status: e.status, body: failure(null, rpcError(e)), headers: e.headers, reason: e.reason };
+}
+
+/** The handler of `POST /` and `POST /v1/rpc`. */
+export function rpcHandler(b: RpcBackend): Handler {
+  return async (ctx) => {
+    let text: string;
+    try {
+      requireJson(ctx);
+      text = (await ctx.body()).toString('utf8');
+    } catch (e) {
+      if (e instanceof ApiError) return requestRefused(e);
+      throw e;
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch (e) {
+      return { status: 200, body: failure(null, { code: RPC_CODES.parseError, message: 'Parse error' }), reason: `parse error: ${(e as Error).message}` };
+    }
+    // The key is resolved at most once per HTTP request, and only if a method needs it.
+    let caller: Caller | undefined;
+    const who = () => (caller ??= b.authenticate(ctx));
+
+    if (!Array.isArray(payload)) {
+      const { response, refusal } = await call(b, ctx, payload, who);
+      if (response === null) return { status: 204, body: '', contentType: 'application/json' };
+      const status = refusal && HTTP_LEVEL.has(refusal.status) ? refusal.status : 200;
+      const reason = 'error' in response ? response.error.message : undefined;
+      return { status, body: response, headers: status === 200 ? {} : refusal!.headers, reason };
+    }
+    if (payload.length === 0 || payload.length > MAX_RPC_BATCH) {
+      const message = payload.length === 0 ? 'Invalid request' : `Invalid request: batch of ${payload.length} calls exceeds ${MAX_RPC_BATCH}`;
+      return { status: 200, body: failure(null, { code: RPC_CODES.invalidRequest, message }), reason: message };
+    }
+    const answers = await Promise.all(payload.map((item) => call(b, ctx, item, who)));
+    const responses = answers.flatMap((a) => (a.response ? [a.response] : []));
+    if (responses.length === 0) return { status: 204, body: '', contentType: 'application/json' };
+    const errors = responses.filter((r): r is Extract<RpcResponse, { error: RpcErrorObject }> => 'error' in r);
+    const reason = errors.length > 0 ? `${errors.length} of ${payload.length} calls failed; first: ${errors[0]!.error.message}` : undefined;
+    return { status: 200, body: responses, reason };
+  };
+}

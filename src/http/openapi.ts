@@ -1,0 +1,630 @@
+/**
+ * The OpenAPI 3.1 document of the whole HTTP surface, served at `GET /v1/openapi.json`.
+ *
+ * Written as a typed object, next to the code it describes, so a new field or status is one
+ * edit away; the e2e test validates the document against the OpenAPI 3.1 schema and validates
+ * real responses of a running server (every success and every error status) against it.
+ * Response objects are closed (`additionalProperties: false`): a field the server sends but the
+ * document does not name fails that test. Messages and codes come from the same constants the
+ * handlers throw (`MSG`, `RPC_CODES`), so the two cannot drift apart.
+ */
+import { MAX_RETRIES_LIMIT } from '../delivery/delivery.js';
+import { MSG } from './errors.js';
+import { MAX_RPC_BATCH, RPC_CODES } from './json-rpc.js';
+import { CLOSE, MAX_STREAMS_PER_ACCOUNT } from './stream.js';
+
+/** The JSON Schema 2020-12 keywords this document uses (OpenAPI 3.1's schema dialect). */
+export interface Schema {
+  $ref?: string;
+  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean' | 'null' | Array<'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean' | 'null'>;
+  description?: string;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean | Schema;
+  items?: Schema;
+  prefixItems?: Schema[];
+  minItems?: number;
+  maxItems?: number;
+  oneOf?: Schema[];
+  anyOf?: Schema[];
+  enum?: unknown[];
+  const?: unknown;
+  pattern?: string;
+  format?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+  examples?: unknown[];
+}
+
+interface Ref {
+  $ref: string;
+}
+
+interface Header {
+  description: string;
+  required?: boolean;
+  schema: Schema;
+}
+
+interface MediaType {
+  schema: Schema;
+}
+
+interface Response {
+  description: string;
+  headers?: Record<string, Header | Ref>;
+  content?: Record<string, MediaType>;
+}
+
+interface Parameter {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  required?: boolean;
+  description: string;
+  schema: Schema;
+}
+
+interface Operation {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security?: Array<Record<string, string[]>>;
+  parameters?: Array<Parameter | Ref>;
+  requestBody?: { required: boolean; description?: string; content: Record<string, MediaType> };
+  responses: Record<string, Response | Ref>;
+}
+
+interface PathItem {
+  get?: Operation;
+  post?: Operation;
+}
+
+interface SecurityScheme {
+  type: 'http' | 'apiKey';
+  description: string;
+  scheme?: 'bearer';
+  in?: 'query' | 'header';
+  name?: string;
+}
+
+export interface OpenApiDocument {
+  openapi: '3.1.0';
+  info: { title: string; version: string; description: string };
+  servers: Array<{ url: string; description: string }>;
+  tags: Array<{ name: string; description: string }>;
+  paths: Record<string, PathItem>;
+  components: {
+    schemas: Record<string, Schema>;
+    responses: Record<string, Response>;
+    headers: Record<string, Header>;
+    parameters: Record<string, Parameter>;
+    securitySchemes: Record<string, SecurityScheme>;
+  };
+}
+
+// ---- building blocks -------------------------------------------------------------------------
+
+const ref = (kind: 'schemas' | 'responses' | 'headers' | 'parameters', name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const schema = (name: string): Schema => ref('schemas', name);
+const json = (s: Schema): Record<string, MediaType> => ({ 'application/json': { schema: s } });
+const BASE58 = '[1-9A-HJ-NP-Za-km-z]';
+
+/** Every response carries the request id; rate-limited ones also the budget headers. */
+const REQUEST_ID = { 'x-request-id': ref('headers', 'RequestId') };
+const RATE_HEADERS = {
+  ...REQUEST_ID,
+  'RateLimit-Limit': ref('headers', 'RateLimitLimit'),
+  'RateLimit-Remaining': ref('headers', 'RateLimitRemaining'),
+  'RateLimit-Reset': ref('headers', 'RateLimitReset'),
+};
+const RETRY_HEADERS = { ...RATE_HEADERS, 'Retry-After': ref('headers', 'RetryAfter') };
+
+/** The error body for one HTTP status, with the spec messages that status can carry there. */
+function errorSchema(status: number, messages: string[]): Schema {
+  return {
+    type: 'object',
+    required: ['success', 'error'],
+    additionalProperties: false,
+    properties: {
+      success: { const: false },
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'reason'],
+        additionalProperties: false,
+        properties: {
+          code: { const: status, description: 'The HTTP status' },
+          message: { enum: messages, description: "The spec's message for this status" },
+          reason: { type: 'string', minLength: 1, description: 'The precise cause, for humans' },
+        },
+      },
+    },
+  };
+}
+
+function errorResponse(status: number, messages: string[], description: string, headers: Record<string, Ref> = REQUEST_ID): Response {
+  return { description, headers, content: json(errorSchema(status, messages)) };
+}
+
+/** A JSON-RPC error response (HTTP 401, 413, 415, 429 for a single call refused as a whole). */
+function rpcErrorResponse(description: string, headers: Record<string, Ref> = REQUEST_ID): Response {
+  return { description, headers, content: json(schema('JsonRpcError')) };
+}
+
+type Security = Array<Record<string, string[]>>;
+const bearer: Security = [{ bearer: [] }];
+/** The header or either query parameter. */
+const anyKey: Security = [{ bearer: [] }, { apiKey: [] }, { apiKeyUnderscore: [] }];
+/** A key where the caller has one; some calls need none ({} = no requirement). */
+const optionalKey: Security = [...anyKey, {}];
+
+// ---- JSON-RPC --------------------------------------------------------------------------------
+
+/** `POST /` and `POST /v1/rpc`: the same endpoint under two paths. */
+function rpcOperation(operationId: string, alias: string): Operation {
+  return {
+    operationId,
+    summary: `Solana JSON-RPC: sendTransaction and getTipAccounts (same as ${alias})`,
+    description: RPC_DESCRIPTION,
+    tags: ['json-rpc'],
+    security: optionalKey,
+    requestBody: { required: true, content: json(schema('JsonRpcBody')) },
+    responses: rpcResponses(),
+  };
+}
+
+const RPC_DESCRIPTION =
+    'Solana JSON-RPC 2.0, single calls or batches (at most 100). `sendTransaction` takes `[encoded, config?]` as a Solana ' +
+    'RPC node does (`encoding` base58 by default or base64, `skipPreflight` false by default, `maxRetries` capped at ' +
+    `${MAX_RETRIES_LIMIT}, \`preflightCommitment\` and \`minContextSlot\` ignored) and answers the signature; it needs an API ` +
+    'key (Authorization header, `api-key` or `api_key`). `getTipAccounts` answers the tip addresses and needs no key. ' +
+    'Errors are JSON-RPC error objects: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 ' +
+    'invalid params or invalid transaction, -32603 internal error, -32002 preflight failure (Agave\'s message ' +
+    '"Transaction simulation failed: …", `data` = the simulation result), -32003 signature verification failure, ' +
+    '-32050 unauthorized, -32051 tip required, -32052 tip insufficient, -32053 rate limit exceeded, -32054 delivery failed ' +
+    '(`data` = {status, message, reason}: the REST error). The HTTP status is 200, except for a single call refused as a ' +
+    'whole request: 401 (key), 429 (budget, with Retry-After), 413, 415.';
+
+function rpcResponses(): Record<string, Response> {
+  return {
+    200: {
+      description: 'A response object, or an array of them for a batch (notifications get none)',
+      headers: REQUEST_ID,
+      content: json({ oneOf: [schema('JsonRpcResponse'), { type: 'array', minItems: 1, maxItems: MAX_RPC_BATCH, items: schema('JsonRpcResponse') }] }),
+    },
+    204: { description: 'Only notifications (calls without id): nothing to answer', headers: REQUEST_ID },
+    401: rpcErrorResponse('sendTransaction with a missing, invalid or revoked key (error -32050)'),
+    413: rpcErrorResponse('Body over 256 KiB (error -32600)'),
+    415: rpcErrorResponse('Content-Type is not application/json (error -32600)'),
+    429: rpcErrorResponse('Send budget exhausted (error -32053)', RETRY_HEADERS),
+  };
+}
+
+function rpcSchemas(): Record<string, Schema> {
+  const id: Schema = { type: ['string', 'integer', 'null'], description: 'Echoed; null when the request could not be read' };
+  const codes = Object.values(RPC_CODES);
+  return {
+    SendTransactionConfig: {
+      type: 'object',
+      description: "Agave's RpcSendTransactionConfig; other fields are ignored",
+      properties: {
+        encoding: { enum: ['base58', 'base64'], default: 'base58' },
+        skipPreflight: { type: 'boolean', default: false },
+        maxRetries: { type: 'integer', minimum: 0, description: `Rebroadcast rounds; above ${MAX_RETRIES_LIMIT} counts as ${MAX_RETRIES_LIMIT}` },
+        preflightCommitment: { enum: ['processed', 'confirmed', 'finalized'], description: 'Ignored' },
+        minContextSlot: { type: 'integer', minimum: 0, description: 'Ignored' },
+      },
+    },
+    JsonRpcRequest: {
+      type: 'object',
+      required: ['jsonrpc', 'method'],
+      properties: {
+        jsonrpc: { const: '2.0' },
+        id,
+        method: { type: 'string', examples: ['sendTransaction', 'getTipAccounts'] },
+        params: {
+          description: 'sendTransaction: [encoded transaction, config?]; getTipAccounts: none',
+          oneOf: [
+            { type: 'array', prefixItems: [{ type: 'string' }, schema('SendTransactionConfig')], minItems: 1, maxItems: 2 },
+            { type: 'array', maxItems: 0 },
+          ],
+        },
+      },
+    },
+    JsonRpcBody: { oneOf: [schema('JsonRpcRequest'), { type: 'array', minItems: 1, maxItems: MAX_RPC_BATCH, items: schema('JsonRpcRequest') }] },
+    JsonRpcResult: {
+      type: 'object',
+      required: ['jsonrpc', 'result', 'id'],
+      additionalProperties: false,
+      properties: {
+        jsonrpc: { const: '2.0' },
+        result: { oneOf: [schema('Signature'), { type: 'array', items: schema('Address') }], description: 'sendTransaction: the signature; getTipAccounts: the tip addresses' },
+        id,
+      },
+    },
+    JsonRpcError: {
+      type: 'object',
+      required: ['jsonrpc', 'error', 'id'],
+      additionalProperties: false,
+      properties: {
+        jsonrpc: { const: '2.0' },
+        error: {
+          type: 'object',
+          required: ['code', 'message'],
+          additionalProperties: false,
+          properties: {
+            code: { enum: codes },
+            message: { type: 'string' },
+            data: { oneOf: [schema('RefusalData'), schema('SimulationResult')] },
+          },
+        },
+        id,
+      },
+    },
+    JsonRpcResponse: { oneOf: [schema('JsonRpcResult'), schema('JsonRpcError')] },
+    RefusalData: {
+      type: 'object',
+      required: ['status', 'message', 'reason'],
+      additionalProperties: false,
+      description: 'The REST API error this JSON-RPC error stands for',
+      properties: { status: { type: 'integer', minimum: 400, maximum: 599 }, message: { type: 'string' }, reason: { type: 'string' } },
+    },
+    SimulationResult: {
+      type: 'object',
+      required: ['err', 'logs'],
+      description: "The chain node's simulateTransaction value (-32002), as Agave sends it",
+      properties: { err: { description: 'The transaction error, as JSON' }, logs: { type: ['array', 'null'], items: { type: 'string' } } },
+    },
+  };
+}
+
+// ---- the document ----------------------------------------------------------------------------
+
+export const OPENAPI: OpenApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Landfall',
+    version: '1',
+    description:
+      'Solana transaction delivery: POST a signed transaction that tips one of the tip addresses; Landfall verifies it, ' +
+      'sends it to the current and upcoming leaders over QUIC, rebroadcasts until it lands or expires, and reports its ' +
+      'own telemetry. Every error response of the REST API is `{"success": false, "error": {"code", "message", "reason"}}`; ' +
+      'every response carries `x-request-id` (the caller\'s, if it sent one, else a fresh UUID). Any path not listed is ' +
+      'a `404` (`NotFound`); a listed path with another method is a `405` with `Allow` (`MethodNotAllowed`).',
+  },
+  servers: [{ url: '/', description: 'This server' }],
+  tags: [
+    { name: 'send', description: 'Submit signed transactions' },
+    { name: 'query', description: "The service's own telemetry and the account" },
+    { name: 'json-rpc', description: 'Solana JSON-RPC compatibility (sendTransaction, getTipAccounts)' },
+    { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
+  ],
+  paths: {
+    '/v1/send': {
+      post: {
+        operationId: 'send',
+        summary: 'Submit one signed transaction',
+        tags: ['send'],
+        security: bearer,
+        requestBody: { required: true, content: json(schema('SendRequest')) },
+        responses: {
+          200: { description: 'Delivered to at least one leader', headers: RATE_HEADERS, content: json(schema('SendResult')) },
+          400: errorResponse(400, [MSG.invalidTransaction], 'Malformed, unsigned, expired blockhash, bad options, or failed preflight'),
+          401: ref('responses', 'Unauthorized'),
+          402: errorResponse(402, [MSG.tipRequired, MSG.tipInsufficient], 'No tip to a tip address, or below the plan minimum (reason: both amounts in BP and lamports)'),
+          413: ref('responses', 'PayloadTooLarge'),
+          415: ref('responses', 'UnsupportedMediaType'),
+          429: errorResponse(429, [MSG.rateLimited], 'Send budget (plan TPS) exhausted', RETRY_HEADERS),
+          500: errorResponse(500, [MSG.deliveryFailed, MSG.internal], 'The first send reached no leader, or an internal error'),
+        },
+      },
+    },
+    '/v1/send/batch': {
+      post: {
+        operationId: 'sendBatch',
+        summary: 'Submit up to 100 signed transactions; each fails alone, inside a 200',
+        tags: ['send'],
+        security: bearer,
+        requestBody: { required: true, content: json(schema('BatchRequest')) },
+        responses: {
+          200: { description: 'One result per input transaction, by index', headers: RATE_HEADERS, content: json(schema('BatchResult')) },
+          400: errorResponse(400, [MSG.invalidRequest, MSG.invalidTransaction], 'transactions missing, empty or over 100 (Invalid request), or bad options (Invalid transaction)'),
+          401: ref('responses', 'Unauthorized'),
+          413: ref('responses', 'PayloadTooLarge'),
+          415: ref('responses', 'UnsupportedMediaType'),
+          429: errorResponse(429, [MSG.rateLimited], 'Fewer send tokens left than transactions in the batch (a batch of N takes N)', RETRY_HEADERS),
+          500: ref('responses', 'InternalError'),
+        },
+      },
+    },
+    '/v1/status/{signature}': {
+      get: {
+        operationId: 'status',
+        summary: "The service's telemetry for one of the account's transactions",
+        tags: ['query'],
+        security: anyKey,
+        parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
+        responses: {
+          200: { description: 'The status record', headers: RATE_HEADERS, content: json(schema('StatusRecord')) },
+          400: errorResponse(400, [MSG.invalidSignature], 'Not the base58 encoding of 64 bytes'),
+          401: ref('responses', 'Unauthorized'),
+          404: errorResponse(404, [MSG.notFound], 'Not submitted through this account'),
+          429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted', RETRY_HEADERS),
+          500: ref('responses', 'InternalError'),
+        },
+      },
+    },
+    '/v1/account': {
+      get: {
+        operationId: 'account',
+        summary: 'Plan, limits, usage and next-tier progress of the calling account',
+        tags: ['query'],
+        security: anyKey,
+        responses: {
+          200: { description: 'The account record', headers: RATE_HEADERS, content: json(schema('Account')) },
+          401: ref('responses', 'Unauthorized'),
+          429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted', RETRY_HEADERS),
+          500: ref('responses', 'InternalError'),
+        },
+      },
+    },
+    '/v1/tip-addresses': {
+      get: {
+        operationId: 'tipAddresses',
+        summary: 'The addresses a transaction may tip (no key needed)',
+        tags: ['send'],
+        security: [],
+        responses: {
+          200: { description: 'The tip addresses', headers: REQUEST_ID, content: json(schema('TipAddresses')) },
+        },
+      },
+    },
+    '/': { post: rpcOperation('jsonRpc', '/v1/rpc') },
+    '/v1/rpc': { post: rpcOperation('jsonRpcV1', '/') },
+    '/v1/stream': {
+      get: {
+        operationId: 'stream',
+        summary: 'Live status stream (WebSocket)',
+        description:
+          'A WebSocket upgrade. Authenticate on the upgrade (Authorization header, `api-key` or `api_key` query parameter) ' +
+          'or with a first text message `{"type":"auth","api_key":"<key>"}` within 5 s. The server sends `{"type":"ready"}`, ' +
+          'then one `StreamStatus` message per status change of the account\'s transactions (`sent` on acceptance, then ' +
+          '`confirmed`, `failed`, or `expired: true`). Refusals close the socket: ' +
+          `${CLOSE.badMessage} bad first message, ${CLOSE.unauthorized} missing or invalid key, ${CLOSE.slowConsumer} slow consumer ` +
+          `(too much unread data), ${CLOSE.tooManyStreams} more than ${MAX_STREAMS_PER_ACCOUNT} streams for the account.`,
+        tags: ['query'],
+        security: optionalKey,
+        parameters: [
+          { name: 'Upgrade', in: 'header', required: true, description: 'websocket', schema: { const: 'websocket' } },
+          { name: 'Sec-WebSocket-Key', in: 'header', required: true, description: 'RFC 6455 handshake key', schema: { type: 'string' } },
+        ],
+        responses: {
+          101: {
+            description: 'Switching to the WebSocket protocol; messages are `StreamReady` then `StreamStatus` (JSON text frames)',
+            headers: {
+              Upgrade: { description: 'websocket', schema: { const: 'websocket' } },
+              'Sec-WebSocket-Accept': { description: 'RFC 6455 handshake answer', schema: { type: 'string' } },
+            },
+          },
+        },
+      },
+    },
+    '/health': {
+      get: {
+        operationId: 'health',
+        summary: 'Liveness and chain-sync state',
+        tags: ['operations'],
+        security: [],
+        responses: {
+          200: { description: 'Serving, chain view fresh', headers: REQUEST_ID, content: json(schema('Health')) },
+          503: { description: 'Serving, but the chain view is stale', headers: REQUEST_ID, content: json(schema('Health')) },
+        },
+      },
+    },
+    '/ping': {
+      get: {
+        operationId: 'ping',
+        summary: 'Cheap keep-alive',
+        tags: ['operations'],
+        security: [],
+        responses: { 200: { description: 'pong', headers: REQUEST_ID, content: { 'text/plain': { schema: { const: 'pong' } } } } },
+      },
+    },
+    '/metrics': {
+      get: {
+        operationId: 'metrics',
+        summary: 'Prometheus metrics (text exposition format 0.0.4)',
+        tags: ['operations'],
+        security: [],
+        responses: { 200: { description: 'The metrics', headers: REQUEST_ID, content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
+    },
+    '/v1/openapi.json': {
+      get: {
+        operationId: 'openapi',
+        summary: 'This document',
+        tags: ['operations'],
+        security: [],
+        responses: { 200: { description: 'OpenAPI 3.1', headers: REQUEST_ID, content: json({ type: 'object' }) } },
+      },
+    },
+  },
+  components: {
+    securitySchemes: {
+      bearer: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <API key>` (every authenticated endpoint)' },
+      apiKey: { type: 'apiKey', in: 'query', name: 'api-key', description: 'Status, account, JSON-RPC and the stream; a key in a URL may end up in logs' },
+      apiKeyUnderscore: { type: 'apiKey', in: 'query', name: 'api_key', description: 'Same as api-key' },
+    },
+    headers: {
+      RequestId: { description: "The request's id: the caller's x-request-id (1-128 visible ASCII) or a fresh UUID", required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } },
+      RateLimitLimit: { description: 'Requests per second of the budget this request drew from', required: true, schema: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$' } },
+      RateLimitRemaining: { description: 'Tokens left in that budget', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+      RateLimitReset: { description: 'Seconds until that budget is full again', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+      RetryAfter: { description: 'Seconds to wait before retrying', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+      Allow: { description: 'The method this path accepts', required: true, schema: { enum: ['GET', 'POST'] } },
+    },
+    parameters: {},
+    responses: {
+      Unauthorized: errorResponse(401, [MSG.unauthorized], 'Missing, malformed, invalid or revoked API key'),
+      PayloadTooLarge: errorResponse(413, [MSG.payloadTooLarge], 'Body over the limit (refused while it streams in; the connection is closed)'),
+      UnsupportedMediaType: errorResponse(415, [MSG.unsupportedMediaType], 'Content-Type is not application/json'),
+      InternalError: errorResponse(500, [MSG.internal], 'An internal error (a database fault, a bug)'),
+      NotFound: errorResponse(404, [MSG.notFound], 'No such route'),
+      MethodNotAllowed: errorResponse(405, [MSG.methodNotAllowed], 'A known path with another method', { ...REQUEST_ID, Allow: ref('headers', 'Allow') }),
+    },
+    schemas: {
+      Signature: { type: 'string', pattern: `^${BASE58}{64,88}$`, description: 'Base58 of the first 64-byte signature' },
+      Address: { type: 'string', pattern: `^${BASE58}{32,44}$`, description: 'Base58 of a 32-byte public key' },
+      Base64Transaction: { type: 'string', description: 'Base64 of the signed wire-format transaction (legacy or v0, at most 1232 bytes)', maxLength: 1644 },
+      SendOptions: {
+        type: 'object',
+        additionalProperties: false,
+        description: 'Send options (spec §2.1); all optional',
+        properties: {
+          skip_preflight: { type: 'boolean', default: true, description: 'false: simulate through the chain node first (a failure is 400)' },
+          max_retries: { type: 'integer', minimum: 0, maximum: MAX_RETRIES_LIMIT, default: 3, description: 'Rebroadcast rounds after the first send, one per slot' },
+          anti_mev: { type: 'boolean', default: true, description: 'Never deliver to a leader on the validator blocklist' },
+        },
+      },
+      SendRequest: {
+        type: 'object',
+        required: ['transaction'],
+        additionalProperties: false,
+        properties: { transaction: schema('Base64Transaction'), options: schema('SendOptions') },
+      },
+      SendResult: {
+        type: 'object',
+        required: ['success', 'signature', 'slot'],
+        additionalProperties: false,
+        properties: {
+          success: { const: true },
+          signature: schema('Signature'),
+          slot: { type: 'integer', minimum: 0, description: 'Cluster slot at submission' },
+        },
+      },
+      BatchRequest: {
+        type: 'object',
+        required: ['transactions'],
+        additionalProperties: false,
+        properties: {
+          transactions: { type: 'array', minItems: 1, maxItems: 100, items: schema('Base64Transaction') },
+          options: schema('SendOptions'),
+        },
+      },
+      BatchItem: {
+        type: 'object',
+        required: ['index', 'signature', 'status'],
+        additionalProperties: false,
+        properties: {
+          index: { type: 'integer', minimum: 0, description: 'Position in the input array' },
+          signature: { oneOf: [schema('Signature'), { type: 'null' }], description: 'null when the transaction was rejected before delivery' },
+          status: { enum: ['sent', 'failed'] },
+          error: { type: 'string', description: 'Present when failed: "<spec message>: <reason>"' },
+        },
+      },
+      BatchResult: {
+        type: 'object',
+        required: ['success', 'results'],
+        additionalProperties: false,
+        properties: { success: { const: true }, results: { type: 'array', items: schema('BatchItem') } },
+      },
+      StatusRecord: {
+        type: 'object',
+        required: ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'],
+        additionalProperties: false,
+        properties: {
+          signature: schema('Signature'),
+          status: { enum: ['sent', 'confirmed', 'failed'] },
+          submitted_at: { type: 'string', format: 'date-time', description: 'UTC, milliseconds, Z' },
+          confirmed_at: { type: ['string', 'null'], format: 'date-time', description: 'Set for both terminal states' },
+          latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'Request received to confirmation observed (monotonic clock); confirmed only' },
+          slot: { type: ['integer', 'null'], minimum: 0, description: 'Slot the transaction landed in' },
+          api_key_name: { type: 'string', description: 'Name of the key that submitted it' },
+          expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired)' },
+        },
+      },
+      Account: {
+        type: 'object',
+        required: ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier'],
+        additionalProperties: false,
+        properties: {
+          plan: schema('Plan'),
+          plan_upgraded_at: schema('LocalTimestamp'),
+          member_since: schema('LocalTimestamp'),
+          limits: {
+            type: 'object',
+            required: ['max_tps', 'min_tip_bp'],
+            additionalProperties: false,
+            properties: { max_tps: { type: 'number', minimum: 0 }, min_tip_bp: { type: 'number', minimum: 0 } },
+          },
+          usage: {
+            type: 'object',
+            required: ['service_points', 'transactions_total', 'transactions_today'],
+            additionalProperties: false,
+            properties: {
+              service_points: { type: 'integer', minimum: 0 },
+              transactions_total: { type: 'integer', minimum: 0 },
+              transactions_today: { type: 'integer', minimum: 0 },
+            },
+          },
+          next_tier: { oneOf: [schema('NextTier'), { type: 'null' }], description: 'null on the top tier (whale)' },
+        },
+      },
+      NextTier: {
+        type: 'object',
+        required: ['plan', 'threshold_bp', 'remaining_bp', 'progress_percent', 'benefits'],
+        additionalProperties: false,
+        properties: {
+          plan: schema('Plan'),
+          threshold_bp: { type: 'number', minimum: 0 },
+          remaining_bp: { type: 'number', minimum: 0 },
+          progress_percent: { type: 'number', minimum: 0, maximum: 100 },
+          benefits: {
+            type: 'object',
+            required: ['new_max_tps', 'new_tip_bp', 'tip_savings_percent'],
+            additionalProperties: false,
+            properties: { new_max_tps: { type: 'number' }, new_tip_bp: { type: 'number' }, tip_savings_percent: { type: 'number' } },
+          },
+        },
+      },
+      Plan: { enum: ['starter', 'growth', 'pro', 'whale'] },
+      LocalTimestamp: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}$', description: 'UTC, ISO-8601 without zone designator' },
+      TipAddresses: {
+        type: 'object',
+        required: ['tip_addresses'],
+        additionalProperties: false,
+        properties: { tip_addresses: { type: 'array', minItems: 1, items: schema('Address') } },
+      },
+      Health: {
+        type: 'object',
+        required: ['status', 'uptime_s', 'chain'],
+        additionalProperties: false,
+        properties: {
+          status: { enum: ['ok', 'unsynced'] },
+          uptime_s: { type: 'integer', minimum: 0 },
+          chain: {
+            type: 'object',
+            required: ['synced', 'slot', 'slot_age_ms'],
+            additionalProperties: false,
+            properties: {
+              synced: { type: 'boolean' },
+              slot: { type: 'integer', minimum: 0 },
+              slot_age_ms: { type: ['integer', 'null'], minimum: 0, description: 'null before the first slot was seen' },
+            },
+          },
+        },
+      },
+      StreamReady: { type: 'object', required: ['type'], additionalProperties: false, properties: { type: { const: 'ready' } } },
+      StreamStatus: {
+        type: 'object',
+        required: ['type', 'signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'],
+        description: 'A StatusRecord with "type": "status"',
+        properties: { type: { const: 'status' } },
+      },
+      ...rpcSchemas(),
+    },
+  },
+};

@@ -1,0 +1,169 @@
+/**
+ * Prometheus metrics (`GET /metrics`) through prom-client.
+ *
+ * Hot path: a request or a 429 only increments a plain number in a Map it already holds; the
+ * engine's and tracker's own counters are read, never copied on the way. prom-client sees all
+ * of them only when scraped, through `collect` callbacks. The one prom-client call on the hot
+ * path is the engine's service-latency `Histogram.observe`, once per first send.
+ *
+ * Each service has its own registry (several can live in one process: tests, the demo); the
+ * Node process metrics (event-loop delay, heap, GC, CPU) are process-wide, collected once, and
+ * appended to every scrape.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Histogram } from 'prom-client';
+
+/** What the metrics read from the delivery engine (`Engine`). */
+export interface DeliverySource {
+  /** Request received → first QUIC stream written, seconds. */
+  readonly serviceLatency: Histogram;
+  readonly counters: {
+    readonly sends: ReadonlyMap<string, { ok: number; failed: number }>;
+    readonly drops: ReadonlyMap<string, number>;
+  };
+  readonly inFlight: number;
+  health(): { slot: number; slotAgeMs: number; synced: boolean };
+}
+
+/** What the metrics read from the confirmation tracker (`Tracker`). */
+export interface TrackerSource {
+  readonly size: number;
+  readonly stats: {
+    readonly confirmed: number;
+    readonly failed: number;
+    readonly expired: number;
+    readonly push: number;
+    readonly poll: number;
+    readonly sweepErrors: number;
+    readonly lastSweepMs: number;
+  };
+}
+
+export type Budget = 'send' | 'query';
+
+let processRegistry: Registry | null = null;
+
+/** The process-wide registry of Node's own metrics, started on first use. */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+type Labels = Record<string, string>;
+
+export class Metrics {
+  readonly registry = new Registry();
+  /** route pattern → HTTP status → responses. */
+  private readonly requests = new Map<string, Map<number, number>>();
+  private readonly limited: Record<Budget, number> = { send: 0, query: 0 };
+
+  constructor() {
+    const { requests, limited } = this;
+    this.counter('landfall_http_requests_total', 'HTTP responses written, by route pattern and status code', ['route', 'code'], function* () {
+      for (const [route, codes] of requests) for (const [code, n] of codes) yield [{ route, code: String(code) }, n];
+    });
+    this.counter('landfall_rate_limited_total', 'Requests refused with 429 by an account token bucket, by budget (send, query)', ['budget'], function* () {
+      for (const budget of ['send', 'query'] as const) yield [{ budget }, limited[budget]];
+    });
+  }
+
+  /** Count one response (hot path: two Map lookups and an add). */
+  request(route: string, status: number): void {
+    let codes = this.requests.get(route);
+    if (!codes) this.requests.set(route, (codes = new Map()));
+    codes.set(status, (codes.get(status) ?? 0) + 1);
+  }
+
+  /** Count one 429 from an account bucket. */
+  rateLimited(budget: Budget): void {
+    this.limited[budget]++;
+  }
+
+  /** Expose the delivery engine: service-added latency, sends per leader, drops, flights, chain view. */
+  watchDelivery(engine: DeliverySource): void {
+    this.registry.registerMetric(engine.serviceLatency);
+    this.counter(
+      'landfall_leader_sends_total',
+      'Transaction writes to a leader TPU over QUIC, by leader identity and result (ok: stream written; failed: dropped)',
+      ['leader', 'result'],
+      function* () {
+        for (const [leader, c] of engine.counters.sends) {
+          yield [{ leader, result: 'ok' }, c.ok];
+          yield [{ leader, result: 'failed' }, c.failed];
+        }
+      },
+    );
+    this.counter('landfall_send_drops_total', 'Transaction writes that did not reach a leader, by reason', ['reason'], function* () {
+      for (const [reason, n] of engine.counters.drops) yield [{ reason }, n];
+    });
+    this.gauge('landfall_delivery_in_flight', 'Transactions held for anti-MEV or with rebroadcast rounds left', () => engine.inFlight);
+    this.gauge('landfall_chain_slot', 'Current cluster slot as the leader tracker sees it', () => engine.health().slot);
+    this.gauge('landfall_chain_slot_age_seconds', 'Time since the leader tracker last saw the slot advance', () => engine.health().slotAgeMs / 1000);
+    this.gauge('landfall_chain_synced', '1 while the chain view is fresh (what GET /health reports), else 0', () => (engine.health().synced ? 1 : 0));
+  }
+
+  /** Expose the confirmation tracker: outcomes, observation sources, pending count and sweep lag. */
+  watchTracker(tracker: TrackerSource): void {
+    const { stats } = tracker;
+    this.counter(
+      'landfall_transactions_total',
+      'Tracked transactions reaching an outcome: confirmed and failed landed; expired can no longer land',
+      ['outcome'],
+      function* () {
+        for (const outcome of ['confirmed', 'failed', 'expired'] as const) yield [{ outcome }, stats[outcome]];
+      },
+    );
+    this.counter(
+      'landfall_tracker_observations_total',
+      'Outcomes observed by the tracker, by source (push: logsSubscribe; poll: getSignatureStatuses)',
+      ['source'],
+      function* () {
+        for (const source of ['push', 'poll'] as const) yield [{ source }, stats[source]];
+      },
+    );
+    this.counter('landfall_tracker_sweep_errors_total', 'Tracker sweeps (getSignatureStatuses, expiry) that failed', [], function* () {
+      yield [{}, stats.sweepErrors];
+    });
+    this.gauge('landfall_tracker_pending', 'Transactions the tracker is still watching (sent, not settled or expired)', () => tracker.size);
+    this.gauge('landfall_tracker_last_sweep_seconds', 'Duration of the last tracker sweep', () => stats.lastSweepMs / 1000);
+  }
+
+  /** The Prometheus text exposition of this service and of the process. */
+  async text(): Promise<string> {
+    return (await this.registry.metrics()) + (await processMetrics().metrics());
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /**
+   * A counter whose values live elsewhere (plain numbers incremented in place): at scrape time
+   * it is reset and refilled from `read`, so prom-client never sits on the hot path.
+   */
+  private counter(name: string, help: string, labelNames: string[], read: () => Iterable<[Labels, number]>): void {
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [labels, n] of read()) this.inc(labels, n);
+      },
+    });
+  }
+
+  private gauge(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Logs and metrics of the HTTP API, told once per request when its response is written.
+ *
+ * Logs are JSON lines through pino: one per request (`info`; `error` for a 5xx; `debug` for the
+ * probe routes `/ping`, `/health`, `/metrics`, which clients and scrapers hit all the time),
+ * carrying the request id, method, route, path, status, time in µs, the account id, the
+ * transaction signature and, for a refusal, its reason. Never an API key (the query string is
+ * not logged, and no reason quotes a key) and never transaction bytes (only the signature).
+ *
+ * Hot path: the line's object is only built when its level is enabled; pino serialises a flat
+ * object of strings and numbers on its fast path and writes asynchronously (sonic-boom).
+ */
+import { pino, type Logger } from 'pino';
+import type { LogLevel } from '../config.js';
+import type { Ctx, RequestObserver } from '../http/request.js';
+import { Metrics } from './metrics.js';
+
+/** Routes probed continuously (keep-alives, health checks, scrapes): logged at debug, not info. */
+const PROBES = new Set(['/ping', '/health', '/metrics']);
+
+export interface TelemetryOptions {
+  level: LogLevel;
+  /** Append JSON lines to this file; null writes to stdout. */
+  file: string | null;
+}
+
+export class Telemetry implements RequestObserver {
+  readonly log: Logger;
+  readonly metrics = new Metrics();
+  private readonly destination: ReturnType<typeof pino.destination>;
+  private readonly toFile: boolean;
+
+  constructor(opts: TelemetryOptions) {
+    this.toFile = opts.file !== null;
+    this.destination = pino.destination({ dest: opts.file ?? 1, sync: false, mkdir: opts.file !== null });
+    this.log = pino(
+      {
+        level: opts.level,
+        // "level":"info" rather than 30: readable without pino's tools.
+        formatters: { level: (label) => ({ level: label }) },
+      },
+      this.destination,
+    );
+  }
+
+  /** For an API built without a service (tests of the HTTP layer): counts, logs nothing. */
+  static quiet(): Telemetry {
+    return new Telemetry({ level: 'silent', file: null });
+  }
+
+  finished(ctx: Ctx, status: number, reason: string | null): void {
+    this.metrics.request(ctx.route, status);
+    const level = status >= 500 ? 'error' : PROBES.has(ctx.route) ? 'debug' : 'info';
+    if (!this.log.isLevelEnabled(level)) return;
+    this.log[level](
+      {
+        req: ctx.requestId,
+        method: ctx.method,
+        route: ctx.route,
+        path: ctx.url,
+        status,
+        us: Math.round(Number(process.hrtime.bigint() - ctx.receivedAt) / 1000),
+        account: ctx.accountId ?? undefined,
+        sig: ctx.signature ?? undefined,
+        reason: reason ?? undefined,
+      },
+      'request',
+    );
+  }
+
+  /** An unexpected exception in a handler (a bug): its stack, with the request id to find it by. */
+  internalError(ctx: Ctx, e: unknown): void {
+    this.log.error({ req: ctx.requestId, err: e }, 'internal error');
+  }
+
+  /** Write out what is buffered and release the file (never stdout). */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.log.flush(() => {
+        if (this.toFile) this.destination.end();
+        resolve();
+      });
+    });
+  }
+}

@@ -43,16 +43,25 @@ const FAULT_PLAN: Array<{ at: number; validator: string; fault: Fault; label: st
 
 type Write = (s: string) => void;
 
-/** `landfall demo [--duration 30] [--rate 5]`: returns the exit code. */
+/** `landfall demo [--duration 30] [--rate 5] [--log FILE]`: returns the exit code. */
 export async function demoCommand(argv: string[], write: Write, tty: boolean): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { duration: { type: 'string' }, rate: { type: 'string' } }, strict: true });
+  const { values } = parseArgs({
+    args: argv,
+    options: { duration: { type: 'string' }, rate: { type: 'string' }, log: { type: 'string' } },
+    strict: true,
+  });
   const durationS = positive(values.duration ?? '30', '--duration');
   const rate = positive(values.rate ?? '5', '--rate');
   const plan = planFor(rate, DEFAULT_CONFIG);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'landfall-demo-'));
-  const config: Config = { ...DEFAULT_CONFIG, port: 0, dataDir };
-  write(`starting the local cluster (${config.localnet.validators} validators, ${config.localnet.slotMs} ms slots) and the service…\n`);
+  // The service's request log would scroll the table away: it goes to a file.
+  const logFile = values.log ?? join(dataDir, 'service.log');
+  const config: Config = { ...DEFAULT_CONFIG, port: 0, dataDir, logFile };
+  write(
+    `starting the local cluster (${config.localnet.validators} validators, ${config.localnet.slotMs} ms slots) and the service…\n` +
+      `service log: ${values.log ?? 'in the temporary data directory, removed at the end (--log FILE keeps it)'}\n`,
+  );
   let svc: Service | undefined;
   let client: LandfallClient | undefined;
   try {

@@ -20,7 +20,7 @@ commands:
   keys revoke --account ID --name NAME
   keys list --account ID
   localnet                        run the local cluster [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S]
-  demo                            local cluster + service + a live table of tipped sends [--duration 30] [--rate 5]
+  demo                            local cluster + service + a live table of tipped sends [--duration 30] [--rate 5] [--log FILE]
 `;
 
 async function serve(argv: string[]): Promise<void> {

@@ -3,16 +3,26 @@
  * transactions, dispatched by signature so a thousand waiters cost one map lookup per message.
  */
 import WebSocket from 'ws';
+import { KeyedListeners } from '../keyed-listeners.js';
 import { LandfallStreamError, type StatusRecord } from './types.js';
 
 type Listener = (record: StatusRecord) => void;
+
+/**
+ * A listener that throws is reported as an uncaught exception, as Node's `EventTarget` does,
+ * after the other listeners have run: the stream keeps dispatching.
+ */
+const rethrow = (e: unknown) =>
+  queueMicrotask(() => {
+    throw e;
+  });
 
 export class StatusStream {
   /** Resolves once the server has authenticated the stream and pushes are live. */
   readonly ready: Promise<void>;
   private readonly ws: WebSocket;
-  private readonly all = new Set<Listener>();
-  private readonly bySignature = new Map<string, Set<Listener>>();
+  /** Listeners of every record are kept under the key `null`. */
+  private readonly listeners = new KeyedListeners<string | null, StatusRecord>(rethrow);
   private readonly closeListeners = new Set<(error: LandfallStreamError) => void>();
   private closedWith: LandfallStreamError | null = null;
 
@@ -46,19 +56,12 @@ export class StatusStream {
 
   /** Every status change of the account's transactions. Returns the unsubscribe function. */
   onStatus(listener: Listener): () => void {
-    this.all.add(listener);
-    return () => this.all.delete(listener);
+    return this.listeners.add(null, listener);
   }
 
   /** The changes of one transaction. Returns the unsubscribe function. */
   onSignature(signature: string, listener: Listener): () => void {
-    let set = this.bySignature.get(signature);
-    if (!set) this.bySignature.set(signature, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.bySignature.get(signature) === set) this.bySignature.delete(signature);
-    };
+    return this.listeners.add(signature, listener);
   }
 
   /** Called once when the stream closes (at once if it already has). */
@@ -82,8 +85,7 @@ export class StatusStream {
 
   private dispatch(message: StatusRecord & { type: string }): void {
     const { type: _type, ...record } = message;
-    for (const l of this.all) l(record);
-    const set = this.bySignature.get(record.signature);
-    if (set) for (const l of set) l(record);
+    this.listeners.emit(null, record);
+    this.listeners.emit(record.signature, record);
   }
 }

@@ -3,6 +3,8 @@
  * the wire's snake_case field names (spec §2), so a record from the client, from `curl` and from
  * the stream is the same object.
  */
+import type { AccountView } from '../accounts/accounts.js';
+export type { PlanName } from '../accounts/plans.js';
 
 /** Spec §2.1, in camelCase; omitted fields take the service's defaults. */
 export interface SendOptions {
@@ -41,23 +43,8 @@ export interface StatusRecord {
   expired?: true;
 }
 
-export type PlanName = 'starter' | 'growth' | 'pro' | 'whale';
-
-/** Spec §2.5. */
-export interface AccountRecord {
-  plan: PlanName;
-  plan_upgraded_at: string;
-  member_since: string;
-  limits: { max_tps: number; min_tip_bp: number };
-  usage: { service_points: number; transactions_total: number; transactions_today: number };
-  next_tier: {
-    plan: PlanName;
-    threshold_bp: number;
-    remaining_bp: number;
-    progress_percent: number;
-    benefits: { new_max_tps: number; new_tip_bp: number; tip_savings_percent: number };
-  } | null;
-}
+/** Spec §2.5, as the server renders it. */
+export type AccountRecord = AccountView;
 
 /** True once a record will not change again: confirmed, failed, or expired. */
 export function isFinal(r: StatusRecord): boolean {

@@ -17,6 +17,7 @@
  * pile up there is closed with 4008 "slow consumer" rather than buffered without bound.
  */
 import * as uWS from 'uWebSockets.js';
+import { KeyedListeners } from '../keyed-listeners.js';
 import type { StatusRecord } from '../store/store.js';
 import type { Services } from './api.js';
 
@@ -50,43 +51,30 @@ export const CLOSE = {
   tooManyStreams: 4029,
 } as const;
 
-type Listener = (record: StatusRecord) => void;
-
 /**
  * Status changes fanned out to the open streams of the account that owns each transaction.
  * `startService` publishes the acceptance (`sent`) and every change the tracker writes; the
  * stream sockets subscribe by account id, so a publish costs one map lookup when nobody listens.
  */
 export class StatusHub {
-  private readonly byAccount = new Map<string, Set<Listener>>();
+  private readonly listeners = new KeyedListeners<string, StatusRecord>((e) =>
+    // One failing socket must not stop the others, nor the tracker that published.
+    process.stderr.write(`landfall: status stream listener failed: ${(e as Error)?.stack ?? e}\n`),
+  );
 
   /** Listen to the changes of `accountId`'s transactions; returns the unsubscribe function. */
-  subscribe(accountId: string, listener: Listener): () => void {
-    let set = this.byAccount.get(accountId);
-    if (!set) this.byAccount.set(accountId, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.byAccount.get(accountId) === set) this.byAccount.delete(accountId);
-    };
+  subscribe(accountId: string, listener: (record: StatusRecord) => void): () => void {
+    return this.listeners.add(accountId, listener);
   }
 
   /** Open subscriptions of one account. */
   subscribers(accountId: string): number {
-    return this.byAccount.get(accountId)?.size ?? 0;
+    return this.listeners.count(accountId);
   }
 
-  /** Deliver `record` to its account's listeners. A failing listener never stops the others. */
+  /** Deliver `record` to its account's listeners. */
   publish(record: StatusRecord): void {
-    const set = this.byAccount.get(record.accountId);
-    if (!set) return;
-    for (const listener of set) {
-      try {
-        listener(record);
-      } catch (e) {
-        process.stderr.write(`landfall: status stream listener failed: ${(e as Error)?.stack ?? e}\n`);
-      }
-    }
+    this.listeners.emit(record.accountId, record);
   }
 }
 

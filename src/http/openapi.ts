@@ -228,7 +228,8 @@ function rpcSchemas(): Record<string, Schema> {
         params: {
           description: 'sendTransaction: [encoded transaction, config?]; getTipAccounts: none',
           oneOf: [
-            { type: 'array', prefixItems: [{ type: 'string' }, schema('SendTransactionConfig')], minItems: 1, maxItems: 2 },
+            { type: 'array', prefixItems: [{ type: 'string' }], minItems: 1, maxItems: 1 },
+            { type: 'array', prefixItems: [{ type: 'string' }, schema('SendTransactionConfig')], minItems: 2, maxItems: 2 },
             { type: 'array', maxItems: 0 },
           ],
         },
@@ -280,6 +281,19 @@ function rpcSchemas(): Record<string, Schema> {
     },
   };
 }
+
+/** The status record (spec §2.4 + `expired`): `GET /v1/status/{signature}` and the stream's pushes. */
+const STATUS_FIELDS: Record<string, Schema> = {
+  signature: schema('Signature'),
+  status: { enum: ['sent', 'confirmed', 'failed'] },
+  submitted_at: { type: 'string', format: 'date-time', description: 'UTC, milliseconds, Z' },
+  confirmed_at: { type: ['string', 'null'], format: 'date-time', description: 'Set for both terminal states' },
+  latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'Request received to confirmation observed (monotonic clock); confirmed only' },
+  slot: { type: ['integer', 'null'], minimum: 0, description: 'Slot the transaction landed in' },
+  api_key_name: { type: 'string', description: 'Name of the key that submitted it' },
+  expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired)' },
+};
+const STATUS_REQUIRED = ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'];
 
 // ---- the document ----------------------------------------------------------------------------
 
@@ -531,21 +545,7 @@ export const OPENAPI: OpenApiDocument = {
         additionalProperties: false,
         properties: { success: { const: true }, results: { type: 'array', items: schema('BatchItem') } },
       },
-      StatusRecord: {
-        type: 'object',
-        required: ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'],
-        additionalProperties: false,
-        properties: {
-          signature: schema('Signature'),
-          status: { enum: ['sent', 'confirmed', 'failed'] },
-          submitted_at: { type: 'string', format: 'date-time', description: 'UTC, milliseconds, Z' },
-          confirmed_at: { type: ['string', 'null'], format: 'date-time', description: 'Set for both terminal states' },
-          latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'Request received to confirmation observed (monotonic clock); confirmed only' },
-          slot: { type: ['integer', 'null'], minimum: 0, description: 'Slot the transaction landed in' },
-          api_key_name: { type: 'string', description: 'Name of the key that submitted it' },
-          expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired)' },
-        },
-      },
+      StatusRecord: { type: 'object', required: STATUS_REQUIRED, additionalProperties: false, properties: STATUS_FIELDS },
       Account: {
         type: 'object',
         required: ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier'],
@@ -620,9 +620,10 @@ export const OPENAPI: OpenApiDocument = {
       StreamReady: { type: 'object', required: ['type'], additionalProperties: false, properties: { type: { const: 'ready' } } },
       StreamStatus: {
         type: 'object',
-        required: ['type', 'signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'],
         description: 'A StatusRecord with "type": "status"',
-        properties: { type: { const: 'status' } },
+        required: ['type', ...STATUS_REQUIRED],
+        additionalProperties: false,
+        properties: { type: { const: 'status' }, ...STATUS_FIELDS },
       },
       ...rpcSchemas(),
     },

@@ -33,6 +33,8 @@ export interface Config {
   blocklistPath: string | null;
   /** Leaders each send goes to: the current one and the next distinct ones. */
   fanout: number;
+  /** piscina worker threads for QUIC sends; 0 sends from the HTTP thread (see bench "dispatch"). */
+  sendThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
   /** The embedded local cluster, when rpcUrl is null. */
@@ -55,6 +57,7 @@ export const DEFAULT_CONFIG: Config = {
   identityPath: null,
   blocklistPath: null,
   fanout: 2,
+  sendThreads: 2,
   tipAddresses: null,
   localnet: { validators: 4, slotMs: 400 },
   logLevel: 'info',
@@ -119,6 +122,14 @@ function positiveOf(v: unknown, name: string, integer: boolean): number {
   return n;
 }
 
+function nonNegativeIntOf(v: unknown, name: string): number {
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 64) {
+    throw new LandfallError('CONFIG_INVALID', `${name} must be an integer 0..64, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
 function portOf(v: unknown, name: string): number {
   const n = typeof v === 'string' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 65535) {
@@ -179,6 +190,7 @@ export function loadConfig(
     identityPath: optionalString(merged.identityPath, 'identityPath'),
     blocklistPath: optionalString(merged.blocklistPath, 'blocklistPath'),
     fanout: positiveOf(merged.fanout, 'fanout', true),
+    sendThreads: nonNegativeIntOf(merged.sendThreads, 'sendThreads'),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
     localnet: localnetOf(merged.localnet),
     logLevel: logLevelOf(merged.logLevel),

@@ -75,7 +75,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       for (const tip of tipAddresses) await localnet.airdrop(tip, LOCALNET_TIP_FUNDING);
     }
 
-    const engine = new Engine({ rpcUrl, wsUrl, identity, fanout: config.fanout, blocklistPath: config.blocklistPath });
+    const engine = new Engine({
+      rpcUrl,
+      wsUrl,
+      identity,
+      fanout: config.fanout,
+      blocklistPath: config.blocklistPath,
+      sendThreads: config.sendThreads,
+    });
     cleanup.push(() => engine.close());
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
 

@@ -11,7 +11,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { QuicClient } from '../../native/index.js';
-import { LATE_RESULTS, type SendTask, type SendTaskResult, type TargetResult } from './send-worker.js';
+import sendInline, { LATE_RESULTS, type SendTask, type SendTaskResult, type TargetResult } from './send-worker.js';
 
 /**
  * The compiled worker. Under a TypeScript loader (vitest, tsx) this module runs from `src/`,
@@ -31,12 +31,17 @@ export interface SendPoolOptions {
   identity: Buffer;
   /** Outcomes of targets that settled after their task had resolved (counted, not awaited). */
   onLate?: (result: TargetResult) => void;
-  /** Worker threads (default 2: the sends are asynchronous, two keep up with a core each). */
+  /**
+   * Worker threads (default 2: the sends are asynchronous, two keep up with a core each).
+   * 0 runs the same send task on the calling thread instead: the native client is itself
+   * asynchronous (its writes happen on its own tokio threads), and `npm run bench -- dispatch`
+   * measures what the pool's hand-off costs against that.
+   */
   threads?: number;
 }
 
 export class SendPool {
-  private readonly pool: Piscina<SendTask, SendTaskResult>;
+  private readonly pool: Piscina<SendTask, SendTaskResult> | null;
   private readonly client: QuicClient;
   private readonly identity: Uint8Array;
   private readonly late: BroadcastChannel;
@@ -44,7 +49,7 @@ export class SendPool {
   constructor(opts: SendPoolOptions) {
     this.identity = new Uint8Array(opts.identity);
     const threads = opts.threads ?? 2;
-    this.pool = new Piscina({
+    this.pool = threads === 0 ? null : new Piscina({
       filename: workerFile(),
       minThreads: threads,
       maxThreads: threads,
@@ -67,7 +72,8 @@ export class SendPool {
 
   /** Resolves once one target has the stream written, or all failed (see send-worker). */
   send(targets: string[], wire: Buffer): Promise<SendTaskResult> {
-    return this.pool.run({ identity: this.identity, targets, wire });
+    const task: SendTask = { identity: this.identity, targets, wire };
+    return this.pool ? this.pool.run(task) : sendInline(task);
   }
 
   /** Open connections to these TPUs now, so a later send never waits for a handshake. */
@@ -81,11 +87,11 @@ export class SendPool {
 
   /** Queue depth and utilisation, for metrics and the dispatch-overhead benchmark. */
   get queued(): number {
-    return this.pool.queueSize;
+    return this.pool?.queueSize ?? 0;
   }
 
   async close(): Promise<void> {
-    await this.pool.destroy();
+    await this.pool?.destroy();
     this.late.close();
     this.client.close();
   }

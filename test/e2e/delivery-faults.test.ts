@@ -132,3 +132,17 @@ describe('chain view', () => {
     expect(body.chain.slot_age_ms).toBeGreaterThan(0);
   });
 });
+
+describe('send path', () => {
+  it('with sendThreads: 0 the HTTP thread writes the sends itself, with the same outcomes and counters', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'inline' }, config: { sendThreads: 0 } });
+    const st = s;
+    const bot = account(st);
+    const sigs = await sendOnePerSlot(st, bot.key, 6);
+    for (const sig of sigs) expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
+    const ok = [...st.svc.engine.counters.sends.values()].reduce((a, c) => a + c.ok, 0);
+    expect(ok).toBeGreaterThanOrEqual(sigs.length);
+    const latency = await st.svc.engine.serviceLatency.get();
+    expect(latency.values.find((v) => v.metricName?.endsWith('_count'))?.value).toBe(sigs.length);
+  });
+});

@@ -26,6 +26,9 @@ import type { TargetResult } from './send-worker.js';
 import type { SimulationResult } from '../chain/rpc.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
 
+/** Rebroadcasts dispatched per event-loop turn. */
+const REBROADCAST_SLICE = 64;
+
 export interface EngineOptions {
   rpcUrl: string;
   wsUrl: string;
@@ -229,6 +232,13 @@ export class Engine implements Delivery {
     const upcoming = this.leaders.upcoming(this.prewarmCount, () => true, 256);
     this.pool.prewarm(upcoming.flatMap((l) => (l.tpuQuic ? [l.tpuQuic] : [])));
     const height = this.leaders.currentBlockHeight();
+    const leader = this.leaders.leaderAt(slot);
+    // This slot's targets, once per policy rather than once per transaction.
+    const targets = {
+      plain: this.leaders.upcoming(this.fanout, this.permit(false)),
+      antiMev: this.leaders.upcoming(this.fanout, this.permit(true)),
+    };
+    const due: Flight[] = [];
     for (const [sig, f] of this.flights) {
       if (f.lastValid !== null && height > f.lastValid) {
         this.flights.delete(sig);
@@ -236,10 +246,8 @@ export class Engine implements Delivery {
         continue;
       }
       if (f.lastSentSlot >= slot) continue;
-      const permit = this.permit(f.req.options.antiMev);
       if (f.held) {
-        const leader = this.leaders.leaderAt(slot);
-        if (leader === null || !permit(leader)) continue;
+        if (leader === null || !this.permit(f.req.options.antiMev)(leader)) continue;
         f.held = false;
         this.counters.released++;
       } else if (f.retriesLeft > 0) {
@@ -250,7 +258,21 @@ export class Engine implements Delivery {
         continue;
       }
       f.lastSentSlot = slot;
-      void this.sendTo(f.req, this.leaders.upcoming(this.fanout, permit), false).catch(() => this.drop('send_error'));
+      due.push(f);
     }
+    this.dispatchRound(due, targets, 0);
+  }
+
+  /**
+   * Send a slot's rebroadcasts in slices, yielding to the event loop between them: a round of
+   * thousands must not hold up the requests arriving meanwhile.
+   */
+  private dispatchRound(due: Flight[], targets: { plain: Leader[]; antiMev: Leader[] }, from: number): void {
+    const end = Math.min(due.length, from + REBROADCAST_SLICE);
+    for (let i = from; i < end; i++) {
+      const f = due[i]!;
+      void this.sendTo(f.req, f.req.options.antiMev ? targets.antiMev : targets.plain, false).catch(() => this.drop('send_error'));
+    }
+    if (end < due.length) setImmediate(() => this.dispatchRound(due, targets, end));
   }
 }

@@ -24,6 +24,7 @@ import {
   LandfallTimeoutError,
   type LandfallClientOptions,
 } from '../../src/client/index.js';
+import { waitFor } from '../helpers/localnet.js';
 import { account, blockhash, payer, startStack, type Stack } from '../helpers/stack.js';
 import { web3Base58 } from '../helpers/transactions.js';
 
@@ -42,6 +43,9 @@ describe('typed client', () => {
     const tx = new Transaction({ feePayer: fee.publicKey, recentBlockhash: await blockhash(s) });
     return tx.add(SystemProgram.transfer({ fromPubkey: fee.publicKey, toPubkey: fee.publicKey, lamports: ++unique }), ...extra);
   };
+  /** Wait until the account shows `n` service points. */
+  const points = (c: LandfallClient, n: number) =>
+    waitFor(`${n} service points`, async () => ((await c.account()).usage.service_points === n ? true : undefined));
   /** Starter plan: 1000 BP at the default 1000 lamports per point. */
   const STARTER_TIP = 1_000_000n;
 
@@ -75,7 +79,8 @@ describe('typed client', () => {
     // Pushed, not polled: the only request was the one status read made after subscribing.
     expect(c.stats.requests - before).toBe(1);
     expect(await c.status(sent.signature)).toEqual(rec);
-    expect((await c.account()).usage.service_points).toBe(1000);
+    // Points are credited by an asynchronous LMDB transaction; the push may come first.
+    await points(c, 1000);
   });
 
   it('addTip rebuilds a v0 VersionedTransaction; signed afterwards, it lands', async () => {
@@ -92,7 +97,7 @@ describe('typed client', () => {
     tx.sign([from]);
     const { signature } = await c.send(tx);
     expect((await c.waitForConfirmation(signature)).status).toBe('confirmed');
-    expect((await c.account()).usage.service_points).toBe(1000); // floor(1_000_005 / 1000)
+    await points(c, 1000); // floor(1_000_005 / 1000)
   });
 
   it('addTip refuses what the service would refuse, before signing', async () => {

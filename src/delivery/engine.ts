@@ -28,6 +28,8 @@ import type { StatusChange, Tracker } from '../tracker/tracker.js';
 
 /** Rebroadcasts dispatched per event-loop turn. */
 const REBROADCAST_SLICE = 64;
+/** Rounds a transaction may spend on unreachable leaders: two leader windows of 4 slots. */
+const MAX_FREE_ROUNDS = 8;
 
 export interface EngineOptions {
   rpcUrl: string;
@@ -44,7 +46,14 @@ export interface EngineOptions {
 
 interface Flight {
   req: SubmitRequest;
+  /**
+   * Rebroadcast rounds left. A round counts only when it reached the leader of its slot: rounds
+   * spent while that leader was unreachable (down, refusing, backing off) are free, or a
+   * transaction accepted early in a dead leader's window would use up its retries there and never
+   * reach the next one. Free rounds are capped by `freeRoundsLeft` (and by the blockhash).
+   */
   retriesLeft: number;
+  freeRoundsLeft: number;
   lastSentSlot: number;
   held: boolean;
   lastValid: number | null;
@@ -140,7 +149,14 @@ export class Engine implements Delivery {
     }
     const permit = this.permit(req.options.antiMev);
     const current = this.leaders.leaderAt(slot);
-    const flight: Flight = known ?? { req, retriesLeft: req.options.maxRetries, lastSentSlot: -1, held: false, lastValid };
+    const flight: Flight = known ?? {
+      req,
+      retriesLeft: req.options.maxRetries,
+      freeRoundsLeft: req.options.maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
+      lastSentSlot: -1,
+      held: false,
+      lastValid,
+    };
     if (current !== null && !permit(current)) {
       flight.held = true;
       this.counters.held++;
@@ -150,13 +166,13 @@ export class Engine implements Delivery {
     }
 
     const first = this.leaders.upcoming(this.fanout, permit);
-    let reached = await this.sendTo(req, first, true);
+    let reached = (await this.sendTo(req, first, true)).size;
     if (reached === 0) {
       // One more round, to the leaders after the first ones.
       const after = first.length > 0 ? first[first.length - 1]!.slot + 1 : slot + 1;
       const tried = new Set(first.map((l) => l.identity));
       const next = this.leaders.upcoming(this.fanout, (id) => permit(id) && !tried.has(id), 64, after);
-      reached = await this.sendTo(req, next, true);
+      reached = (await this.sendTo(req, next, true)).size;
       if (reached === 0) {
         this.counters.deliveryFailed++;
         const names = [...first, ...next].map((l) => l.tpuQuic ?? l.identity).join(', ');
@@ -197,19 +213,20 @@ export class Engine implements Delivery {
   }
 
   /** Write to the leaders' TPUs; count per leader and per drop reason; returns how many accepted. */
-  private async sendTo(req: SubmitRequest, leaders: Leader[], firstSend: boolean): Promise<number> {
+  /** Write to the leaders' TPUs; returns the TPU addresses known to have accepted the stream. */
+  private async sendTo(req: SubmitRequest, leaders: Leader[], firstSend: boolean): Promise<Set<string>> {
+    const reached = new Set<string>();
     const targets: string[] = [];
     for (const l of leaders) {
       if (l.tpuQuic) targets.push(l.tpuQuic);
       else this.drop('no_tpu_address');
     }
-    if (targets.length === 0) return 0;
+    if (targets.length === 0) return reached;
     const { results, firstWrittenAt } = await this.pool.send(targets, req.wire);
     if (firstWrittenAt !== null && firstSend) this.serviceLatency.observe(Number(firstWrittenAt - req.receivedAt) / 1e9);
     const leaderOf = new Map(leaders.map((l) => [l.tpuQuic, l.identity]));
-    let ok = 0;
-    for (const r of results) if (this.count(r, leaderOf.get(r.target) ?? r.target)) ok++;
-    return ok;
+    for (const r of results) if (this.count(r, leaderOf.get(r.target) ?? r.target)) reached.add(r.target);
+    return reached;
   }
 
   /** Count one target's outcome under its leader (and its reason, if dropped). */
@@ -239,6 +256,7 @@ export class Engine implements Delivery {
       antiMev: this.leaders.upcoming(this.fanout, this.permit(true)),
     };
     const due: Flight[] = [];
+    const retry = new Set<Flight>();
     for (const [sig, f] of this.flights) {
       if (f.lastValid !== null && height > f.lastValid) {
         this.flights.delete(sig);
@@ -251,8 +269,8 @@ export class Engine implements Delivery {
         f.held = false;
         this.counters.released++;
       } else if (f.retriesLeft > 0) {
-        f.retriesLeft--;
         this.counters.rebroadcasts++;
+        retry.add(f);
       } else {
         this.flights.delete(sig);
         continue;
@@ -260,19 +278,28 @@ export class Engine implements Delivery {
       f.lastSentSlot = slot;
       due.push(f);
     }
-    this.dispatchRound(due, targets, 0);
+    this.dispatchRound(due, retry, targets, 0);
   }
 
   /**
    * Send a slot's rebroadcasts in slices, yielding to the event loop between them: a round of
    * thousands must not hold up the requests arriving meanwhile.
    */
-  private dispatchRound(due: Flight[], targets: { plain: Leader[]; antiMev: Leader[] }, from: number): void {
+  private dispatchRound(due: Flight[], retry: Set<Flight>, targets: { plain: Leader[]; antiMev: Leader[] }, from: number): void {
     const end = Math.min(due.length, from + REBROADCAST_SLICE);
     for (let i = from; i < end; i++) {
       const f = due[i]!;
-      void this.sendTo(f.req, f.req.options.antiMev ? targets.antiMev : targets.plain, false).catch(() => this.drop('send_error'));
+      const leaders = f.req.options.antiMev ? targets.antiMev : targets.plain;
+      const current = leaders[0]?.slot === f.lastSentSlot ? leaders[0].tpuQuic : null;
+      void this.sendTo(f.req, leaders, false).then(
+        (reached) => {
+          if (!retry.has(f)) return; // a held transaction's first send is not a retry
+          if ((current !== null && reached.has(current)) || f.freeRoundsLeft === 0) f.retriesLeft--;
+          else f.freeRoundsLeft--;
+        },
+        () => this.drop('send_error'),
+      );
     }
-    if (end < due.length) setImmediate(() => this.dispatchRound(due, targets, end));
+    if (end < due.length) setImmediate(() => this.dispatchRound(due, retry, targets, end));
   }
 }

@@ -69,6 +69,23 @@ describe('faults', () => {
     expect(st.net.receivedAt('v4').some((r) => r.outcome === 'included')).toBe(true);
   });
 
+  it('a transaction accepted at the start of a dead leader\'s window still lands with the default max_retries', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'dead-window', faults: { v2: { down: true } } } });
+    const st = s;
+    const bot = account(st);
+    const from = await payer(st);
+    // Wait for the first slot of v2's window: its four slots are all dead ones.
+    await waitFor('v2 window start', () => {
+      const slot = st.net.slot();
+      return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v2' ? slot : undefined;
+    }, 20_000);
+    const tx = await tipped(st, from, 300_000);
+    expect((await send(st, bot.key, tx.base64)).status).toBe(200); // reached the next leader's TPU
+    const rec = await settled(st, bot.key, tx.signature);
+    expect(rec.status).toBe('confirmed');
+    expect(st.net.leaderAt(rec.slot).name).not.toBe('v2');
+  });
+
   it('500 Delivery failed when the first send reaches no leader at all; nothing is recorded', async () => {
     s = await startStack({ localnet: { slotMs: 100, seed: 'refuse' } });
     const st = s;

@@ -35,8 +35,11 @@ import {
   mdTable,
   pooledStats,
   samplesOf,
+  target,
+  targetsTable,
   type Suite,
   type SuiteResult,
+  type Target,
   type TaskStats,
   warnIfBusy,
 } from './lib/suite.js';
@@ -81,16 +84,6 @@ export interface Scenario<I extends ImplResult = ImplResult> {
   /** Implementation id of the row every ratio in the table is relative to. */
   reference: string;
   implementations: I[];
-}
-
-export interface Target {
-  id: string;
-  description: string;
-  measured: number;
-  unit: string;
-  comparison: '<=' | '>=';
-  limit: number;
-  met: boolean;
 }
 
 export interface NativeResult extends SuiteResult {
@@ -524,22 +517,6 @@ async function run(): Promise<NativeResult> {
     },
   };
 
-  const target = (
-    id: string,
-    description: string,
-    measured: number,
-    unit: string,
-    comparison: '<=' | '>=',
-    limit: number,
-  ): Target => ({
-    id,
-    description,
-    measured,
-    unit,
-    comparison,
-    limit,
-    met: comparison === '<=' ? measured <= limit : measured >= limit,
-  });
   const targets: Target[] = [
     target('inspect-vs-bare-verify', 'inspect ≤ 1.2 × bare verify (mean time)', ratios['inspectOverBareVerify']!.value, '×', '<=', 1.2),
     target('inspect-vs-web3-node-crypto', 'inspect ≥ 3 × faster than web3.js + node:crypto', ratios['web3NodeCryptoOverInspect']!.value, '×', '>=', 3),
@@ -693,16 +670,7 @@ function readmeTable(r: NativeResult): string {
   }
 
   out.push('**Targets**', '');
-  out.push(
-    mdTable(
-      ['target', 'measured', 'result'],
-      r.targets.map((t) => [
-        t.description,
-        t.unit === 'ns' ? fmtNs(t.measured) : `${t.measured.toFixed(2)}${t.unit}`,
-        t.met ? 'met' : `**missed** (needs ${t.comparison === '<=' ? '≤' : '≥'} ${t.limit}${t.unit === 'ns' ? ' ns' : t.unit})`,
-      ]),
-    ),
-  );
+  out.push(targetsTable(r.targets, (v, unit) => (unit === 'ns' ? fmtNs(v) : `${v.toFixed(2)}${unit}`)));
   out.push(
     '',
     `Every call's verdict is checked (${Object.values(r.scenarios)

@@ -11,8 +11,7 @@
  * that JSON (a missing block is appended under the suite's title). Nothing else in README.md is
  * touched.
  *
- * To add a suite (http, delivery, …): create `bench/<name>.ts` exporting `suite`, and list it in
- * `SUITES` below.
+ * To add a suite: create `bench/<name>.ts` exporting `suite`, and list it in `SUITES` below.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +27,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   send: async () => (await import('./send.js')).suite,
   batch: async () => (await import('./batch.js')).suite,
   status: async () => (await import('./status.js')).suite,
+  delivery: async () => (await import('./delivery.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -76,7 +76,7 @@ function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-function packageVersion(name: string): string {
+export function packageVersion(name: string): string {
   try {
     const url = new URL(`../../node_modules/${name}/package.json`, import.meta.url);
     const pkg = JSON.parse(readFileSync(url, 'utf8')) as { version?: unknown };
@@ -156,6 +156,33 @@ export function pooledStats(name: string, roundsMs: ReadonlyArray<readonly numbe
   };
 }
 
+/** One stated target, checked against one measured value. */
+export interface Target {
+  id: string;
+  description: string;
+  measured: number;
+  unit: string;
+  comparison: '<=' | '>=';
+  limit: number;
+  met: boolean;
+}
+
+export function target(id: string, description: string, measured: number, unit: string, comparison: '<=' | '>=', limit: number): Target {
+  return { id, description, measured, unit, comparison, limit, met: comparison === '<=' ? measured <= limit : measured >= limit };
+}
+
+/** The README's targets table: each target, its measured value (`show` formats it), met or missed. */
+export function targetsTable(targets: Target[], show: (value: number, unit: string) => string): string {
+  return mdTable(
+    ['target', 'measured', 'result'],
+    targets.map((t) => [
+      t.description,
+      show(t.measured, t.unit),
+      t.met ? 'met' : `**missed** (needs ${t.comparison === '<=' ? '≤' : '≥'} ${show(t.limit, t.unit)})`,
+    ]),
+  );
+}
+
 /** Human-readable duration from nanoseconds: `42 ns`, `31.2 µs`, `3.05 ms`. */
 export function fmtNs(ns: number): string {
   if (ns < 1e3) return `${ns.toFixed(ns < 10 ? 2 : 1)} ns`;
@@ -180,10 +207,11 @@ export function mdTable(header: string[], rows: string[][]): string {
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-export function machineLine(m: MachineInfo): string {
+/** The "Measured … on …" line; `tools` names what measured (default: tinybench and its version). */
+export function machineLine(m: MachineInfo, tools = `tinybench ${m.tinybench}`): string {
   return (
     `Measured ${m.date.slice(0, 10)} on ${m.cpuModel} (${m.cpuCores} cores, ${m.totalMemoryGiB} GiB), ` +
-    `${m.platform} ${m.arch}, Node ${m.node} (V8 ${m.v8}), tinybench ${m.tinybench}; ` +
+    `${m.platform} ${m.arch}, Node ${m.node} (V8 ${m.v8}), ${tools}; ` +
     `1-minute load average ${m.loadAvg1mStart} at start, ${m.loadAvg1mEnd} at end.`
   );
 }

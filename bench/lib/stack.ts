@@ -1,0 +1,213 @@
+/**
+ * What the HTTP suites share: a local cluster, the Landfall service and the load generator, each
+ * in its own process (see `child.ts`), an account on a plan whose rate limits are raised out of
+ * the way, a funded fee payer, and the files the load generator reads its requests from.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
+import { DEFAULT_PLANS, PLAN_ORDER, minTipLamports, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
+import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
+import { Rpc } from '../../src/chain/rpc.js';
+import type { LocalnetOptions } from '../../src/localnet/index.js';
+import type { LandfallSnapshot } from '../hosts/landfall.js';
+import type { LoadResult, LoadSpec } from '../hosts/loadgen.js';
+import { spawnChild, type Child } from './child.js';
+import { TxSigner, type SignedTx } from './signed.js';
+
+/** Requests per second no benchmark reaches: the plan's token buckets never refuse. */
+export const UNLIMITED_TPS = 1_000_000;
+
+/**
+ * The default plan table (tips, thresholds) with every rate limit raised to `UNLIMITED_TPS`: the
+ * buckets are still taken on every request, they just never refuse.
+ */
+export function benchPlans(): PlanTable {
+  const plans = {} as PlanTable;
+  for (const p of PLAN_ORDER) plans[p] = { ...DEFAULT_PLANS[p], maxTps: UNLIMITED_TPS, queryTps: UNLIMITED_TPS };
+  return plans;
+}
+
+/** The starter plan's minimum tip: accepted on every plan the account may be upgraded to. */
+export const TIP_LAMPORTS = Number(minTipLamports(DEFAULT_PLANS.starter, DEFAULT_CONFIG.lamportsPerPoint));
+
+/**
+ * Cluster options for load: Agave's unstaked QUIC limits (20 streams per 100 ms, 8 new
+ * connections a minute per IP) would throttle a benchmark whose every sender is 127.0.0.1.
+ * Receipts and blocks are kept for 300 slots (2 minutes), enough for any blockhash lifetime,
+ * so a long run does not pile up 30 minutes of receipts in the cluster's memory.
+ */
+export const LOAD_CLUSTER: LocalnetOptions = {
+  validators: 4,
+  slotMs: 400,
+  maxStreamsPer100ms: 0,
+  maxConnectionsPerPeer: 64,
+  maxConnectionsPerIpPerMinute: 0,
+  historySlots: 300,
+};
+
+const here = (file: string): URL => new URL(`../hosts/${file}`, import.meta.url);
+
+export interface Cluster {
+  child: Child;
+  rpcUrl: string;
+  wsUrl: string;
+  rpc: Rpc;
+  airdrop(addresses: string[], lamports: bigint): Promise<void>;
+  blockhash(): Promise<string>;
+}
+
+export async function startCluster(opts: LocalnetOptions): Promise<Cluster> {
+  const child = await spawnChild('cluster', here('cluster.ts'));
+  try {
+    const info = await child.call<{ rpcUrl: string; wsUrl: string }>('start', opts);
+    const rpc = new Rpc(info.rpcUrl);
+    return {
+      child,
+      ...info,
+      rpc,
+      airdrop: (addresses, lamports) => child.call('airdrop', { addresses, lamports }),
+      blockhash: async () => (await rpc.getLatestBlockhash('confirmed')).value.blockhash,
+    };
+  } catch (e) {
+    await child.close();
+    throw e;
+  }
+}
+
+export interface Landfall {
+  child: Child;
+  url: string;
+  reset(): Promise<void>;
+  snapshot(): Promise<LandfallSnapshot>;
+}
+
+/**
+ * `landfall serve` on `dataDir` against `cluster`, with the bench plan table; `tipAddresses` null
+ * uses the data directory's own.
+ */
+export async function startLandfall(cluster: Cluster, dataDir: string, tipAddresses: string[] | null): Promise<Landfall> {
+  const child = await spawnChild('landfall', here('landfall.ts'));
+  const config: Config = {
+    ...DEFAULT_CONFIG,
+    port: 0,
+    dataDir,
+    rpcUrl: cluster.rpcUrl,
+    wsUrl: cluster.wsUrl,
+    plans: benchPlans(),
+    tipAddresses,
+    // No line per request: the peer (Fastify, `logger: false`) writes none either.
+    logLevel: 'warn',
+  };
+  try {
+    const { url } = await child.call<{ url: string }>('start', config);
+    return {
+      child,
+      url,
+      reset: () => child.call('reset'),
+      snapshot: () => child.call<LandfallSnapshot>('snapshot'),
+    };
+  } catch (e) {
+    await child.close();
+    throw e;
+  }
+}
+
+export interface Loadgen {
+  child: Child;
+  load(spec: LoadSpec): Promise<LoadResult>;
+}
+
+export async function startLoadgen(): Promise<Loadgen> {
+  const child = await spawnChild('loadgen', here('loadgen.ts'));
+  return {
+    child,
+    // Generous: the phase plus its drain.
+    load: (spec) => child.call<LoadResult>('load', spec, (spec.warmupMs ?? 0) + spec.durationMs + 60_000),
+  };
+}
+
+/** Write load-generator items (one per line) to `<dir>/<name>.items`; returns the path. */
+export function writeItems(dir: string, name: string, lines: Iterable<string>): string {
+  const file = join(dir, `${name}.items`);
+  writeFileSync(file, [...lines].join('\n') + '\n');
+  return file;
+}
+
+export interface Stack {
+  dir: string;
+  cluster: Cluster;
+  landfall: Landfall;
+  loadgen: Loadgen;
+  tipAddresses: string[];
+  apiKey: string;
+  accountId: string;
+  signer: TxSigner;
+  /** `count` fresh transactions on the cluster's latest blockhash. */
+  transactions(count: number): Promise<SignedTx[]>;
+  /** Write load-generator items (one per line) to a file in the stack's directory. */
+  items(name: string, lines: Iterable<string>): string;
+  load(spec: LoadSpec): Promise<LoadResult>;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  cluster?: LocalnetOptions;
+  /** SOL airdropped to the fee payer: tips and fees of every transaction the suite sends. */
+  payerSol: number;
+  plan?: PlanName;
+}
+
+/** A temporary directory, removed by `rm`. */
+export function tempDir(prefix: string): { dir: string; rm: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, rm: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Cluster, service, load generator, a funded payer and an account: ready to send. */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const tmp = tempDir('landfall-bench-');
+  const closers: Array<() => Promise<void> | void> = [tmp.rm];
+  const close = async (): Promise<void> => {
+    for (const c of closers.reverse()) await c();
+    closers.length = 0;
+  };
+  try {
+    const cluster = await startCluster(opts.cluster ?? LOAD_CLUSTER);
+    closers.push(() => cluster.child.close());
+    const tipAddresses = Array.from({ length: 8 }, () => Keypair.generate().publicKey.toBase58());
+    const payer = Keypair.generate();
+    // Tip addresses hold a rent-exempt balance from the start, as they do on mainnet.
+    await cluster.airdrop(tipAddresses, BigInt(LAMPORTS_PER_SOL));
+    await cluster.airdrop([payer.publicKey.toBase58()], BigInt(opts.payerSol) * BigInt(LAMPORTS_PER_SOL));
+    const landfall = await startLandfall(cluster, join(tmp.dir, 'data'), tipAddresses);
+    closers.push(() => landfall.child.close());
+    const loadgen = await startLoadgen();
+    closers.push(() => loadgen.child.close());
+    const acct = await landfall.child.call<{ id: string; key: string }>('createAccount', { name: 'bench', plan: opts.plan ?? 'starter' });
+    const signer = new TxSigner(payer, tipAddresses, TIP_LAMPORTS);
+    return {
+      dir: tmp.dir,
+      cluster,
+      landfall,
+      loadgen,
+      tipAddresses,
+      apiKey: acct.key,
+      accountId: acct.id,
+      signer,
+      transactions: async (count) => signer.sign(await cluster.blockhash(), count),
+      items: (name, lines) => writeItems(tmp.dir, name, lines),
+      load: (spec) => loadgen.load(spec),
+      close,
+    };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** The JSON body of `POST /v1/send` for one transaction (default options, as most bots send). */
+export function sendBody(tx: SignedTx): string {
+  return `{"transaction":"${tx.wire.toString('base64')}"}`;
+}

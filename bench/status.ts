@@ -1,0 +1,275 @@
+/**
+ * Benchmark suite "status": `GET /v1/status/{signature}` against a store holding 10 k, 100 k and
+ * 1 M status records, to show the lookup cost stays flat as the store grows, and how much memory
+ * the service holds at each size.
+ *
+ * The store is filled directly (`Store.insertStatus`) with settled records of the bench account
+ * in the order production writes them: submission times rising over the last `SPREAD_DAYS` days
+ * (inside the retention window), signatures random. The fill grows the same store from one size
+ * to the next, so the 1 M store is built once, and each step is one write transaction: a random
+ * key dirties a random page, and LMDB copies a dirtied page once per transaction, so one large
+ * transaction is several times faster than many small ones (measured: 1 M records in 10 k-record
+ * transactions took over 2 minutes, in one transaction about half a minute).
+ * Nothing is pending in a store of settled traffic, so the pending entries the inserts write are
+ * cleared before the service opens it (else the tracker would start watching a million).
+ *
+ * At each size the service is started fresh on the store, then: the maximum rate (closed loop,
+ * `CONNECTIONS` connections) and a fixed open-loop rate (the same at every size: half the 10 k
+ * maximum) over a uniform random sample of `SAMPLE` signatures of the whole store (uniform is the
+ * worst case for a memory-mapped store: production queries mostly hit recent, cached records);
+ * then the service's resident memory. Every response must be a 200 with `"status":"confirmed"`.
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import { join } from 'node:path';
+import { Accounts } from '../src/accounts/accounts.js';
+import { DEFAULT_CONFIG } from '../src/config.js';
+import { base58Encode } from '../src/native.js';
+import { Store, type StatusRecord } from '../src/store/store.js';
+import type { LoadResult } from './hosts/loadgen.js';
+import { fmtCores, fmtUs, loadMs, WARMUP_MS, type CoresUsed } from './lib/phase.js';
+import type { LoopDelay, Memory } from './lib/process-stats.js';
+import { benchPlans, LOAD_CLUSTER, startCluster, startLandfall, startLoadgen, tempDir, writeItems } from './lib/stack.js';
+import {
+  finishMachineInfo,
+  fmtOps,
+  fmtRatio,
+  machineInfo,
+  machineLine,
+  mdTable,
+  packageVersion,
+  target,
+  targetsTable,
+  warnIfBusy,
+  type Suite,
+  type SuiteResult,
+  type Target,
+} from './lib/suite.js';
+
+export const SIZES = [10_000, 100_000, 1_000_000] as const;
+const SPREAD_DAYS = 5;
+const SPREAD_MS = SPREAD_DAYS * 86_400_000;
+/** Signatures queried at each size (uniform over the store; all of it at 10 k). */
+const SAMPLE = 20_000;
+const CONNECTIONS = 32;
+const MEMORY_TARGET_MB = 300;
+
+export interface SizeResult {
+  records: number;
+  /** Seconds the fill up to this size took (from the previous size). */
+  fillSec: number;
+  /** The store file on disk, MiB. */
+  storeMiB: number;
+  max: Omit<LoadResult, 'bodies'>;
+  fixed: Omit<LoadResult, 'bodies'>;
+  cores: CoresUsed;
+  loopDelay: LoopDelay;
+  memory: Memory;
+}
+
+export interface StatusResult extends SuiteResult {
+  suite: 'status';
+  durationSec: number;
+  config: { sample: number; connections: number; loadMs: number; warmupMs: number; fixedRate: number; loadGenerator: string };
+  sizes: SizeResult[];
+  targets: Target[];
+}
+
+/**
+ * Grows the store and keeps a uniform sample of every signature in it (reservoir sampling), so
+ * each size is queried over the whole store, not only over what the last fill added.
+ */
+class Filler {
+  readonly sample: string[] = [];
+  private count = 0;
+
+  /** Submission time of record i: `start + i × step`, the last of the largest size just before now. */
+  private readonly start = Date.now() - SPREAD_MS;
+  private readonly step = SPREAD_MS / SIZES[SIZES.length - 1]!;
+
+  constructor(
+    private readonly dir: string,
+    private readonly accountId: string,
+  ) {}
+
+  get records(): number {
+    return this.count;
+  }
+
+  /** Add records until the store holds `size`; returns the store file's size in MiB. */
+  async fillTo(size: number): Promise<number> {
+    const store = Store.open(this.dir);
+    try {
+      store.root.transactionSync(() => {
+        for (; this.count < size; this.count++) this.insert(store);
+      });
+      await store.flushed();
+      await store.pending.clearAsync();
+      const stats = store.root.getStats() as { lastPageNumber: number; pageSize: number };
+      return Math.round((stats.lastPageNumber * stats.pageSize) / 2 ** 20);
+    } finally {
+      await store.close();
+    }
+  }
+
+  private insert(store: Store): void {
+    const signature = base58Encode(randomBytes(64));
+    const submittedAt = Math.round(this.start + this.count * this.step);
+    const rec: StatusRecord = {
+      signature,
+      accountId: this.accountId,
+      keyName: 'default',
+      status: 'confirmed',
+      submittedAt,
+      confirmedAt: submittedAt + 400 + randomInt(800),
+      latencyMs: 400 + randomInt(800),
+      slot: 300_000_000 + this.count,
+      submitSlot: 300_000_000 + this.count - 1,
+      expired: false,
+      tipLamports: '1000000',
+      recentBlockhash: '4sGjMW1sUnHzSxGspuhpqLDx6wiyjNtZAMdL4VZHirAn',
+      durableNonce: false,
+    };
+    store.insertStatus(rec, {
+      accountId: this.accountId,
+      submittedAt,
+      recentBlockhash: rec.recentBlockhash,
+      durableNonce: false,
+      lastValidBlockHeight: null,
+      tipLamports: rec.tipLamports,
+    });
+    // Reservoir sampling (Algorithm R): every record so far is in the sample with equal odds.
+    if (this.sample.length < SAMPLE) this.sample.push(signature);
+    else {
+      const j = randomInt(this.count + 1);
+      if (j < SAMPLE) this.sample[j] = signature;
+    }
+  }
+}
+
+function shuffled<T>(a: readonly T[]): T[] {
+  const out = [...a];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = randomInt(i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+function checked(r: LoadResult, what: string): Omit<LoadResult, 'bodies'> {
+  const ok = r.statusCounts['200'] ?? 0;
+  if (ok !== r.completed || r.counted !== ok || r.transportErrors > 0) {
+    throw new Error(`status ${what}: ${JSON.stringify(r.statusCounts)}, ${ok - r.counted} not confirmed, ${r.transportErrors} transport errors (${r.firstError ?? 'none'})`);
+  }
+  const { bodies: _bodies, ...rest } = r;
+  return rest;
+}
+
+async function run(): Promise<StatusResult> {
+  const machine = machineInfo();
+  warnIfBusy(machine);
+  const t0 = performance.now();
+  const durationMs = Math.max(2000, Math.round(loadMs() * 0.6));
+  const tmp = tempDir('landfall-bench-status-');
+  const dataDir = join(tmp.dir, 'data');
+  const cluster = await startCluster(LOAD_CLUSTER);
+  const loadgen = await startLoadgen();
+  try {
+    const store = Store.open(dataDir);
+    const created = new Accounts(store, { plans: benchPlans(), lamportsPerPoint: DEFAULT_CONFIG.lamportsPerPoint }).createAccount('bench', 'starter');
+    await store.close();
+    const filler = new Filler(dataDir, created.account_id);
+    const sizes: SizeResult[] = [];
+    let fixedRate = 0;
+    for (const size of SIZES) {
+      const f0 = performance.now();
+      const storeMiB = await filler.fillTo(size);
+      const fillSec = Math.round((performance.now() - f0) / 100) / 10;
+      console.log(`  ${size.toLocaleString('en-US')} records (fill ${fillSec} s, store ${storeMiB} MiB)`);
+      const itemsFile = writeItems(tmp.dir, `status-${size}`, shuffled(filler.sample));
+      const landfall = await startLandfall(cluster, dataDir, null);
+      try {
+        const spec = {
+          origin: landfall.url,
+          method: 'GET' as const,
+          path: '/v1/status/{item}',
+          headers: { authorization: `Bearer ${created.api_key}` },
+          itemsFile,
+          reuse: true,
+          connections: CONNECTIONS,
+          durationMs,
+          countInBody: '"status":"confirmed"',
+        };
+        await landfall.reset();
+        const cpu0 = (await landfall.snapshot()).cpuMs;
+        const w0 = performance.now();
+        const max = checked(await loadgen.load({ ...spec, warmupMs: WARMUP_MS }), `max at ${size}`);
+        fixedRate ||= Math.round(max.achievedRps / 2);
+        const fixed = checked(await loadgen.load({ ...spec, rate: fixedRate, warmupMs: 0 }), `fixed rate at ${size}`);
+        const after = await landfall.snapshot();
+        const cores: CoresUsed = { landfall: Math.round(((after.cpuMs - cpu0) / (performance.now() - w0)) * 100) / 100 };
+        console.log(
+          `    max ${fmtOps(max.achievedRps)} req/s (p99 ${fmtUs(max.latency.p99Us)}); at ${fixedRate} req/s p99 ${fmtUs(fixed.latency.p99Us)}; RSS ${after.memory.rssMiB} MiB`,
+        );
+        sizes.push({ records: size, fillSec, storeMiB, max, fixed, cores, loopDelay: after.loopDelay, memory: after.memory });
+      } finally {
+        await landfall.child.close();
+      }
+    }
+    const first = sizes[0]!;
+    const last = sizes[sizes.length - 1]!;
+    const targets: Target[] = [
+      target('p99-flat', `p99 at ${last.records.toLocaleString('en-US')} records ≤ 1.5 × p99 at ${first.records.toLocaleString('en-US')} (fixed rate)`, last.fixed.latency.p99Us / first.fixed.latency.p99Us, '×', '<=', 1.5),
+      target('rss', `resident memory at ${last.records.toLocaleString('en-US')} records ≤ ${MEMORY_TARGET_MB} MB`, (last.memory.rssMiB * 2 ** 20) / 1e6, 'MB', '<=', MEMORY_TARGET_MB),
+    ];
+    return {
+      suite: 'status',
+      machine: finishMachineInfo(machine),
+      durationSec: Math.round((performance.now() - t0) / 100) / 10,
+      config: { sample: SAMPLE, connections: CONNECTIONS, loadMs: durationMs, warmupMs: WARMUP_MS, fixedRate, loadGenerator: `undici ${packageVersion('undici')}` },
+      sizes,
+      targets,
+    };
+  } finally {
+    await loadgen.child.close();
+    await cluster.child.close();
+    tmp.rm();
+  }
+}
+
+function readmeTable(r: StatusResult): string {
+  return [
+    machineLine(r.machine, `${r.config.loadGenerator} load generator`),
+    '',
+    `\`GET /v1/status/{signature}\` (bearer key) over a uniform random sample of ${r.config.sample.toLocaleString('en-US')} signatures of the whole store, ` +
+      `on a fresh service per size: the maximum rate (closed loop, ${r.config.connections} connections, ${r.config.loadMs / 1000} s after ${r.config.warmupMs / 1000} s of warm-up), ` +
+      `then ${r.config.loadMs / 1000} s at a fixed ${fmtOps(r.config.fixedRate)} req/s (half the first size’s maximum) for the latency comparison. ` +
+      'Resident memory is the service process’s after both; LMDB is memory-mapped, so the store pages it touched count as file-backed RSS (page cache the kernel can reclaim).',
+    '',
+    mdTable(
+      ['records', 'store file', 'max req/s', 'p99 at max', `p50 / p99 at ${fmtOps(r.config.fixedRate)} req/s`, 'RSS (anon + file)', 'CPU cores (service)'],
+      r.sizes.map((s) => [
+        s.records.toLocaleString('en-US'),
+        `${s.storeMiB} MiB`,
+        fmtOps(s.max.achievedRps),
+        fmtUs(s.max.latency.p99Us),
+        `${fmtUs(s.fixed.latency.p50Us)} / ${fmtUs(s.fixed.latency.p99Us)}`,
+        `${s.memory.rssMiB} MiB (${s.memory.rssAnonMiB} + ${s.memory.rssFileMiB})`,
+        fmtCores(s.cores),
+      ]),
+    ),
+    '',
+    '**Targets**',
+    '',
+    targetsTable(r.targets, (v, unit) => (unit === 'MB' ? `${v.toFixed(1)} MB` : fmtRatio(v))),
+    '',
+    `Store fill: ${r.sizes.map((s) => `${s.fillSec} s to ${s.records.toLocaleString('en-US')}`).join(', ')} (\`Store.insertStatus\`, one write transaction per step). ` +
+      `Raw numbers: \`bench/results/status.json\`; run: \`npm run bench -- status\` (${r.durationSec} s).`,
+  ].join('\n');
+}
+
+export const suite: Suite<StatusResult> = {
+  name: 'status',
+  title: 'Performance (status lookups)',
+  run,
+  readmeTable,
+};

@@ -57,8 +57,8 @@ export class Ctx {
     readonly res: HttpResponse,
     req: HttpRequest,
     paramCount: number,
-    readonly route: string = req.getUrl(),
-    private readonly observer: RequestObserver | null = null,
+    readonly route: string,
+    private readonly observer: RequestObserver,
   ) {
     const id = req.getHeader('x-request-id');
     this.requestId = REQUEST_ID.test(id) ? id : randomUUID();
@@ -142,7 +142,7 @@ export class Ctx {
       });
     }
     // Counted and logged even when the client went away: the work was done.
-    this.observer?.finished(this, status, reason);
+    this.observer.finished(this, status, reason);
   }
 }
 

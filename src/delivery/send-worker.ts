@@ -63,7 +63,8 @@ export default function send(task: SendTask): Promise<SendTaskResult> {
     for (const target of task.targets) {
       c.send([target], wire).then(
         ([r]) => settle(r ?? { target, ok: false, reason: 'no_result', elapsedUs: 0, reused: false }),
-        (e: Error) => settle({ target, ok: false, reason: `error: ${e.message}`, elapsedUs: 0, reused: false }),
+        // A thrown send (bad address: the native client validates) is one bounded label, not its text.
+        () => settle({ target, ok: false, reason: 'send_threw', elapsedUs: 0, reused: false }),
       );
     }
     if (task.targets.length === 0) resolve({ results, pending: 0, firstWrittenAt: null });

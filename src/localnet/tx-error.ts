@@ -6,106 +6,47 @@
  *
  * LiteSVM hands fieldless variants over as numbers in its own order (its `const enum`s, which
  * differ from the Rust declaration order), and the others as napi class instances; the tables
- * below are indexed by LiteSVM's numbers, the texts are Agave's.
+ * below are indexed by LiteSVM's numbers; the texts come from `chain/tx-error.ts` (Agave's).
  */
+
+import { describeTransactionError } from '../chain/tx-error.js';
 
 /** JSON of a transaction error, exactly as Agave's RPC serialises it. */
 export type UiTransactionError = string | Record<string, unknown>;
 
-/** `TransactionErrorFieldless` in LiteSVM's numbering → [variant name, Agave's Display text]. */
-const TRANSACTION_ERRORS: readonly (readonly [string, string])[] = [
-  ['AccountInUse', 'Account in use'],
-  ['AccountLoadedTwice', 'Account loaded twice'],
-  ['AccountNotFound', 'Attempt to debit an account but found no record of a prior credit.'],
-  ['ProgramAccountNotFound', 'Attempt to load a program that does not exist'],
-  ['InsufficientFundsForFee', 'Insufficient funds for fee'],
-  ['InvalidAccountForFee', 'This account may not be used to pay transaction fees'],
-  ['AlreadyProcessed', 'This transaction has already been processed'],
-  ['BlockhashNotFound', 'Blockhash not found'],
-  ['CallChainTooDeep', 'Loader call chain is too deep'],
-  ['MissingSignatureForFee', 'Transaction requires a fee but has no signature present'],
-  ['InvalidAccountIndex', 'Transaction contains an invalid account reference'],
-  ['SignatureFailure', 'Transaction did not pass signature verification'],
-  ['InvalidProgramForExecution', 'This program may not be used for executing instructions'],
-  ['SanitizeFailure', 'Transaction failed to sanitize accounts offsets correctly'],
-  ['ClusterMaintenance', 'Transactions are currently disabled due to cluster maintenance'],
-  ['AccountBorrowOutstanding', 'Transaction processing left an account with an outstanding borrowed reference'],
-  ['WouldExceedMaxBlockCostLimit', 'Transaction would exceed max Block Cost Limit'],
-  ['UnsupportedVersion', 'Transaction version is unsupported'],
-  ['InvalidWritableAccount', 'Transaction loads a writable account that cannot be written'],
-  ['WouldExceedMaxAccountCostLimit', 'Transaction would exceed max account limit within the block'],
-  ['WouldExceedAccountDataBlockLimit', 'Transaction would exceed account data limit within the block'],
-  ['TooManyAccountLocks', 'Transaction locked too many accounts'],
-  ['AddressLookupTableNotFound', "Transaction loads an address table account that doesn't exist"],
-  ['InvalidAddressLookupTableOwner', 'Transaction loads an address table account with an invalid owner'],
-  ['InvalidAddressLookupTableData', 'Transaction loads an address table account with invalid data'],
-  ['InvalidAddressLookupTableIndex', 'Transaction address table lookup uses an invalid index'],
-  ['InvalidRentPayingAccount', 'Transaction leaves an account with a lower balance than rent-exempt minimum'],
-  ['WouldExceedMaxVoteCostLimit', 'Transaction would exceed max Vote Cost Limit'],
-  ['WouldExceedAccountDataTotalLimit', 'Transaction would exceed total account data limit'],
-  ['MaxLoadedAccountsDataSizeExceeded', 'Transaction exceeded max loaded accounts data size cap'],
-  ['ResanitizationNeeded', 'ResanitizationNeeded'],
-  ['InvalidLoadedAccountsDataSizeLimit', 'LoadedAccountsDataSizeLimit set for transaction must be greater than 0.'],
-  ['UnbalancedTransaction', 'Sum of account balances before and after transaction do not match'],
-  ['ProgramCacheHitMaxLimit', 'Program cache hit max limit'],
-  ['CommitCancelled', 'CommitCancelled'],
+/** `TransactionErrorFieldless` variant names, in LiteSVM's numbering. */
+const TRANSACTION_ERRORS: readonly string[] = [
+  'AccountInUse', 'AccountLoadedTwice', 'AccountNotFound', 'ProgramAccountNotFound',
+  'InsufficientFundsForFee', 'InvalidAccountForFee', 'AlreadyProcessed', 'BlockhashNotFound',
+  'CallChainTooDeep', 'MissingSignatureForFee', 'InvalidAccountIndex', 'SignatureFailure',
+  'InvalidProgramForExecution', 'SanitizeFailure', 'ClusterMaintenance',
+  'AccountBorrowOutstanding', 'WouldExceedMaxBlockCostLimit', 'UnsupportedVersion',
+  'InvalidWritableAccount', 'WouldExceedMaxAccountCostLimit', 'WouldExceedAccountDataBlockLimit',
+  'TooManyAccountLocks', 'AddressLookupTableNotFound', 'InvalidAddressLookupTableOwner',
+  'InvalidAddressLookupTableData', 'InvalidAddressLookupTableIndex', 'InvalidRentPayingAccount',
+  'WouldExceedMaxVoteCostLimit', 'WouldExceedAccountDataTotalLimit',
+  'MaxLoadedAccountsDataSizeExceeded', 'ResanitizationNeeded',
+  'InvalidLoadedAccountsDataSizeLimit', 'UnbalancedTransaction', 'ProgramCacheHitMaxLimit',
+  'CommitCancelled',
 ];
 
-/** `InstructionErrorFieldless` in LiteSVM's numbering → [variant name, Agave's Display text]. */
-const INSTRUCTION_ERRORS: readonly (readonly [string, string])[] = [
-  ['GenericError', 'generic instruction error'],
-  ['InvalidArgument', 'invalid program argument'],
-  ['InvalidInstructionData', 'invalid instruction data'],
-  ['InvalidAccountData', 'invalid account data for instruction'],
-  ['AccountDataTooSmall', 'account data too small for instruction'],
-  ['InsufficientFunds', 'insufficient funds for instruction'],
-  ['IncorrectProgramId', 'incorrect program id for instruction'],
-  ['MissingRequiredSignature', 'missing required signature for instruction'],
-  ['AccountAlreadyInitialized', 'instruction requires an uninitialized account'],
-  ['UninitializedAccount', 'instruction requires an initialized account'],
-  ['UnbalancedInstruction', 'sum of account balances before and after instruction do not match'],
-  ['ModifiedProgramId', 'instruction illegally modified the program id of an account'],
-  ['ExternalAccountLamportSpend', 'instruction spent from the balance of an account it does not own'],
-  ['ExternalAccountDataModified', 'instruction modified data of an account it does not own'],
-  ['ReadonlyLamportChange', 'instruction changed the balance of a read-only account'],
-  ['ReadonlyDataModified', 'instruction modified data of a read-only account'],
-  ['DuplicateAccountIndex', 'instruction contains duplicate accounts'],
-  ['ExecutableModified', 'instruction changed executable bit of an account'],
-  ['RentEpochModified', 'instruction modified rent epoch of an account'],
-  ['NotEnoughAccountKeys', 'insufficient account keys for instruction'],
-  ['AccountDataSizeChanged', "program other than the account's owner changed the size of the account data"],
-  ['AccountNotExecutable', 'instruction expected an executable account'],
-  ['AccountBorrowFailed', 'instruction tries to borrow reference for an account which is already borrowed'],
-  ['AccountBorrowOutstanding', 'instruction left account with an outstanding borrowed reference'],
-  ['DuplicateAccountOutOfSync', 'instruction modifications of multiply-passed account differ'],
-  ['InvalidError', 'program returned invalid error code'],
-  ['ExecutableDataModified', 'instruction changed executable accounts data'],
-  ['ExecutableLamportChange', 'instruction changed the balance of an executable account'],
-  ['ExecutableAccountNotRentExempt', 'executable accounts must be rent exempt'],
-  ['UnsupportedProgramId', 'Unsupported program id'],
-  ['CallDepth', 'Cross-program invocation call depth too deep'],
-  ['MissingAccount', 'An account required by the instruction is missing'],
-  ['ReentrancyNotAllowed', 'Cross-program invocation reentrancy not allowed for this instruction'],
-  ['MaxSeedLengthExceeded', 'Length of the seed is too long for address generation'],
-  ['InvalidSeeds', 'Provided seeds do not result in a valid address'],
-  ['InvalidRealloc', 'Failed to reallocate account data'],
-  ['ComputationalBudgetExceeded', 'Computational budget exceeded'],
-  ['PrivilegeEscalation', 'Cross-program invocation with unauthorized signer or writable account'],
-  ['ProgramEnvironmentSetupFailure', 'Failed to create program execution environment'],
-  ['ProgramFailedToComplete', 'Program failed to complete'],
-  ['ProgramFailedToCompile', 'Program failed to compile'],
-  ['Immutable', 'Account is immutable'],
-  ['IncorrectAuthority', 'Incorrect authority provided'],
-  ['AccountNotRentExempt', 'An account does not have enough lamports to be rent-exempt'],
-  ['InvalidAccountOwner', 'Invalid account owner'],
-  ['ArithmeticOverflow', 'Program arithmetic overflowed'],
-  ['UnsupportedSysvar', 'Unsupported sysvar'],
-  ['IllegalOwner', 'Provided owner is not allowed'],
-  ['MaxAccountsDataAllocationsExceeded', 'Accounts data allocations exceeded the maximum allowed per transaction'],
-  ['MaxAccountsExceeded', 'Max accounts exceeded'],
-  ['MaxInstructionTraceLengthExceeded', 'Max instruction trace length exceeded'],
-  ['BuiltinProgramsMustConsumeComputeUnits', 'Builtin programs must consume compute units'],
-  ['BorshIoError', 'Failed to serialize or deserialize account data'],
+/** `InstructionErrorFieldless` variant names, in LiteSVM's numbering. */
+const INSTRUCTION_ERRORS: readonly string[] = [
+  'GenericError', 'InvalidArgument', 'InvalidInstructionData', 'InvalidAccountData',
+  'AccountDataTooSmall', 'InsufficientFunds', 'IncorrectProgramId', 'MissingRequiredSignature',
+  'AccountAlreadyInitialized', 'UninitializedAccount', 'UnbalancedInstruction',
+  'ModifiedProgramId', 'ExternalAccountLamportSpend', 'ExternalAccountDataModified',
+  'ReadonlyLamportChange', 'ReadonlyDataModified', 'DuplicateAccountIndex', 'ExecutableModified',
+  'RentEpochModified', 'NotEnoughAccountKeys', 'AccountDataSizeChanged', 'AccountNotExecutable',
+  'AccountBorrowFailed', 'AccountBorrowOutstanding', 'DuplicateAccountOutOfSync', 'InvalidError',
+  'ExecutableDataModified', 'ExecutableLamportChange', 'ExecutableAccountNotRentExempt',
+  'UnsupportedProgramId', 'CallDepth', 'MissingAccount', 'ReentrancyNotAllowed',
+  'MaxSeedLengthExceeded', 'InvalidSeeds', 'InvalidRealloc', 'ComputationalBudgetExceeded',
+  'PrivilegeEscalation', 'ProgramEnvironmentSetupFailure', 'ProgramFailedToComplete',
+  'ProgramFailedToCompile', 'Immutable', 'IncorrectAuthority', 'AccountNotRentExempt',
+  'InvalidAccountOwner', 'ArithmeticOverflow', 'UnsupportedSysvar', 'IllegalOwner',
+  'MaxAccountsDataAllocationsExceeded', 'MaxAccountsExceeded', 'MaxInstructionTraceLengthExceeded',
+  'BuiltinProgramsMustConsumeComputeUnits', 'BorshIoError',
 ];
 
 /** A transaction error in both forms. */
@@ -114,68 +55,39 @@ export interface TxError {
   message: string;
 }
 
+/** Both forms of an error given as its JSON: the text is Agave's, from the one shared table. */
+function both(json: UiTransactionError): TxError {
+  return { json, message: describeTransactionError(json) };
+}
+
 /** The fieldless transaction error `name` (e.g. `BlockhashNotFound`, `SignatureFailure`). */
 export function namedError(name: string): TxError {
-  const entry = TRANSACTION_ERRORS.find(([n]) => n === name);
-  if (!entry) throw new RangeError(`no transaction error named ${name}`);
-  return { json: entry[0], message: entry[1] };
+  if (!TRANSACTION_ERRORS.includes(name)) throw new RangeError(`no transaction error named ${name}`);
+  return both(name);
 }
 
-function named(table: readonly (readonly [string, string])[], n: number, what: string): readonly [string, string] {
-  return table[n] ?? [`Unknown${what}${n}`, `unknown ${what.toLowerCase()} ${n}`];
-}
-
-interface InstructionErrorValue {
-  json: unknown;
-  message: string;
-}
-
-function instructionError(e: unknown): InstructionErrorValue {
-  if (typeof e === 'number') {
-    const [name, message] = named(INSTRUCTION_ERRORS, e, 'InstructionError');
-    return { json: name, message };
-  }
+function instructionErrorJson(e: unknown): unknown {
+  if (typeof e === 'number') return INSTRUCTION_ERRORS[e] ?? `UnknownInstructionError${e}`;
   const o = e as { constructor: { name: string }; code?: number };
-  if (o.constructor.name === 'InstructionErrorCustom') {
-    const code = o.code ?? 0;
-    return { json: { Custom: code }, message: `custom program error: 0x${code.toString(16)}` };
-  }
+  if (o.constructor.name === 'InstructionErrorCustom') return { Custom: o.code ?? 0 };
   // InstructionErrorBorshIo: Agave's BorshIoError is a unit variant today.
-  const [name, message] = INSTRUCTION_ERRORS[52]!;
-  return { json: name, message };
+  return 'BorshIoError';
 }
 
 /** Convert what LiteSVM's `FailedTransactionMetadata.err()` returns. */
 export function fromLiteSvm(err: unknown): TxError {
-  if (typeof err === 'number') {
-    const [name, message] = named(TRANSACTION_ERRORS, err, 'TransactionError');
-    return { json: name, message };
-  }
+  if (typeof err === 'number') return both(TRANSACTION_ERRORS[err] ?? `UnknownTransactionError${err}`);
   const o = err as { constructor: { name: string }; index?: number; accountIndex?: number; err?: () => unknown };
   switch (o.constructor.name) {
-    case 'TransactionErrorInstructionError': {
-      const inner = instructionError(o.err!());
-      return {
-        json: { InstructionError: [o.index, inner.json] },
-        message: `Error processing Instruction ${o.index}: ${inner.message}`,
-      };
-    }
+    case 'TransactionErrorInstructionError':
+      return both({ InstructionError: [o.index, instructionErrorJson(o.err!())] });
     case 'TransactionErrorDuplicateInstruction':
-      return {
-        json: { DuplicateInstruction: o.index },
-        message: `Transaction contains a duplicate instruction (${o.index}) that is not allowed`,
-      };
+      return both({ DuplicateInstruction: o.index });
     case 'TransactionErrorInsufficientFundsForRent':
-      return {
-        json: { InsufficientFundsForRent: { account_index: o.accountIndex } },
-        message: `Transaction results in an account (${o.accountIndex}) with insufficient funds for rent`,
-      };
+      return both({ InsufficientFundsForRent: { account_index: o.accountIndex } });
     case 'TransactionErrorProgramExecutionTemporarilyRestricted':
-      return {
-        json: { ProgramExecutionTemporarilyRestricted: { account_index: o.accountIndex } },
-        message: `Execution of the program referenced by account at index ${o.accountIndex} is temporarily restricted.`,
-      };
+      return both({ ProgramExecutionTemporarilyRestricted: { account_index: o.accountIndex } });
     default:
-      return { json: o.constructor.name, message: o.constructor.name };
+      return both(o.constructor.name);
   }
 }

@@ -105,8 +105,6 @@ export interface PhaseOptions {
   rate?: number;
   durationMs: number;
   warmupMs: number;
-  /** Keep the response bodies (in request order). */
-  collectBodies?: boolean;
 }
 
 /**
@@ -119,7 +117,7 @@ export async function runPhase(
   shape: RequestShape,
   requests: number,
   opts: PhaseOptions,
-): Promise<{ phase: Phase; txs: SignedTx[]; bodies?: (string | null)[] }> {
+): Promise<Phase> {
   const txs = await stack.transactions(requests * shape.txsPerRequest);
   const lines: string[] = [];
   for (let i = 0; i < txs.length; i += shape.txsPerRequest) lines.push(shape.body(txs.slice(i, i + shape.txsPerRequest)));
@@ -128,7 +126,7 @@ export async function runPhase(
   await server.reset();
   const cpu0 = await cpuTimes(stack, server);
   const t0 = performance.now();
-  const { bodies, ...load } = await stack.load({
+  const load = await stack.load({
     origin: server.url,
     method: 'POST',
     path: shape.path,
@@ -140,7 +138,6 @@ export async function runPhase(
     warmupMs: opts.warmupMs,
     countInBody: shape.success,
     ...(opts.rate !== undefined && { rate: opts.rate }),
-    ...(opts.collectBodies && { collectBodies: true }),
   });
   const wallMs = performance.now() - t0;
   const after = await server.snapshot();
@@ -160,7 +157,7 @@ export async function runPhase(
     const { cpuMs: _cpu, memory: _memory, loopDelay: _loop, ...service } = after.service;
     phase.service = service;
   }
-  return { phase, txs, ...(bodies && { bodies }) };
+  return phase;
 }
 
 /** CPU time so far of the server under test and of the cluster, ms. */
@@ -183,8 +180,8 @@ function supply(rps: number, ms: number, margin: number): number {
  * measured closed-loop phase. `probeRequests` must outlast the probe at any plausible rate.
  */
 export async function maxPhase(stack: Stack, server: Server, shape: RequestShape, durationMs: number, probeRequests: number): Promise<Phase> {
-  const { phase: probe } = await runPhase(stack, server, shape, probeRequests, { durationMs: PROBE_MS, warmupMs: PROBE_WARMUP_MS });
-  const { phase } = await runPhase(stack, server, shape, supply(probe.load.achievedRps, WARMUP_MS + durationMs, 2), { durationMs, warmupMs: WARMUP_MS });
+  const probe = await runPhase(stack, server, shape, probeRequests, { durationMs: PROBE_MS, warmupMs: PROBE_WARMUP_MS });
+  const phase = await runPhase(stack, server, shape, supply(probe.load.achievedRps, WARMUP_MS + durationMs, 2), { durationMs, warmupMs: WARMUP_MS });
   console.log(`  ${server.name} ${shape.path}: max ${fmtOps(phase.load.achievedRps)} req/s (probe ${fmtOps(probe.load.achievedRps)}), p99 ${fmtUs(phase.load.latency.p99Us)}`);
   return phase;
 }
@@ -192,7 +189,7 @@ export async function maxPhase(stack: Stack, server: Server, shape: RequestShape
 /** An open-loop phase at `fraction` of `maxRps`. */
 export async function fractionPhase(stack: Stack, server: Server, shape: RequestShape, maxRps: number, fraction: number, durationMs: number): Promise<Phase> {
   const rate = Math.max(1, Math.round(maxRps * fraction));
-  const { phase } = await runPhase(stack, server, shape, supply(rate, WARMUP_MS + durationMs, 1.05), { rate, durationMs, warmupMs: WARMUP_MS });
+  const phase = await runPhase(stack, server, shape, supply(rate, WARMUP_MS + durationMs, 1.05), { rate, durationMs, warmupMs: WARMUP_MS });
   const sl = phase.service?.serviceLatency;
   console.log(
     `  ${server.name} @ ${fraction * 100} % (${rate} req/s): p50 ${fmtUs(phase.load.latency.p50Us)}, p99 ${fmtUs(phase.load.latency.p99Us)}` +

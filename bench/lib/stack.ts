@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
-import { DEFAULT_PLANS, PLAN_ORDER, minTipLamports, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
+import { DEFAULT_PLANS, PLAN_ORDER, minTipLamports, type PlanTable } from '../../src/accounts/plans.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { Rpc } from '../../src/chain/rpc.js';
 import type { LocalnetOptions } from '../../src/localnet/index.js';
@@ -53,7 +53,6 @@ export interface Cluster {
   child: Child;
   rpcUrl: string;
   wsUrl: string;
-  rpc: Rpc;
   airdrop(addresses: string[], lamports: bigint): Promise<void>;
   blockhash(): Promise<string>;
 }
@@ -66,7 +65,6 @@ export async function startCluster(opts: LocalnetOptions): Promise<Cluster> {
     return {
       child,
       ...info,
-      rpc,
       airdrop: (addresses, lamports) => child.call('airdrop', { addresses, lamports }),
       blockhash: async () => (await rpc.getLatestBlockhash('confirmed')).value.blockhash,
     };
@@ -143,7 +141,6 @@ export interface Stack {
   tipAddresses: string[];
   apiKey: string;
   accountId: string;
-  signer: TxSigner;
   /** `count` fresh transactions on the cluster's latest blockhash. */
   transactions(count: number): Promise<SignedTx[]>;
   /** Write load-generator items (one per line) to a file in the stack's directory. */
@@ -156,7 +153,6 @@ export interface StackOptions {
   cluster?: LocalnetOptions;
   /** SOL airdropped to the fee payer: tips and fees of every transaction the suite sends. */
   payerSol: number;
-  plan?: PlanName;
 }
 
 /** A temporary directory, removed by `rm`. */
@@ -185,7 +181,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     closers.push(() => landfall.child.close());
     const loadgen = await startLoadgen();
     closers.push(() => loadgen.child.close());
-    const acct = await landfall.child.call<{ id: string; key: string }>('createAccount', { name: 'bench', plan: opts.plan ?? 'starter' });
+    const acct = await landfall.child.call<{ id: string; key: string }>('createAccount', { name: 'bench', plan: 'starter' });
     const signer = new TxSigner(payer, tipAddresses, TIP_LAMPORTS);
     return {
       dir: tmp.dir,
@@ -195,7 +191,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       tipAddresses,
       apiKey: acct.key,
       accountId: acct.id,
-      signer,
       transactions: async (count) => signer.sign(await cluster.blockhash(), count),
       items: (name, lines) => writeItems(tmp.dir, name, lines),
       load: (spec) => loadgen.load(spec),

@@ -213,9 +213,10 @@ function readmeTable(r: SendResult): string {
   out.push(
     `Each request is \`POST /v1/send\` with a distinct signed transaction (self-transfer + ${r.config.tipLamports.toLocaleString('en-US')}-lamport tip), ` +
       'the same transactions in the same order for both servers; every response was checked (200, `"success":true`). ' +
-      `Load generator: ${r.config.loadGenerator}. Peer: ${r.config.peer}: it stops after the LMDB write, while Landfall also ` +
+      `Load generator: ${r.config.loadGenerator} (not autocannon, whose latency histogram counts whole milliseconds; not wrk2, which needs a Lua script ` +
+      `to vary bodies and a system package). Peer: ${r.config.peer}: it stops after the LMDB write, while Landfall also ` +
       'hands each transaction to its QUIC send pool, answers only once the first stream to a leader is written, and rebroadcasts and tracks it. ' +
-      `Cluster: ${r.config.cluster}, in its own process on the same 2 cores — its CPU time (executing what lands) is counted below.`,
+      `Cluster: ${r.config.cluster}, in its own process on the same ${r.machine.cpuCores} cores — its CPU time (executing what lands) is counted below.`,
     '',
   );
   const row = (name: string, p: Phase, label: string): string[] => [

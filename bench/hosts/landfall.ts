@@ -1,8 +1,8 @@
 /**
  * Child process: the whole Landfall service (`startService`), as `landfall serve` runs it, plus
  * the calls a benchmark needs from inside it: an account, the service-added latency histogram
- * (reset between load phases, so each phase reports its own), counters, resident memory, and
- * status records read straight from the store.
+ * and the engine's and tracker's counts (reset between load phases, so each phase reports its
+ * own), resident memory, CPU time, and status records read straight from the store.
  */
 import type { PlanName } from '../../src/accounts/plans.js';
 import type { Config } from '../../src/config.js';
@@ -47,20 +47,59 @@ async function summary(h: Service['engine']['serviceLatency']): Promise<LatencyS
   return { count, p50Us: q(0.5), p90Us: q(0.9), p99Us: q(0.99), p999Us: q(0.999), buckets };
 }
 
-export interface LandfallSnapshot {
-  serviceLatency: LatencySummary;
+/** The engine's and tracker's event counts (each since the last `reset`). */
+interface Counts {
+  /** Streams written / failed, summed over leaders. */
   sends: { ok: number; failed: number };
+  /** Failed or dropped sends by reason. */
   drops: Record<string, number>;
   rebroadcasts: number;
   deliveryFailed: number;
+  /** Settled by the tracker, and by which source. */
+  tracker: { confirmed: number; failed: number; expired: number; push: number; poll: number; sweepErrors: number };
+}
+
+export interface LandfallSnapshot extends Counts {
+  serviceLatency: LatencySummary;
+  /** Transactions held or with rebroadcasts left, now. */
   inFlight: number;
-  tracker: Service['tracker']['stats'];
   memory: ReturnType<typeof memory>;
   /** CPU time used by the service process so far (every thread), ms. */
   cpuMs: number;
   /** Event-loop delay of the service's main thread since the phase began. */
   loopDelay: LoopDelay;
 }
+
+/** The counts since the service started. */
+function counts(s: Service): Counts {
+  const e = s.engine;
+  const sends = { ok: 0, failed: 0 };
+  for (const c of e.counters.sends.values()) {
+    sends.ok += c.ok;
+    sends.failed += c.failed;
+  }
+  const { confirmed, failed, expired, push, poll, sweepErrors } = s.tracker.stats;
+  return {
+    sends,
+    drops: Object.fromEntries(e.counters.drops),
+    rebroadcasts: e.counters.rebroadcasts,
+    deliveryFailed: e.counters.deliveryFailed,
+    tracker: { confirmed, failed, expired, push, poll, sweepErrors },
+  };
+}
+
+/** `now − base`, field by field (a count absent from `base` started at zero). */
+function since<T>(now: T, base: T): T {
+  if (typeof now === 'number') return (now - (base as number)) as T;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(now as Record<string, unknown>)) {
+    out[k] = since(v, (base as Record<string, unknown>)[k] ?? (typeof v === 'number' ? 0 : {}));
+  }
+  return out as T;
+}
+
+/** The counts at the last `reset`. */
+let base: Counts | null = null;
 
 serveChild({
   async start(config: Config) {
@@ -71,27 +110,20 @@ serveChild({
     const c = running().accounts.createAccount(name, plan);
     return { id: c.account_id, key: c.api_key };
   },
-  /** Start a phase: the latency histogram and the event-loop delay from zero. */
+  /** Start a phase: the latency histogram, the event-loop delay and the counts from zero. */
   reset() {
-    running().engine.serviceLatency.reset();
+    const s = running();
+    s.engine.serviceLatency.reset();
     loop.reset();
+    base = counts(s);
   },
   async snapshot(): Promise<LandfallSnapshot> {
     const s = running();
-    const e = s.engine;
-    const sends = { ok: 0, failed: 0 };
-    for (const c of e.counters.sends.values()) {
-      sends.ok += c.ok;
-      sends.failed += c.failed;
-    }
+    const now = counts(s);
     return {
-      serviceLatency: await summary(e.serviceLatency),
-      sends,
-      drops: Object.fromEntries(e.counters.drops),
-      rebroadcasts: e.counters.rebroadcasts,
-      deliveryFailed: e.counters.deliveryFailed,
-      inFlight: e.inFlight,
-      tracker: { ...s.tracker.stats },
+      ...(base ? since(now, base) : now),
+      serviceLatency: await summary(s.engine.serviceLatency),
+      inFlight: s.engine.inFlight,
       memory: memory(),
       cpuMs: cpuMs(),
       loopDelay: loop.read(),

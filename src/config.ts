@@ -64,6 +64,15 @@ export const DEFAULT_CONFIG: Config = {
   logFile: null,
 };
 
+/** Parse the JSON file at `path`, or a clear configuration error naming it as `what`. */
+export function readJsonFile(path: string, what: string): unknown {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new LandfallError('CONFIG_INVALID', `cannot read ${what} ${path}: ${(e as Error).message}`);
+  }
+}
+
 /** Agave serves PubSub on the RPC port + 1. */
 export function deriveWsUrl(rpcUrl: string): string {
   const u = new URL(rpcUrl);
@@ -159,12 +168,7 @@ export function loadConfig(
   const file = flags.config ?? env.LANDFALL_CONFIG;
   if (file !== undefined) {
     const path = stringOf(file, 'config');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(readFileSync(path, 'utf8'));
-    } catch (e) {
-      throw new LandfallError('CONFIG_INVALID', `cannot read config file ${path}: ${(e as Error).message}`);
-    }
+    const parsed = readJsonFile(path, 'config file');
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new LandfallError('CONFIG_INVALID', `config file ${path} must hold a JSON object`);
     }

@@ -98,7 +98,7 @@ export class Engine implements Delivery {
     this.fanout = opts.fanout ?? 2;
     this.prewarmCount = opts.prewarm ?? 8;
     this.blocklist = new Blocklist(opts.blocklistPath ?? null);
-    this.pool = new SendPool({ identity: opts.identity, threads: opts.sendThreads, onLate: (r) => this.count(r, this.leaders?.identityOfTpu(r.target) ?? r.target) });
+    this.pool = new SendPool({ identity: opts.identity, threads: opts.sendThreads, onLate: (r) => this.count(r) });
     this.leaders = new LeaderTracker({
       rpcUrl: opts.rpcUrl,
       wsUrl: opts.wsUrl,
@@ -212,7 +212,6 @@ export class Engine implements Delivery {
     });
   }
 
-  /** Write to the leaders' TPUs; count per leader and per drop reason; returns how many accepted. */
   /** Write to the leaders' TPUs; returns the TPU addresses known to have accepted the stream. */
   private async sendTo(req: SubmitRequest, leaders: Leader[], firstSend: boolean): Promise<Set<string>> {
     const reached = new Set<string>();
@@ -224,13 +223,13 @@ export class Engine implements Delivery {
     if (targets.length === 0) return reached;
     const { results, firstWrittenAt } = await this.pool.send(targets, req.wire);
     if (firstWrittenAt !== null && firstSend) this.serviceLatency.observe(Number(firstWrittenAt - req.receivedAt) / 1e9);
-    const leaderOf = new Map(leaders.map((l) => [l.tpuQuic, l.identity]));
-    for (const r of results) if (this.count(r, leaderOf.get(r.target) ?? r.target)) reached.add(r.target);
+    for (const r of results) if (this.count(r)) reached.add(r.target);
     return reached;
   }
 
-  /** Count one target's outcome under its leader (and its reason, if dropped). */
-  private count(r: TargetResult, leader: string): boolean {
+  /** Count one target's outcome under its leader's identity (and its reason, if dropped). */
+  private count(r: TargetResult): boolean {
+    const leader = this.leaders.identityOfTpu(r.target) ?? r.target;
     let c = this.counters.sends.get(leader);
     if (!c) this.counters.sends.set(leader, (c = { ok: 0, failed: 0 }));
     if (r.ok) c.ok++;

@@ -84,8 +84,8 @@ export interface TrackerOptions {
 
 export class Tracker {
   private readonly watching = new Map<string, Watched>();
+  /** Outcomes seen before their `watch` call, oldest first (insertion order). */
   private readonly early = new Map<string, Outcome>();
-  private readonly earlyAt = new Map<string, number>();
   private readonly pubsub: PubSub;
   private readonly timer: NodeJS.Timeout;
   private sweeping = false;
@@ -128,7 +128,6 @@ export class Tracker {
     const seen = this.early.get(req.signature);
     if (seen) {
       this.early.delete(req.signature);
-      this.earlyAt.delete(req.signature);
       this.settle(w, seen);
     }
   }
@@ -170,10 +169,7 @@ export class Tracker {
       this.settle(w, o);
       return;
     }
-    if (this.early.size < 100_000) {
-      this.early.set(signature, o);
-      this.earlyAt.set(signature, Date.now());
-    }
+    if (this.early.size < 100_000) this.early.set(signature, o);
   }
 
   /** Write the terminal state. Keeps the outcome for the next sweep if the record isn't visible yet. */
@@ -211,9 +207,9 @@ export class Tracker {
       await this.pollStatuses();
       await this.expire();
       const now = Date.now();
-      for (const [sig, at] of this.earlyAt) {
-        if (now - at < EARLY_OUTCOME_MS) break;
-        this.earlyAt.delete(sig);
+      const oldest = process.hrtime.bigint() - BigInt(EARLY_OUTCOME_MS) * 1_000_000n;
+      for (const [sig, o] of this.early) {
+        if (o.observedAt >= oldest) break;
         this.early.delete(sig);
       }
     } catch {
@@ -234,16 +230,16 @@ export class Tracker {
     for (let i = 0; i < open.length; i += STATUS_BATCH) {
       const batch = open.slice(i, i + STATUS_BATCH);
       const { value } = await this.opts.rpc.getSignatureStatuses(batch.map((w) => w.signature));
-      this.applyStatuses(batch, value, 'poll');
+      this.applyStatuses(batch, value);
     }
   }
 
-  private applyStatuses(batch: Watched[], statuses: (SignatureStatus | null)[], source: 'poll'): void {
+  private applyStatuses(batch: Watched[], statuses: (SignatureStatus | null)[]): void {
     const observedAt = process.hrtime.bigint();
     batch.forEach((w, j) => {
       const s = statuses[j];
       if (s && (s.confirmationStatus === 'confirmed' || s.confirmationStatus === 'finalized')) {
-        this.settle(w, { slot: s.slot, err: s.err ?? null, observedAt, source });
+        this.settle(w, { slot: s.slot, err: s.err ?? null, observedAt, source: 'poll' });
       }
     });
   }
@@ -255,7 +251,7 @@ export class Tracker {
       const batch = due.slice(i, i + STATUS_BATCH);
       // One last look, through history: it may have landed while nobody was looking.
       const { value } = await this.opts.rpc.getSignatureStatuses(batch.map((w) => w.signature), true);
-      this.applyStatuses(batch, value, 'poll');
+      this.applyStatuses(batch, value);
       for (const [j, w] of batch.entries()) {
         if (!this.watching.has(w.signature) || value[j]) continue;
         if (w.estimated && (await this.stillValid(w))) continue;

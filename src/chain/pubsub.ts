@@ -11,6 +11,8 @@ import WebSocket from 'ws';
 type Handler = (result: unknown, slot: number | undefined) => void;
 
 interface Sub {
+  /** Local id (key in `subs`); gone from `subs` once unsubscribed. */
+  id: number;
   method: string;
   params: unknown[];
   handler: Handler;
@@ -52,8 +54,8 @@ export class PubSub {
   }
 
   subscribe(method: string, params: unknown[], handler: Handler): Subscription {
-    const sub: Sub = { method, params, handler, serverId: null };
     const id = this.nextId++;
+    const sub: Sub = { id, method, params, handler, serverId: null };
     this.subs.set(id, sub);
     if (this.connected) this.request(sub);
     return {
@@ -139,7 +141,7 @@ export class PubSub {
       const sub = this.awaiting.get(msg.id);
       this.awaiting.delete(msg.id);
       // Still wanted (not unsubscribed while the request was in flight)?
-      if (sub && typeof msg.result === 'number' && [...this.subs.values()].includes(sub)) {
+      if (sub && typeof msg.result === 'number' && this.subs.has(sub.id)) {
         sub.serverId = msg.result;
         this.byServerId.set(msg.result, sub);
       }

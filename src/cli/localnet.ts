@@ -1,7 +1,8 @@
 /**
- * `landfall localnet [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S]`:
+ * `landfall localnet [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S] [--sink]`:
  * run the embedded local cluster in the foreground until SIGINT/SIGTERM, printing where to reach
- * it (JSON-RPC, WebSocket, each validator's QUIC TPU).
+ * it (JSON-RPC, WebSocket, each validator's QUIC TPU). `--sink`: validators count what arrives
+ * and execute nothing (JSON-RPC `getArrivalCounts` reads the counts).
  */
 import { parseArgs } from 'node:util';
 import { LandfallError } from '../errors.js';
@@ -16,7 +17,8 @@ function intFlag(name: string, value: string | undefined, fallback: number): num
 
 export function describe(net: Localnet): string {
   const lines = [
-    `local cluster: ${net.validators.length} validators, ${net.slotMs} ms slots`,
+    `local cluster: ${net.validators.length} validators, ${net.slotMs} ms slots` +
+      (net.sink ? ', sink (QUIC arrivals counted, nothing executed; JSON-RPC getArrivalCounts)' : ''),
     `  RPC        ${net.rpcUrl}`,
     `  WebSocket  ${net.wsUrl}`,
     `  faucet     ${net.faucet}  (requestAirdrop)`,
@@ -38,6 +40,7 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
       'rpc-port': { type: 'string' },
       faults: { type: 'string' },
       seed: { type: 'string' },
+      sink: { type: 'boolean' },
     },
     strict: true,
   });
@@ -48,6 +51,7 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
     rpcPort: intFlag('rpc-port', values['rpc-port'], 8899),
     ...(faults !== undefined && { faults }),
     ...(values.seed !== undefined && { seed: values.seed }),
+    ...(values.sink === true && { sink: true }),
   });
   out(describe(net) + 'Ctrl-C to stop.\n');
   await new Promise<void>((resolve) => {
@@ -59,7 +63,8 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+  const arrived = net.arrivals();
   await net.close();
-  out('local cluster stopped\n');
+  out(`local cluster stopped${net.sink ? ` (sink: ${arrived.received} transactions received, ${arrived.atLeader} at the leader)` : ''}\n`);
   return 0;
 }

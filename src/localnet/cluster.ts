@@ -10,6 +10,12 @@
  * stage holds packets for an imminent leader slot); just after it, it still lands in the
  * validator's last block. Either way a transaction lands in a block of the validator that
  * received it. Anything else sent to a non-leader is dropped and logged as such.
+ *
+ * Every stream a validator's QUIC server completes is counted first (`arrivals`: per validator,
+ * and whether it came while the validator led, within the grace). In sink mode that count is
+ * all: nothing arriving over QUIC is decoded, logged or executed, so a benchmark measures the
+ * sender, not LiteSVM sharing its cores. The clock, schedule, blockhashes, RPC and PubSub run as
+ * usual (blocks are empty), so a service syncs with a sink exactly as with an executing cluster.
  */
 import { performance } from 'node:perf_hooks';
 import { LandfallError } from '../errors.js';
@@ -49,6 +55,12 @@ export interface ClusterOptions {
   maxConnectionsPerIpPerMinute?: number;
   /** Slots of blocks, statuses and receipts kept (default 4500: 30 minutes at 400 ms). */
   historySlots?: number;
+  /**
+   * Sink mode (default false): validators count what arrives over QUIC (`arrivals`) and do
+   * nothing else with it, so nothing sent to them lands (airdrops and RPC simulation still
+   * execute). See the module comment.
+   */
+  sink?: boolean;
 }
 
 type LimitOption = 'maxStreamsPer100ms' | 'maxConnectionsPerPeer' | 'maxConnectionsPerIpPerMinute';
@@ -83,6 +95,9 @@ export function resolveClusterOptions(o: ClusterOptions): ResolvedClusterOptions
     throw new LandfallError('CONFIG_INVALID', `localnet slotsPerEpoch must be a multiple of ${LEADER_SLOTS} (got ${slotsPerEpoch})`);
   }
   const historySlots = integerIn('historySlots', o.historySlots, 4500, 200, 10_000_000);
+  if (o.sink !== undefined && typeof o.sink !== 'boolean') {
+    throw new LandfallError('CONFIG_INVALID', `localnet sink must be true or false (got ${String(o.sink)})`);
+  }
   const names = Array.from({ length: validators }, (_, i) => validatorName(i));
   return {
     validators,
@@ -90,6 +105,7 @@ export function resolveClusterOptions(o: ClusterOptions): ResolvedClusterOptions
     graceMs,
     slotsPerEpoch,
     historySlots,
+    sink: o.sink ?? false,
     host: o.host ?? '127.0.0.1',
     seed: o.seed ?? randomClusterSeed(),
     faults: checkFaults('localnet faults', o.faults ?? {}, names),
@@ -116,6 +132,20 @@ export interface ClusterListener {
   landed?(record: TxRecord): void;
 }
 
+/** What one validator's QUIC server delivered, counted before anything looks at the bytes. */
+export interface Arrivals {
+  /** Transactions (completed streams) received. */
+  received: number;
+  /** Of those, received while the validator led the slot, or within the grace at its window's edges. */
+  atLeader: number;
+  /** Their bytes. */
+  bytes: number;
+}
+
+export function emptyArrivals(): Arrivals {
+  return { received: 0, atLeader: 0, bytes: 0 };
+}
+
 interface Held {
   decoded: DecodedTransaction;
   receipt: Receipt;
@@ -132,6 +162,8 @@ export class Cluster {
   private readonly clock: SlotClock;
   private readonly held = new Map<number, Held[]>();
   private readonly listeners = new Set<ClusterListener>();
+  /** Per validator index: what its server delivered (see `Arrivals`). */
+  private readonly arrived: Arrivals[];
   private closed = false;
 
   constructor(readonly opts: ResolvedClusterOptions) {
@@ -155,6 +187,7 @@ export class Cluster {
       historySlots: opts.historySlots,
     });
     this.log = new ReceiveLog(opts.historySlots);
+    this.arrived = this.validators.map(() => emptyArrivals());
     this.clock = new SlotClock(opts.slotMs, (slot) => this.beginSlot(slot));
   }
 
@@ -202,6 +235,18 @@ export class Cluster {
     return this.validators.map((v) => v.info());
   }
 
+  /** What validator `name` (or every validator, summed) received over QUIC; counts only grow. */
+  arrivals(name?: string): Arrivals {
+    if (name !== undefined) return { ...this.arrived[this.validator(name).index]! };
+    const sum = emptyArrivals();
+    for (const a of this.arrived) {
+      sum.received += a.received;
+      sum.atLeader += a.atLeader;
+      sum.bytes += a.bytes;
+    }
+    return sum;
+  }
+
   private beginSlot(slot: number): void {
     this.ledger.beginSlot(slot, Date.now());
     this.log.prune(slot);
@@ -231,6 +276,16 @@ export class Cluster {
     const arrival = arrivalMs - (Date.now() - performance.now());
     const slot = this.clock.slotAt(arrival);
     const leads = (s: number): boolean => this.schedule.leaderIndexAt(s) === v.index;
+    const grace = this.opts.graceMs;
+    // The slot of v's whose block takes it: the arrival slot, else within the grace after v's
+    // window (its last slot), else within the grace before it (its first slot).
+    const target = [slot, this.clock.slotAt(arrival - grace), this.clock.slotAt(arrival + grace)].find(leads);
+    const count = this.arrived[v.index]!;
+    count.received++;
+    count.bytes += rx.bytes.length;
+    if (target !== undefined) count.atLeader++;
+    // Sink: counted, and that is all (fast path: no decode, no receipt, no execution).
+    if (this.opts.sink) return;
     const receipt: Receipt = {
       validator: v.name,
       signature: null,
@@ -251,10 +306,6 @@ export class Cluster {
       return;
     }
     receipt.signature = decoded.signature;
-    const grace = this.opts.graceMs;
-    // The slot of v's whose block takes it: the arrival slot, else within the grace after v's
-    // window (its last slot), else within the grace before it (its first slot).
-    const target = [slot, this.clock.slotAt(arrival - grace), this.clock.slotAt(arrival + grace)].find(leads);
     if (target === undefined) {
       receipt.outcome = 'dropped-not-leader';
       this.log.add(receipt);

@@ -10,9 +10,13 @@
  * await connection.requestAirdrop(payer.publicKey, 2 * LAMPORTS_PER_SOL);
  * // … send over QUIC to the leader's tpuQuic (getClusterNodes / getSlotLeaders) …
  * await net.close();
+ *
+ * `startLocalnet({ sink: true })` is the same cluster whose validators only count what arrives
+ * over QUIC (`arrivals`, or JSON-RPC `getArrivalCounts` from another process): benchmarks of a
+ * sender use it so LiteSVM does not share the sender's cores.
  */
 import { LandfallError } from '../errors.js';
-import { Cluster, resolveClusterOptions, type ClusterOptions } from './cluster.js';
+import { Cluster, resolveClusterOptions, type Arrivals, type ClusterOptions } from './cluster.js';
 import type { Fault } from './faults.js';
 import { PubSub } from './pubsub.js';
 import type { Counters, Receipt } from './receive-log.js';
@@ -22,6 +26,7 @@ import { RpcServer } from './rpc-server.js';
 import { SendService } from './send-service.js';
 import type { ValidatorInfo } from './validator.js';
 
+export type { Arrivals } from './cluster.js';
 export type { Fault } from './faults.js';
 export { readFaultsFile } from './faults.js';
 export type { Counters, Outcome, Receipt } from './receive-log.js';
@@ -45,6 +50,8 @@ export interface Localnet {
   /** The faucet's address (fee payer of every airdrop). */
   readonly faucet: string;
   readonly slotMs: number;
+  /** Sink mode: validators count what arrives over QUIC and execute nothing (`LocalnetOptions.sink`). */
+  readonly sink: boolean;
   /** The current (processed) slot. */
   slot(): number;
   leaderAt(slot: number): ValidatorInfo;
@@ -56,8 +63,10 @@ export interface Localnet {
   receivedBy(signature: string): Receipt[];
   /** Everything validator `name` received, in arrival order. */
   receivedAt(name: string): Receipt[];
-  /** Outcome counts, cluster-wide or for one validator. */
+  /** Outcome counts, cluster-wide or for one validator (all zero in sink mode: nothing is decoded). */
   counters(validator?: string): Counters;
+  /** What arrived over QUIC, cluster-wide or at one validator, decoded or not (in sink mode, all there is). */
+  arrivals(validator?: string): Arrivals;
   /** The QUIC server's own counters of validator `name` (null while it is down). */
   serverStats(name: string): ServerStats | null;
   /** Transfer from the faucet; resolves with the signature once it landed (processed). */
@@ -122,6 +131,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       rpcIdentity: cluster.rpcIdentity.address,
       faucet: cluster.faucet.address,
       slotMs: opts.slotMs,
+      sink: opts.sink,
       slot: () => cluster.slot,
       leaderAt: (slot) => cluster.leaderAt(slot).info(),
       slotStartMs: (slot) => cluster.slotStartMs(slot),
@@ -129,6 +139,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       receivedBy: (signature) => cluster.log.receivedBy(signature),
       receivedAt: (name) => cluster.log.receivedAt(cluster.validator(name).name),
       counters: (validator) => cluster.log.counters(validator === undefined ? undefined : cluster.validator(validator).name),
+      arrivals: (validator) => cluster.arrivals(validator),
       serverStats: (name) => cluster.validator(name).stats(),
       airdrop: async (address, lamports) => cluster.airdrop(typeof address === 'string' ? address : address.toBase58(), lamports),
       close: () =>

@@ -326,6 +326,20 @@ export const METHODS: Record<string, Method> = {
     return { context: context(slot), value: account ? encodeAccount(account, encoding, slice) : null };
   },
 
+  /**
+   * Not an Agave method: what each validator received over QUIC (see `Cluster.arrivals`), so a
+   * benchmark in another process can read a sink cluster's counts. Counts only grow; diff two reads.
+   */
+  getArrivalCounts: (params, { cluster }) => {
+    positional(params, 0);
+    return {
+      sink: cluster.opts.sink,
+      slot: cluster.slot,
+      total: cluster.arrivals(),
+      validators: cluster.validators.map((v) => ({ name: v.name, identity: v.identity, ...cluster.arrivals(v.name) })),
+    };
+  },
+
   getMinimumBalanceForRentExemption: (params, { cluster }) => {
     const p = positional(params, 2);
     const len = u64(p[0], 'data length');

@@ -52,6 +52,24 @@ describe('landfall localnet', () => {
     expect(err).toBe('');
   });
 
+  it('--sink: the banner says so, getArrivalCounts answers, and the stop line gives the totals', async () => {
+    const child = landfall(['localnet', '--validators', '2', '--slot-ms', '50', '--rpc-port', '0', '--sink']);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor('the cluster banner', () => (out.includes('Ctrl-C to stop.') ? true : undefined), 20_000);
+      expect(out).toMatch(/^local cluster: 2 validators, 50 ms slots, sink \(QUIC arrivals counted, nothing executed; JSON-RPC getArrivalCounts\)\n/);
+      const rpcUrl = /RPC\s+(http:\/\/\S+)/.exec(out)![1]!;
+      expect((await rpc(rpcUrl, 'getArrivalCounts')).result).toMatchObject({ sink: true, total: { received: 0, atLeader: 0, bytes: 0 } });
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      expect(out).toContain('local cluster stopped (sink: 0 transactions received, 0 at the leader)\n');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   it('a bad flag or faults file is a clear error and exit code 2, without a stack trace', async () => {
     const run = async (args: string[]): Promise<{ code: number | null; err: string }> => {
       const child = landfall(args);

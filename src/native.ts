@@ -119,3 +119,36 @@ export const buckets = {
   takeDetailed: addon.bucketTakeDetailed,
   available: addon.bucketAvailable,
 };
+
+// ---- process-wide shared state --------------------------------------------------------------
+// Native statics shared by every worker thread of the process: what one thread writes, the
+// others read at once, with no message between them. Errors thrown here carry a stable `code`
+// from native/src/error.rs (OVERLAY_KEY_TOO_LARGE, OVERLAY_VALUE_TOO_LARGE);
+// they are bugs of the caller, not refusals.
+
+/**
+ * The process-wide status overlay: read-your-writes across worker threads before LMDB commits.
+ * A record put here by one thread is visible to `get` in every thread at once; the writer
+ * releases it with the put's token once its LMDB commit is durable (a newer put of the same key
+ * is kept). Keys ≤ 128 bytes, values ≤ 4096 bytes.
+ *
+ * @example
+ * const token = overlay.put(key, record); // every thread's overlay.get(key) sees it now
+ * // … once the grouped LMDB commit holding it is durable:
+ * overlay.release(key, token);
+ */
+export const overlay: {
+  /** Put `value` under `key` (replacing any entry); returns the entry's token. */
+  put(key: Uint8Array, value: Uint8Array): number;
+  /** A copy of the value under `key`, or null. */
+  get(key: Uint8Array): Buffer | null;
+  /** Remove the entry under `key` if its token is still `token`; true if removed. */
+  release(key: Uint8Array, token: number): boolean;
+  /** Entries held (all threads' puts not yet released). */
+  size(): number;
+} = {
+  put: addon.overlayPut,
+  get: addon.overlayGet,
+  release: addon.overlayRelease,
+  size: addon.overlaySize,
+};

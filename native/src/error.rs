@@ -1,7 +1,9 @@
 //! Errors of the transaction core, each with a stable code.
 //!
-//! The codes are part of Landfall's public contract (they reach API clients in the `reason` of a
-//! 400), so they never change meaning. `TxError::message` is the one place that renders them.
+//! The codes are part of Landfall's public contract (the transaction codes reach API clients in
+//! the `reason` of a 400; the shared-state codes reach the service's own code as a thrown
+//! `error.code`), so they never change meaning. `TxError::message` is the one place that renders
+//! them.
 
 use std::fmt;
 
@@ -34,6 +36,13 @@ pub enum Code {
     SignatureInvalid,
     /// Not a valid base58 string of the expected length.
     Base58Invalid,
+
+    // ---- process-wide shared state (`overlay`): never about a client's
+    // transaction, so never rendered into an HTTP reason.
+    /// A status-overlay key longer than `overlay::MAX_KEY`.
+    OverlayKeyTooLarge,
+    /// A status-overlay value longer than `overlay::MAX_VALUE`.
+    OverlayValueTooLarge,
 }
 
 impl Code {
@@ -52,6 +61,8 @@ impl Code {
             Code::Unsigned => "UNSIGNED",
             Code::SignatureInvalid => "SIGNATURE_INVALID",
             Code::Base58Invalid => "BASE58_INVALID",
+            Code::OverlayKeyTooLarge => "OVERLAY_KEY_TOO_LARGE",
+            Code::OverlayValueTooLarge => "OVERLAY_VALUE_TOO_LARGE",
         }
     }
 }

@@ -1,13 +1,15 @@
 //! Landfall native core.
 //!
-//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`) know nothing of
-//! Node; the `node` and `node_quic` modules map them to JavaScript and are the only places that do.
+//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, and the process-wide
+//! shared state `overlay`) know nothing of Node; the `node` and `node_quic`
+//! modules map them to JavaScript and are the only places that do.
 #![deny(clippy::all)]
 
 pub mod base58;
 pub mod bucket;
 pub mod error;
 pub mod inspect;
+pub mod overlay;
 pub mod parse;
 pub mod quic;
 pub mod tip;

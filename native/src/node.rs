@@ -4,6 +4,7 @@
 
 use crate::bucket;
 use crate::error::{Code, TxError};
+use crate::overlay;
 use crate::inspect::{decode_base64, inspect_bytes, inspect_many, Report};
 use crate::parse::{Version, PACKET_DATA_SIZE};
 use crate::tip;
@@ -364,4 +365,44 @@ pub fn bucket_take_cost_ns(slot: f64, iterations: u32) -> f64 {
     }
     std::hint::black_box(granted);
     start.elapsed().as_nanos() as f64 / f64::from(n)
+}
+
+// ---- process-wide shared state: status overlay, account slots, usage counters --------------
+
+/// 2^53: every whole JS number below it is exact.
+const MAX_SAFE: f64 = 9_007_199_254_740_992.0;
+
+/// A JS number as an exact integer below 2^53, or None.
+fn exact_u53(v: f64) -> Option<u64> {
+    (v.is_finite() && v.fract() == 0.0 && (0.0..MAX_SAFE).contains(&v)).then_some(v as u64)
+}
+
+/// Put a status record in the process-wide overlay, where every thread's `overlayGet` sees it
+/// at once (before the LMDB commit that makes it durable). Replaces any entry of the key.
+/// Returns the entry's token (from one process-wide increasing counter, exact as a number) for
+/// `overlayRelease`. Throws `OVERLAY_KEY_TOO_LARGE` (key over 128 bytes) or
+/// `OVERLAY_VALUE_TOO_LARGE` (value over 4096 bytes).
+#[napi]
+pub fn overlay_put(key: &[u8], value: &[u8]) -> Result<f64, JsCode> {
+    // Tokens stay below 2^53 for centuries of puts, so the conversion is exact.
+    overlay::global().put(key, value).map(|t| t as f64).map_err(|e| js_error(&e))
+}
+
+/// A copy of the overlay's value under `key`, or null.
+#[napi]
+pub fn overlay_get(key: &[u8]) -> Option<Buffer> {
+    overlay::global().get(key).map(Buffer::from)
+}
+
+/// Remove the overlay entry under `key` if its token is still `token` (a newer put of the key
+/// is kept). True if removed. Call it once the put's LMDB commit is durable.
+#[napi]
+pub fn overlay_release(key: &[u8], token: f64) -> bool {
+    exact_u53(token).is_some_and(|t| overlay::global().release(key, t))
+}
+
+/// Entries in the overlay (all threads' puts not yet released).
+#[napi]
+pub fn overlay_size() -> u32 {
+    u32::try_from(overlay::global().len()).unwrap_or(u32::MAX)
 }

@@ -1,0 +1,133 @@
+/**
+ * The process-wide native state that ingress worker threads share (`overlay` from
+ * src/native.ts), tested across real Node worker threads: what one thread writes,
+ * another reads, with no message between them but the native statics.
+ *
+ * The state is process-wide and lives as long as the process: every test uses keys of its own
+ * (a random prefix).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
+import { overlay } from '../../src/native.js';
+
+const WORKER = new URL('./fixtures/shared-state-worker.mjs', import.meta.url);
+
+/** A unique key prefix for this test run. */
+const run = randomBytes(6).toString('hex');
+
+interface Peer {
+  worker: Worker;
+  /** Run `op` in the worker; resolves with its result, rejects with its error (code kept). */
+  call: <T>(op: string, args?: Record<string, unknown>) => Promise<T>;
+}
+
+const started: Worker[] = [];
+afterAll(async () => {
+  await Promise.all(started.map((w) => w.terminate()));
+});
+
+async function startPeer(): Promise<Peer> {
+  const worker = new Worker(WORKER);
+  started.push(worker);
+  let nextId = 0;
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  let ready: () => void = () => {};
+  const isReady = new Promise<void>((r) => (ready = r));
+  worker.on('message', (m: { ready?: boolean; id?: number; result?: unknown; error?: { code?: string; message: string } }) => {
+    if (m.ready) return ready();
+    const w = waiting.get(m.id!);
+    waiting.delete(m.id!);
+    if (m.error) w?.reject(Object.assign(new Error(m.error.message), { code: m.error.code }));
+    else w?.resolve(m.result);
+  });
+  worker.on('error', (e) => waiting.forEach((w) => w.reject(e)));
+  await isReady;
+  const call = <T>(op: string, args: Record<string, unknown> = {}): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const id = nextId++;
+      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ id, op, ...args });
+    });
+  return { worker, call };
+}
+
+/** Start `n` workers. */
+const peers = (n: number): Promise<Peer[]> => Promise.all(Array.from({ length: n }, startPeer));
+
+/** A go flag: workers block on it (Atomics.wait) until `release()`, so they start together. */
+function goFlag(): { shared: SharedArrayBuffer; release: () => void } {
+  const shared = new SharedArrayBuffer(4);
+  const flags = new Int32Array(shared);
+  return {
+    shared,
+    release: () => {
+      Atomics.store(flags, 0, 1);
+      Atomics.notify(flags, 0);
+    },
+  };
+}
+
+/** The error `fn` throws. */
+function thrown(fn: () => unknown): { code?: string } | undefined {
+  try {
+    fn();
+  } catch (e) {
+    return e as { code?: string };
+  }
+  return undefined;
+}
+
+describe('status overlay across threads', () => {
+  it('a put in one worker is visible to a get in another at once, and a release anywhere removes it', async () => {
+    const [a, b] = await peers(2);
+    const key = Buffer.from(`${run}:sig:1`);
+    const value = Buffer.from('status=sent slot=123');
+    const token = await a!.call<number>('put', { key, value });
+    expect(Number.isSafeInteger(token)).toBe(true);
+
+    const seen = await b!.call<Uint8Array | null>('get', { key });
+    expect(seen && Buffer.from(seen).equals(value)).toBe(true);
+    // And in the main thread, as a copy.
+    const here = overlay.get(key);
+    expect(here?.equals(value)).toBe(true);
+
+    // A newer put (main thread) replaces it; the older token's release keeps the newer entry.
+    const newer = overlay.put(key, Buffer.from('status=confirmed'));
+    expect(newer).toBeGreaterThan(token);
+    expect(await b!.call<boolean>('release', { key, token })).toBe(false);
+    expect(Buffer.from((await a!.call<Uint8Array>('get', { key }))!).toString()).toBe('status=confirmed');
+    expect(await b!.call<boolean>('release', { key, token: newer })).toBe(true);
+    expect(await a!.call('get', { key })).toBeNull();
+    expect(overlay.get(key)).toBeNull();
+  });
+
+  it('4 workers putting, reading and releasing one key: values never torn, nothing left behind', async () => {
+    const workers = await peers(4);
+    const key = Buffer.from(`${run}:churn`);
+    const before = overlay.size();
+    const go = goFlag();
+    const done = workers.map((w, tag) => w.call<number>('churn', { key, tag: tag + 1, count: 5000, shared: go.shared }));
+    go.release();
+    const released = (await Promise.all(done)).reduce((n, r) => n + r, 0);
+    // The last put's release always finds its own token.
+    expect(released).toBeGreaterThanOrEqual(1);
+    expect(overlay.get(key)).toBeNull();
+    expect(overlay.size()).toBe(before);
+  });
+
+  it('size counts entries; oversized keys and values throw coded errors and store nothing', () => {
+    const before = overlay.size();
+    const key = Buffer.from(`${run}:size`);
+    const t = overlay.put(key, Buffer.alloc(4096, 1));
+    expect(overlay.size()).toBe(before + 1);
+    expect(thrown(() => overlay.put(Buffer.alloc(129, 7), Buffer.from('v')))?.code).toBe('OVERLAY_KEY_TOO_LARGE');
+    expect(thrown(() => overlay.put(key, Buffer.alloc(4097)))?.code).toBe('OVERLAY_VALUE_TOO_LARGE');
+    expect(overlay.get(key)?.length).toBe(4096);
+    // A token that is not a whole number never matches.
+    expect(overlay.release(key, t + 0.5)).toBe(false);
+    expect(overlay.release(key, Number.NaN)).toBe(false);
+    expect(overlay.release(key, t)).toBe(true);
+    expect(overlay.size()).toBe(before);
+  });
+});

@@ -123,7 +123,7 @@ export const buckets = {
 // ---- process-wide shared state --------------------------------------------------------------
 // Native statics shared by every worker thread of the process: what one thread writes, the
 // others read at once, with no message between them. Errors thrown here carry a stable `code`
-// from native/src/error.rs (OVERLAY_KEY_TOO_LARGE, OVERLAY_VALUE_TOO_LARGE);
+// from native/src/error.rs (OVERLAY_KEY_TOO_LARGE, OVERLAY_VALUE_TOO_LARGE, ACCOUNT_SLOTS_FULL);
 // they are bugs of the caller, not refusals.
 
 /**
@@ -152,3 +152,17 @@ export const overlay: {
   release: addon.overlayRelease,
   size: addon.overlaySize,
 };
+
+/** Distinct keys `accountSlot` accepts (half the bucket table: `2 * index + 1` is a bucket slot). */
+export const ACCOUNT_SLOTS: number = addon.ACCOUNT_SLOTS;
+
+/**
+ * The process-wide index of an account id: the same in every thread for the life of the
+ * process (the first caller allocates 0, 1, 2, …). Doubled, it indexes `buckets`.
+ * Keep it: the lookup takes a shared lock. Throws `ACCOUNT_SLOTS_FULL` past `ACCOUNT_SLOTS` ids.
+ */
+export const accountSlot: (key: string) => number = addon.accountSlot;
+/** The account id registered at `index`, or null. */
+export const accountSlotKey: (index: number) => string | null = addon.accountSlotKey;
+/** Indexes `accountSlot` has handed out so far. */
+export const accountSlotCount: () => number = addon.accountSlotCount;

@@ -37,12 +37,14 @@ pub enum Code {
     /// Not a valid base58 string of the expected length.
     Base58Invalid,
 
-    // ---- process-wide shared state (`overlay`): never about a client's
+    // ---- process-wide shared state (`overlay`, `registry`): never about a client's
     // transaction, so never rendered into an HTTP reason.
     /// A status-overlay key longer than `overlay::MAX_KEY`.
     OverlayKeyTooLarge,
     /// A status-overlay value longer than `overlay::MAX_VALUE`.
     OverlayValueTooLarge,
+    /// Every account slot (`registry::CAPACITY`) is taken; the key got none.
+    AccountSlotsFull,
 }
 
 impl Code {
@@ -63,6 +65,7 @@ impl Code {
             Code::Base58Invalid => "BASE58_INVALID",
             Code::OverlayKeyTooLarge => "OVERLAY_KEY_TOO_LARGE",
             Code::OverlayValueTooLarge => "OVERLAY_VALUE_TOO_LARGE",
+            Code::AccountSlotsFull => "ACCOUNT_SLOTS_FULL",
         }
     }
 }

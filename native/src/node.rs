@@ -4,7 +4,7 @@
 
 use crate::bucket;
 use crate::error::{Code, TxError};
-use crate::overlay;
+use crate::{overlay, registry};
 use crate::inspect::{decode_base64, inspect_bytes, inspect_many, Report};
 use crate::parse::{Version, PACKET_DATA_SIZE};
 use crate::tip;
@@ -405,4 +405,28 @@ pub fn overlay_release(key: &[u8], token: f64) -> bool {
 #[napi]
 pub fn overlay_size() -> u32 {
     u32::try_from(overlay::global().len()).unwrap_or(u32::MAX)
+}
+
+/// Distinct keys `accountSlot` accepts: half the bucket table, so `2 * index + 1` is a bucket slot.
+#[napi]
+pub const ACCOUNT_SLOTS: u32 = registry::CAPACITY as u32;
+
+/// The process-wide index of `key` (an account id): the same in every thread for the life of
+/// the process, allocated 0, 1, 2, … by the first caller of each key. Keep it (the lookup takes a
+/// shared lock). Throws `ACCOUNT_SLOTS_FULL` once `ACCOUNT_SLOTS` keys are registered.
+#[napi]
+pub fn account_slot(key: String) -> Result<u32, JsCode> {
+    registry::global().slot(&key).map_err(|e| js_error(&e))
+}
+
+/// The key registered at `index`, or null (so a persister that gets indexes can name them).
+#[napi]
+pub fn account_slot_key(index: f64) -> Option<String> {
+    exact_u32(index).and_then(|i| registry::global().key(i)).map(|k| k.to_string())
+}
+
+/// Indexes `accountSlot` has handed out so far.
+#[napi]
+pub fn account_slot_count() -> u32 {
+    u32::try_from(registry::global().len()).unwrap_or(u32::MAX)
 }

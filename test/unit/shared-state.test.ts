@@ -1,15 +1,16 @@
 /**
- * The process-wide native state that ingress worker threads share (`overlay` from
- * src/native.ts), tested across real Node worker threads: what one thread writes,
+ * The process-wide native state that ingress worker threads share (`overlay`, `accountSlot`
+ * from src/native.ts), tested across real Node worker threads: what one thread writes,
  * another reads, with no message between them but the native statics.
  *
  * The state is process-wide and lives as long as the process: every test uses keys of its own
- * (a random prefix).
+ * (a random prefix), and filling the registry to capacity happens in a child process.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { overlay } from '../../src/native.js';
+import { ACCOUNT_SLOTS, accountSlot, accountSlotCount, accountSlotKey, overlay } from '../../src/native.js';
 
 const WORKER = new URL('./fixtures/shared-state-worker.mjs', import.meta.url);
 
@@ -129,5 +130,62 @@ describe('status overlay across threads', () => {
     expect(overlay.release(key, Number.NaN)).toBe(false);
     expect(overlay.release(key, t)).toBe(true);
     expect(overlay.size()).toBe(before);
+  });
+});
+
+describe('account slot registry across threads', () => {
+  it('4 workers registering the same keys at once, in different orders, agree on every index', async () => {
+    const workers = await peers(4);
+    const keys = Array.from({ length: 300 }, (_, i) => `${run}:acc_${i}`);
+    const countBefore = accountSlotCount();
+    const go = goFlag();
+    const answers = workers.map((w, k) => {
+      // Worker k walks the keys rotated by k·75, half of them backwards.
+      const order = keys.map((_, i) => (i + k * 75) % keys.length);
+      if (k % 2) order.reverse();
+      return w
+        .call<number[]>('slots', { keys: order.map((i) => keys[i]), shared: go.shared })
+        .then((idx) => new Map(order.map((i, j) => [keys[i]!, idx[j]!])));
+    });
+    go.release();
+    const maps = await Promise.all(answers);
+    for (const m of maps.slice(1)) expect(m).toEqual(maps[0]);
+    // Every key got its own index; the main thread sees the same ones.
+    const indexes = new Set(maps[0]!.values());
+    expect(indexes.size).toBe(keys.length);
+    expect(accountSlotCount()).toBe(countBefore + keys.length);
+    for (const k of keys) {
+      const i = accountSlot(k);
+      expect(i).toBe(maps[0]!.get(k));
+      expect(accountSlotKey(i)).toBe(k);
+    }
+    expect(accountSlotCount()).toBe(countBefore + keys.length);
+    expect(accountSlotKey(ACCOUNT_SLOTS)).toBeNull();
+  });
+
+  it('indexes are dense and stay below ACCOUNT_SLOTS; a full registry refuses with ACCOUNT_SLOTS_FULL', async () => {
+    expect(ACCOUNT_SLOTS).toBe(32768);
+    const a = accountSlot(`${run}:dense_a`);
+    const b = accountSlot(`${run}:dense_b`);
+    expect(b).toBe(a + 1);
+    expect(accountSlot(`${run}:dense_a`)).toBe(a);
+
+    const fixture = new URL('./fixtures/registry-full.mjs', import.meta.url);
+    const child = spawn(process.execPath, [fixture.pathname], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, err).toBe(0);
+    const r = JSON.parse(out) as Record<string, unknown>;
+    expect(r).toMatchObject({
+      capacity: 32768,
+      count: 32768,
+      refused: { code: 'ACCOUNT_SLOTS_FULL' },
+      known: 32767,
+      lastKey: 'acc_32767',
+      countAfter: 32768,
+    });
   });
 });

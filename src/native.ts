@@ -123,8 +123,8 @@ export const buckets = {
 // ---- process-wide shared state --------------------------------------------------------------
 // Native statics shared by every worker thread of the process: what one thread writes, the
 // others read at once, with no message between them. Errors thrown here carry a stable `code`
-// from native/src/error.rs (OVERLAY_KEY_TOO_LARGE, OVERLAY_VALUE_TOO_LARGE, ACCOUNT_SLOTS_FULL);
-// they are bugs of the caller, not refusals.
+// from native/src/error.rs (OVERLAY_KEY_TOO_LARGE, OVERLAY_VALUE_TOO_LARGE, ACCOUNT_SLOTS_FULL,
+// USAGE_INDEX_OUT_OF_RANGE, USAGE_INVALID_VALUE); they are bugs of the caller, not refusals.
 
 /**
  * The process-wide status overlay: read-your-writes across worker threads before LMDB commits.
@@ -158,7 +158,7 @@ export const ACCOUNT_SLOTS: number = addon.ACCOUNT_SLOTS;
 
 /**
  * The process-wide index of an account id: the same in every thread for the life of the
- * process (the first caller allocates 0, 1, 2, …). Doubled, it indexes `buckets`.
+ * process (the first caller allocates 0, 1, 2, …). It indexes `usage` and, doubled, `buckets`.
  * Keep it: the lookup takes a shared lock. Throws `ACCOUNT_SLOTS_FULL` past `ACCOUNT_SLOTS` ids.
  */
 export const accountSlot: (key: string) => number = addon.accountSlot;
@@ -166,3 +166,39 @@ export const accountSlot: (key: string) => number = addon.accountSlot;
 export const accountSlotKey: (index: number) => string | null = addon.accountSlotKey;
 /** Indexes `accountSlot` has handed out so far. */
 export const accountSlotCount: () => number = addon.accountSlotCount;
+
+/** UTC day number (days since the Unix epoch) of `ms`: the `day` every `usage` call takes. */
+export function utcDay(ms: number = Date.now()): number {
+  return Math.floor(ms / 86_400_000);
+}
+
+/**
+ * Process-wide per-account usage counters, lock-free, indexed by `accountSlot`: the all-time
+ * total and the count of the current UTC day (restarted by the first add of a newer day).
+ *
+ * The first thread to see an account loads its persisted counts and calls `init` (only one
+ * call per index succeeds). An `add` before that still counts and is added to the persisted
+ * counts when `init` comes, but `get` answers null and `takeDirty` skips the index until then.
+ *
+ * @example
+ * const i = accountSlot(accountId);
+ * if (usage.get(i, utcDay()) === null) usage.init(i, persisted.total, persisted.day, persisted.today);
+ * usage.add(i, 1, utcDay());
+ * // one timer, one thread: persist what changed
+ * for (const i of usage.takeDirty()) save(accountSlotKey(i)!, usage.get(i, utcDay())!);
+ */
+export const usage: {
+  /** Load the persisted counts of `index` once; true if this call did it. */
+  init(index: number, total: number, day: number, today: number): boolean;
+  /** Count `n` sends on `day`; returns whether `index` was initialized (the add counts either way). */
+  add(index: number, n: number, day: number): boolean;
+  /** Counts as seen on `day` (`today` is 0 for another day), or null until `init`. */
+  get(index: number, day: number): { total: number; today: number } | null;
+  /** Initialized indexes changed since the last call (any thread's), ascending; clears them. */
+  takeDirty(): number[];
+} = {
+  init: addon.usageInit,
+  add: addon.usageAdd,
+  get: addon.usageGet,
+  takeDirty: addon.usageTakeDirty,
+};

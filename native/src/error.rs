@@ -37,7 +37,7 @@ pub enum Code {
     /// Not a valid base58 string of the expected length.
     Base58Invalid,
 
-    // ---- process-wide shared state (`overlay`, `registry`): never about a client's
+    // ---- process-wide shared state (`overlay`, `registry`, `usage`): never about a client's
     // transaction, so never rendered into an HTTP reason.
     /// A status-overlay key longer than `overlay::MAX_KEY`.
     OverlayKeyTooLarge,
@@ -45,6 +45,10 @@ pub enum Code {
     OverlayValueTooLarge,
     /// Every account slot (`registry::CAPACITY`) is taken; the key got none.
     AccountSlotsFull,
+    /// A usage index at or past `registry::CAPACITY`.
+    UsageIndexOutOfRange,
+    /// A usage count or day that is not a whole number in range.
+    UsageInvalidValue,
 }
 
 impl Code {
@@ -66,6 +70,8 @@ impl Code {
             Code::OverlayKeyTooLarge => "OVERLAY_KEY_TOO_LARGE",
             Code::OverlayValueTooLarge => "OVERLAY_VALUE_TOO_LARGE",
             Code::AccountSlotsFull => "ACCOUNT_SLOTS_FULL",
+            Code::UsageIndexOutOfRange => "USAGE_INDEX_OUT_OF_RANGE",
+            Code::UsageInvalidValue => "USAGE_INVALID_VALUE",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Landfall native core.
 //!
 //! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, and the process-wide
-//! shared state `overlay`, `registry`) know nothing of Node; the `node` and `node_quic`
+//! shared state `overlay`, `registry`, `usage`) know nothing of Node; the `node` and `node_quic`
 //! modules map them to JavaScript and are the only places that do.
 #![deny(clippy::all)]
 
@@ -14,6 +14,7 @@ pub mod parse;
 pub mod quic;
 pub mod registry;
 pub mod tip;
+pub mod usage;
 pub mod verify;
 
 #[cfg(feature = "node")]

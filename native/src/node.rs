@@ -4,7 +4,7 @@
 
 use crate::bucket;
 use crate::error::{Code, TxError};
-use crate::{overlay, registry};
+use crate::{overlay, registry, usage};
 use crate::inspect::{decode_base64, inspect_bytes, inspect_many, Report};
 use crate::parse::{Version, PACKET_DATA_SIZE};
 use crate::tip;
@@ -429,4 +429,69 @@ pub fn account_slot_key(index: f64) -> Option<String> {
 #[napi]
 pub fn account_slot_count() -> u32 {
     u32::try_from(registry::global().len()).unwrap_or(u32::MAX)
+}
+
+/// One account's usage as `usageGet` reads it.
+#[napi(object)]
+pub struct UsageCounts {
+    /// All-time sends (persisted base + this process's adds).
+    pub total: f64,
+    /// Sends on the day asked for (0 if the counts are of another day).
+    pub today: u32,
+}
+
+fn usage_index(v: f64) -> Result<u32, JsCode> {
+    exact_u32(v).filter(|&i| (i as usize) < usage::CAPACITY).ok_or_else(|| {
+        js_error(&TxError::new(Code::UsageIndexOutOfRange, "usage index must be an accountSlot index (a whole number below 32768)"))
+    })
+}
+
+fn usage_u32(what: &'static str, v: f64) -> Result<u32, JsCode> {
+    exact_u32(v).ok_or_else(|| js_error(&TxError::new(Code::UsageInvalidValue, what)))
+}
+
+/// Load the persisted usage of account `index` (`total`; `today` sends on UTC day `day`, days
+/// since the Unix epoch), once per process: true if this call did it, false if it was already
+/// done (by any thread). Adds made before it are kept on top of these counts. Throws
+/// `USAGE_INDEX_OUT_OF_RANGE` or `USAGE_INVALID_VALUE`.
+#[napi]
+pub fn usage_init(index: f64, total: f64, day: f64, today: f64) -> Result<bool, JsCode> {
+    let index = usage_index(index)?;
+    let total = exact_u53(total)
+        .ok_or_else(|| js_error(&TxError::new(Code::UsageInvalidValue, "total must be a whole number below 2^53")))?;
+    let day = usage_u32("day must be a whole number of days since the epoch", day)?;
+    let today = usage_u32("today must be a whole number below 2^32", today)?;
+    usage::TABLE.init(index, total, day, today).map_err(|e| js_error(&e))
+}
+
+/// Count `n` sends of account `index` on UTC day `day`, lock-free: total += n; today += n on
+/// the stored day, restarts at n on a newer day, unchanged for an older one. Marks the index
+/// for `usageTakeDirty`. Returns whether the index was initialized (`usageInit`): the add is
+/// kept either way and added to the persisted counts when `usageInit` comes, but `usageGet`
+/// answers null and the persister skips the index until then, so callers init first.
+/// Throws `USAGE_INDEX_OUT_OF_RANGE` or `USAGE_INVALID_VALUE`.
+#[napi]
+pub fn usage_add(index: f64, n: f64, day: f64) -> Result<bool, JsCode> {
+    let index = usage_index(index)?;
+    let n = usage_u32("n must be a whole number below 2^32", n)?;
+    let day = usage_u32("day must be a whole number of days since the epoch", day)?;
+    usage::TABLE.add(index, n, day).map_err(|e| js_error(&e))
+}
+
+/// The usage of account `index` as seen on UTC day `day`, or null until `usageInit`.
+#[napi]
+pub fn usage_get(index: f64, day: f64) -> Result<Option<UsageCounts>, JsCode> {
+    let index = usage_index(index)?;
+    let day = usage_u32("day must be a whole number of days since the epoch", day)?;
+    Ok(usage::TABLE
+        .get(index, day)
+        .map_err(|e| js_error(&e))?
+        .map(|c| UsageCounts { total: c.total as f64, today: c.today }))
+}
+
+/// Initialized account indexes whose usage changed since the last call (any thread's), in
+/// ascending order; clears their marks. For the one timer that persists usage.
+#[napi]
+pub fn usage_take_dirty() -> Vec<u32> {
+    usage::TABLE.take_dirty()
 }

@@ -1,6 +1,6 @@
 /**
- * The process-wide native state that ingress worker threads share (`overlay`, `accountSlot`
- * from src/native.ts), tested across real Node worker threads: what one thread writes,
+ * The process-wide native state that ingress worker threads share (`overlay`, `accountSlot`,
+ * `usage` from src/native.ts), tested across real Node worker threads: what one thread writes,
  * another reads, with no message between them but the native statics.
  *
  * The state is process-wide and lives as long as the process: every test uses keys of its own
@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { ACCOUNT_SLOTS, accountSlot, accountSlotCount, accountSlotKey, overlay } from '../../src/native.js';
+import { ACCOUNT_SLOTS, accountSlot, accountSlotCount, accountSlotKey, overlay, usage, utcDay } from '../../src/native.js';
 
 const WORKER = new URL('./fixtures/shared-state-worker.mjs', import.meta.url);
 
@@ -187,5 +187,63 @@ describe('account slot registry across threads', () => {
       lastKey: 'acc_32767',
       countAfter: 32768,
     });
+  });
+});
+
+describe('usage counters across threads', () => {
+  const day = utcDay();
+
+  it('4 workers × 25 000 adds on one account give an exact total and today', async () => {
+    const workers = await peers(4);
+    const i = accountSlot(`${run}:usage_hammer`);
+    expect(usage.get(i, day)).toBeNull();
+    expect(usage.init(i, 1_000_000, day, 40)).toBe(true);
+    expect(usage.init(i, 5, day, 5)).toBe(false);
+    usage.takeDirty(); // start from a clean slate for this index
+    const go = goFlag();
+    const done = workers.map((w) => w.call<number>('add', { index: i, count: 25_000, day, shared: go.shared }));
+    go.release();
+    const notReady = await Promise.all(done);
+    expect(notReady).toEqual([0, 0, 0, 0]);
+    expect(usage.get(i, day)).toEqual({ total: 1_100_000, today: 100_040 });
+    // Another day: same total, nothing today.
+    expect(usage.get(i, day + 1)).toEqual({ total: 1_100_000, today: 0 });
+    expect(usage.takeDirty()).toContain(i);
+    expect(usage.takeDirty()).not.toContain(i);
+  });
+
+  it('adds before init count and are added to the persisted counts; the next day restarts today', async () => {
+    const [w] = await peers(1);
+    const i = accountSlot(`${run}:usage_early`);
+    const go = goFlag();
+    go.release();
+    // Another thread adds before anyone loaded the persisted counts: it is told so.
+    expect(await w!.call<number>('add', { index: i, count: 3, day, shared: go.shared })).toBe(3);
+    expect(usage.get(i, day)).toBeNull();
+    expect(usage.takeDirty()).not.toContain(i);
+    expect(usage.init(i, 500, day, 7)).toBe(true);
+    expect(usage.get(i, day)).toEqual({ total: 503, today: 10 });
+    expect(usage.takeDirty()).toContain(i);
+
+    expect(usage.add(i, 2, day + 1)).toBe(true);
+    expect(usage.get(i, day + 1)).toEqual({ total: 505, today: 2 });
+    // A late add stamped with the old day counts in the total only.
+    usage.add(i, 1, day);
+    expect(usage.get(i, day + 1)).toEqual({ total: 506, today: 2 });
+  });
+
+  it('bad indexes and numbers throw coded errors instead of being wrapped', () => {
+    expect(thrown(() => usage.add(ACCOUNT_SLOTS, 1, day))?.code).toBe('USAGE_INDEX_OUT_OF_RANGE');
+    expect(thrown(() => usage.add(-1, 1, day))?.code).toBe('USAGE_INDEX_OUT_OF_RANGE');
+    expect(thrown(() => usage.get(1.5, day))?.code).toBe('USAGE_INDEX_OUT_OF_RANGE');
+    const i = accountSlot(`${run}:usage_bad`);
+    expect(thrown(() => usage.add(i, -1, day))?.code).toBe('USAGE_INVALID_VALUE');
+    expect(thrown(() => usage.add(i, 2 ** 32, day))?.code).toBe('USAGE_INVALID_VALUE');
+    expect(thrown(() => usage.init(i, 2 ** 53, day, 0))?.code).toBe('USAGE_INVALID_VALUE');
+    expect(thrown(() => usage.init(i, 1, Number.NaN, 0))?.code).toBe('USAGE_INVALID_VALUE');
+    expect(usage.get(i, day)).toBeNull();
+    // The largest exact total is kept exactly.
+    expect(usage.init(i, 2 ** 53 - 1, day, 0)).toBe(true);
+    expect(usage.get(i, day)).toEqual({ total: 2 ** 53 - 1, today: 0 });
   });
 });

@@ -202,3 +202,6 @@ export const usage: {
   get: addon.usageGet,
   takeDirty: addon.usageTakeDirty,
 };
+
+/** Results of the QUIC client's sends (`QuicClient` from native/index.js). */
+export type { FirstSend, OutcomeCount, SendResult } from '../native/index.js';

@@ -41,6 +41,18 @@ fn parse_addrs(texts: &[String]) -> Result<Vec<SocketAddr>, JsCode> {
     texts.iter().map(|t| parse_addr(t)).collect()
 }
 
+/// The one check of a transaction's size before it is queued; `index` names it in a batch.
+fn check_tx(tx: &[u8], index: Option<usize>) -> Result<(), JsCode> {
+    let which = index.map_or_else(|| "transaction".to_owned(), |i| format!("transaction {i}"));
+    if tx.is_empty() {
+        return Err(fail("QUIC_TX_EMPTY", format!("{which} is empty")));
+    }
+    if tx.len() > MAX_TX_SIZE {
+        return Err(fail("QUIC_TX_TOO_LARGE", format!("{which} is {} bytes, more than {MAX_TX_SIZE}", tx.len())));
+    }
+    Ok(())
+}
+
 fn parse_seed(identity: &[u8]) -> Result<[u8; 32], JsCode> {
     identity.try_into().map_err(|_| {
         fail(
@@ -111,6 +123,31 @@ pub struct SendResult {
     pub elapsed_us: f64,
     /// Went on a connection that existed before this send.
     pub reused: bool,
+}
+
+/// What `sendFirst` resolves with.
+#[napi(object)]
+pub struct FirstSend {
+    /// The first target ("ip:port", as given) the transaction was written to; null when every
+    /// target failed.
+    #[napi(ts_type = "string | null")]
+    pub target: Either<String, Null>,
+    /// Microseconds from the call to that first write (to the last failure when none was
+    /// written).
+    pub elapsed_us: f64,
+    /// The targets known to have failed by then, in the order they became known. Later
+    /// outcomes are not reported here; `drainOutcomes` counts them.
+    pub failures: Vec<SendResult>,
+}
+
+/// Sends to one target that ended one way, since the last `drainOutcomes`.
+#[napi(object)]
+pub struct OutcomeCount {
+    /// "ip:port".
+    pub target: String,
+    /// `ok`, or the failure reason (`queue_full`, `backoff`, `handshake_timeout`, …).
+    pub reason: String,
+    pub count: f64,
 }
 
 /// One validator's connection state and counters, as this process's client sees it.
@@ -186,12 +223,7 @@ impl QuicClient {
     #[napi(ts_return_type = "Promise<SendResult[]>")]
     pub fn send<'env>(&self, env: &'env Env, targets: Vec<String>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
-        if tx.is_empty() {
-            return Err(fail("QUIC_TX_EMPTY", "transaction is empty"));
-        }
-        if tx.len() > MAX_TX_SIZE {
-            return Err(fail("QUIC_TX_TOO_LARGE", format!("transaction is {} bytes, more than {MAX_TX_SIZE}", tx.len())));
-        }
+        check_tx(tx, None)?;
         let addrs = parse_addrs(&targets)?;
         let tx = Bytes::copy_from_slice(tx);
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
@@ -202,6 +234,73 @@ impl QuicClient {
             deferred.resolve(move |_| Ok(targets.into_iter().zip(outcomes).map(to_send_result).collect::<Vec<_>>()));
         });
         Ok(promise)
+    }
+
+    /// The hot path's send: the same writes as `send` (one stream per target, all at once), but
+    /// resolves as soon as ONE target has the transaction written, without waiting for slower
+    /// or dead targets, or once every target has failed. Outcomes that come later are counted
+    /// for `drainOutcomes`. Throws for bad arguments, as `send` does.
+    #[napi(ts_return_type = "Promise<FirstSend>")]
+    pub fn send_first<'env>(&self, env: &'env Env, targets: Vec<String>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
+        let client = self.client()?;
+        check_tx(tx, None)?;
+        let addrs = parse_addrs(&targets)?;
+        let tx = Bytes::copy_from_slice(tx);
+        let (deferred, promise) = env.create_deferred().map_err(internal)?;
+        let dispatched = client.dispatch(&addrs, tx);
+        runtime().spawn(async move {
+            let first = dispatched.first_written().await;
+            // Name outcomes by the target text given (two spellings of one address stay apart).
+            let name = move |o: &quic::SendOutcome| {
+                addrs.iter().position(|a| *a == o.addr).map_or_else(|| o.addr.to_string(), |i| targets[i].clone())
+            };
+            let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(name(o)));
+            let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((name(&o), o))).collect();
+            let elapsed_us = first.elapsed_us as f64;
+            deferred.resolve(move |_| Ok(FirstSend { target, elapsed_us, failures }));
+        });
+        Ok(promise)
+    }
+
+    /// Every transaction of `txs` (a rebroadcast round) to every target, queued at once in the
+    /// order given. Resolves when every outcome is known with one byte per (transaction,
+    /// target): `result[i * targets.length + t]` is 1 if `txs[i]` was written to `targets[t]`,
+    /// else 0 (the reasons go to `drainOutcomes`). Every transaction and target is checked
+    /// before anything is queued; throws `QUIC_TX_EMPTY` / `QUIC_TX_TOO_LARGE` naming the index.
+    #[napi(ts_return_type = "Promise<Uint8Array>")]
+    pub fn send_many<'env>(&self, env: &'env Env, targets: Vec<String>, txs: Vec<Uint8Array>) -> Result<Object<'env>, JsCode> {
+        let client = self.client()?;
+        for (i, tx) in txs.iter().enumerate() {
+            check_tx(tx, Some(i))?;
+        }
+        let addrs = parse_addrs(&targets)?;
+        // Copied once, here, on the JS thread: nothing JavaScript owns crosses to the runtime.
+        let txs: Vec<Bytes> = txs.iter().map(|tx| Bytes::copy_from_slice(tx)).collect();
+        let (deferred, promise) = env.create_deferred().map_err(internal)?;
+        let dispatched = client.dispatch_batch(&addrs, &txs);
+        runtime().spawn(async move {
+            let written: Vec<u8> = dispatched.outcomes().await.iter().map(|o| u8::from(o.ok())).collect();
+            deferred.resolve(move |_| Ok(Uint8Array::new(written)));
+        });
+        Ok(promise)
+    }
+
+    /// Counts of every send outcome per target and reason (`ok` or the failure reason) since
+    /// the last call, from every send path of this process's client for the identity (`send`,
+    /// `sendFirst` including outcomes after it resolved, `sendMany`), resetting them. Targets
+    /// and reasons with no outcome are left out.
+    #[napi]
+    pub fn drain_outcomes(&self) -> Result<Vec<OutcomeCount>, JsCode> {
+        Ok(self
+            .client()?
+            .drain_outcomes()
+            .into_iter()
+            .map(|c| OutcomeCount {
+                target: c.addr.to_string(),
+                reason: c.reason.map_or("ok", quic::FailReason::as_str).to_owned(),
+                count: c.count as f64,
+            })
+            .collect())
     }
 
     /// Open connections to `targets` ahead of the first send; returns at once.

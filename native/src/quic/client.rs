@@ -20,6 +20,15 @@
 //! validator can still drop it after reading (it never says). Closing the client keeps that
 //! promise where it can: each connection stays up until the peer has acknowledged every written
 //! stream (at most `CLOSE_LINGER`), and only then closes.
+//!
+//! Three ways to await what was queued ([`Dispatched`]): every outcome in order
+//! ([`Dispatched::outcomes`], `send`), the first written one ([`Dispatched::first_written`],
+//! the hot path's reply needs only one leader to have the transaction), and many transactions
+//! to many peers in one call ([`QuicClient::dispatch_batch`], a rebroadcast round). Whichever
+//! way, and whether or not anyone still awaits it, every outcome is counted per peer and reason
+//! where it is decided (the peer's task, or the refusal in `submit`), and
+//! [`QuicClient::drain_outcomes`] hands those counts over for metrics: a caller that stopped
+//! waiting after the first write loses none of the later outcomes.
 
 use super::{check_range, runtime, tls, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
@@ -31,8 +40,9 @@ use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
@@ -126,7 +136,7 @@ pub fn tpu_client_config(seed: &[u8; 32], cfg: &ClientConfig) -> Result<quinn::C
 }
 
 /// Why a send failed. `as_str` is the stable `reason` JavaScript sees.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailReason {
     /// Empty transaction: validators close the connection on an empty stream.
     Empty,
@@ -151,6 +161,20 @@ pub enum FailReason {
 }
 
 impl FailReason {
+    /// Every reason, in declaration order (the order [`QuicClient::drain_outcomes`] lists them).
+    pub const ALL: [FailReason; 10] = [
+        FailReason::Empty,
+        FailReason::TooLarge,
+        FailReason::QueueFull,
+        FailReason::Backoff,
+        FailReason::HandshakeTimeout,
+        FailReason::ConnectFailed,
+        FailReason::ConnectionLost,
+        FailReason::StreamStopped,
+        FailReason::SendTimeout,
+        FailReason::ClientClosed,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             FailReason::Empty => "empty",
@@ -188,6 +212,50 @@ impl SendOutcome {
     /// True when the transaction was written.
     pub fn ok(&self) -> bool {
         self.reason.is_none()
+    }
+}
+
+/// What [`Dispatched::first_written`] settles with.
+#[derive(Clone, Debug)]
+pub struct FirstSend {
+    /// The first outcome that was written, or None when every peer failed.
+    pub written: Option<SendOutcome>,
+    /// Microseconds from the dispatch to the first write (to the last failure when none was
+    /// written).
+    pub elapsed_us: u64,
+    /// The failures known by then, in the order they became known (refusals first).
+    pub failures: Vec<SendOutcome>,
+}
+
+/// How many sends to one peer ended one way since the last [`QuicClient::drain_outcomes`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutcomeCount {
+    pub addr: SocketAddr,
+    /// None for written, else why not.
+    pub reason: Option<FailReason>,
+    pub count: u64,
+}
+
+/// Outcome counters of one peer: written, then one per [`FailReason::ALL`]. Lock-free: counted
+/// by whichever thread decides the outcome, taken (swapped to 0) by the drain.
+#[derive(Default)]
+struct Tally([AtomicU64; 1 + FailReason::ALL.len()]);
+
+impl Tally {
+    fn count(&self, reason: Option<FailReason>) {
+        // `ALL` lists the reasons in declaration order, so `r as usize` is the position in it.
+        let i = reason.map_or(0, |r| 1 + r as usize);
+        self.0[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn drain(&self, addr: SocketAddr, out: &mut Vec<OutcomeCount>) {
+        let reasons = std::iter::once(None).chain(FailReason::ALL.iter().copied().map(Some));
+        for (counter, reason) in self.0.iter().zip(reasons) {
+            let count = counter.swap(0, Ordering::Relaxed);
+            if count > 0 {
+                out.push(OutcomeCount { addr, reason, count });
+            }
+        }
     }
 }
 
@@ -236,6 +304,9 @@ pub struct QuicClient {
     identity: [u8; 32],
     dialer: Arc<Dialer>,
     peers: Mutex<HashMap<SocketAddr, PeerHandle>>,
+    /// Outcomes decided before a peer existed (an empty or oversize transaction is refused
+    /// without starting the peer's task).
+    unpeered: Mutex<HashMap<SocketAddr, Tally>>,
 }
 
 /// What a peer's task needs to (re)connect; shared by all of them, never referring back to the
@@ -276,6 +347,7 @@ impl QuicClient {
             identity,
             dialer: Arc::new(Dialer { cfg, endpoint, quinn }),
             peers: Mutex::new(HashMap::new()),
+            unpeered: Mutex::new(HashMap::new()),
         });
         registry.push((identity, Arc::downgrade(&client)));
         Ok(client)
@@ -312,6 +384,56 @@ impl QuicClient {
         Dispatched { started, pending }
     }
 
+    /// Send one transaction to several peers at once; settles as soon as one peer has it
+    /// written (without waiting for slower or dead peers), or once every peer has failed.
+    pub async fn send_first(&self, addrs: &[SocketAddr], tx: Bytes) -> FirstSend {
+        self.dispatch(addrs, tx).first_written().await
+    }
+
+    /// Queue every transaction of `txs` on every peer of `addrs` now, transaction by
+    /// transaction (so each peer gets them in the order given); [`Dispatched::outcomes`] then
+    /// yields the outcome of `txs[i]` to `addrs[t]` at `i * addrs.len() + t`.
+    pub fn dispatch_batch(&self, addrs: &[SocketAddr], txs: &[Bytes]) -> Dispatched {
+        let started = Instant::now();
+        let pending = txs
+            .iter()
+            .flat_map(|tx| addrs.iter().map(move |&addr| (addr, tx)))
+            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started)))
+            .collect();
+        Dispatched { started, pending }
+    }
+
+    /// Every transaction of `txs` to every peer of `addrs`; outcomes as [`dispatch_batch`]
+    /// orders them.
+    ///
+    /// [`dispatch_batch`]: QuicClient::dispatch_batch
+    pub async fn send_batch(&self, addrs: &[SocketAddr], txs: &[Bytes]) -> Vec<SendOutcome> {
+        self.dispatch_batch(addrs, txs).outcomes().await
+    }
+
+    /// The outcome counts per peer and reason since the last call (of every send path,
+    /// including outcomes nobody awaited any more), resetting them. Ordered by peer, then
+    /// written first and the reasons in [`FailReason::ALL`] order; counts of 0 are left out.
+    pub fn drain_outcomes(&self) -> Vec<OutcomeCount> {
+        let mut out = Vec::new();
+        for (&addr, peer) in lock(&self.peers).iter() {
+            peer.state.tally.drain(addr, &mut out);
+        }
+        for (&addr, tally) in lock(&self.unpeered).iter() {
+            tally.drain(addr, &mut out);
+        }
+        // A peer can appear twice (refused before and after its task started): merge.
+        out.sort_by_key(|c| (c.addr, c.reason.map_or(0, |r| 1 + r as usize)));
+        out.dedup_by(|later, first| {
+            let same = later.addr == first.addr && later.reason == first.reason;
+            if same {
+                first.count += later.count;
+            }
+            same
+        });
+        out
+    }
+
     /// Open connections to `addrs` ahead of the first send (peers in back-off are skipped
     /// until it expires). Returns at once; connections come up in the background.
     pub fn prewarm(&self, addrs: &[SocketAddr]) {
@@ -329,22 +451,29 @@ impl QuicClient {
 
     /// Queue a transaction for `addr`, or refuse it at once.
     fn submit(&self, addr: SocketAddr, tx: Bytes, started: Instant) -> Result<oneshot::Receiver<SendOutcome>, SendOutcome> {
-        if tx.is_empty() {
-            return Err(failed(addr, started, FailReason::Empty));
-        }
-        if tx.len() > MAX_TX_SIZE {
-            return Err(failed(addr, started, FailReason::TooLarge));
+        let invalid = if tx.is_empty() {
+            Some(FailReason::Empty)
+        } else if tx.len() > MAX_TX_SIZE {
+            Some(FailReason::TooLarge)
+        } else {
+            None
+        };
+        if let Some(reason) = invalid {
+            lock(&self.unpeered).entry(addr).or_default().count(Some(reason));
+            return Err(failed(addr, started, reason));
         }
         let (queue, state) = self.peer(addr);
         let (reply, pending) = oneshot::channel();
-        match queue.try_send(Job::Send { tx, queued_at: started, reply }) {
-            Ok(()) => Ok(pending),
+        let refused = match queue.try_send(Job::Send { tx, queued_at: started, reply }) {
+            Ok(()) => return Ok(pending),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 state.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                Err(failed(addr, started, FailReason::QueueFull))
+                FailReason::QueueFull
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(failed(addr, started, FailReason::ClientClosed)),
-        }
+            Err(mpsc::error::TrySendError::Closed(_)) => FailReason::ClientClosed,
+        };
+        state.tally.count(Some(refused));
+        Err(failed(addr, started, refused))
     }
 
     /// The queue and state of `addr`, starting its task on first use.
@@ -383,6 +512,42 @@ impl Dispatched {
             outcomes.push(outcome(addr, self.started, p).await);
         }
         outcomes
+    }
+
+    /// Settle with the first outcome that was written, as soon as it is known (slower or dead
+    /// peers are not waited for), or with every failure once all have failed. The outcomes not
+    /// awaited any more still reach [`QuicClient::drain_outcomes`]: they are counted where they
+    /// are decided, not here.
+    pub async fn first_written(self) -> FirstSend {
+        let mut failures = Vec::new();
+        let mut waiting = Vec::with_capacity(self.pending.len());
+        for (addr, p) in self.pending {
+            match p {
+                Ok(pending) => waiting.push((addr, pending)),
+                Err(refused) => failures.push(refused),
+            }
+        }
+        while !waiting.is_empty() {
+            // Whichever reply is in first. A handful of peers, so each wake-up polls them all;
+            // a ready receiver is removed at once and never polled again.
+            let (i, reply) = std::future::poll_fn(|cx| {
+                for (i, (_, pending)) in waiting.iter_mut().enumerate() {
+                    if let Poll::Ready(reply) = Pin::new(pending).poll(cx) {
+                        return Poll::Ready((i, reply));
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
+            let (addr, _) = waiting.swap_remove(i);
+            // The task only drops the reply if the runtime is shutting down.
+            let o = reply.unwrap_or_else(|_| failed(addr, self.started, FailReason::ClientClosed));
+            if o.ok() {
+                return FirstSend { elapsed_us: o.elapsed_us, written: Some(o), failures };
+            }
+            failures.push(o);
+        }
+        FirstSend { written: None, elapsed_us: micros(self.started), failures }
     }
 }
 
@@ -464,12 +629,15 @@ struct Link {
 struct PeerState {
     addr: SocketAddr,
     counters: PeerCounters,
+    /// Outcome counts for `drain_outcomes` (apart from `counters`, which `peer_stats` reports
+    /// and never resets).
+    tally: Tally,
     link: Mutex<Link>,
 }
 
 impl PeerState {
     fn new(addr: SocketAddr) -> Self {
-        PeerState { addr, counters: PeerCounters::default(), link: Mutex::new(Link::default()) }
+        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), link: Mutex::new(Link::default()) }
     }
 
     /// The open connection, if there is one. A connection found closed is recorded here (the
@@ -565,6 +733,7 @@ impl PeerState {
                 (Some(f.reason), f.code, Some(f.detail))
             }
         };
+        self.tally.count(reason);
         SendOutcome { addr: self.addr, reason, code, detail, elapsed_us: micros(queued_at), reused }
     }
 

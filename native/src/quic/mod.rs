@@ -24,7 +24,9 @@ mod lossy;
 mod server;
 mod tls;
 
-pub use client::{tpu_client_config, ClientConfig, Dispatched, FailReason, PeerStats, QuicClient, SendOutcome};
+pub use client::{
+    tpu_client_config, ClientConfig, Dispatched, FailReason, FirstSend, OutcomeCount, PeerStats, QuicClient, SendOutcome,
+};
 pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
 pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};
 

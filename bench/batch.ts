@@ -4,7 +4,7 @@
  * sustained transactions/s, closed loop with `BATCH_SEND.connections` requests in flight, every
  * item of every response checked to be `"status":"sent"`.
  */
-import { BATCH_SEND, BATCH_SIZE, fmtBound, fmtCores, fmtUs, landfallServer, loadMs, maxPhase, WARMUP_MS, type Phase } from './lib/phase.js';
+import { BATCH_SEND, BATCH_SIZE, fmtBound, fmtCores, fmtUs, landfallServer, loadMs, maxPhase, PROBE_MS, type Phase } from './lib/phase.js';
 import { startStack } from './lib/stack.js';
 import { finishMachineInfo, fmtOps, machineInfo, machineLine, mdTable, packageVersion, warnIfBusy, type Suite, type SuiteResult } from './lib/suite.js';
 
@@ -35,7 +35,7 @@ async function run(): Promise<BatchResult> {
         batchSize: BATCH_SIZE,
         connections: BATCH_SEND.connections,
         loadMs: loadMs(),
-        warmupMs: WARMUP_MS,
+        warmupMs: PROBE_MS,
         loadGenerator: `undici ${packageVersion('undici')}`,
       },
       max,
@@ -53,10 +53,11 @@ function readmeTable(r: BatchResult): string {
     machineLine(r.machine, `${r.config.loadGenerator} load generator`),
     '',
     `\`POST /v1/send/batch\` with ${r.config.batchSize} distinct signed transactions per request (the send suite’s transactions, processes and raised plan), ` +
-      `closed loop with ${r.config.connections} requests in flight, ${r.config.loadMs / 1000} s after ${r.config.warmupMs / 1000} s of warm-up; every item of every response was \`"status":"sent"\`.`,
+      `closed loop with ${r.config.connections} requests in flight, ${r.config.loadMs / 1000} s after ${r.config.warmupMs / 1000} s of warm-up; every item of every response was \`"status":"sent"\`. ` +
+      'CPU per transaction: the service process’s CPU time (every thread, `/proc`) from the start of the measured load until its rebroadcasts were done, ÷ the transactions accepted.',
     '',
     mdTable(
-      ['transactions/s', 'requests/s', 'request p50', 'request p99', 'service-added p50 / p99 (per transaction)', 'CPU cores used'],
+      ['transactions/s', 'requests/s', 'request p50', 'request p99', 'service-added p50 / p99 (per transaction)', 'CPU per transaction', 'CPU cores used'],
       [
         [
           fmtOps(r.txPerSec),
@@ -64,6 +65,7 @@ function readmeTable(r: BatchResult): string {
           fmtUs(p.load.latency.p50Us),
           fmtUs(p.load.latency.p99Us),
           sl ? `${fmtBound(sl.p50Us)} / ${fmtBound(sl.p99Us)}` : '—',
+          p.cpuPerAcceptedUs === undefined ? '—' : fmtUs(p.cpuPerAcceptedUs / r.config.batchSize),
           fmtCores(p.cores),
         ],
       ],

@@ -1,6 +1,7 @@
 /**
  * Child process: the local cluster the benchmarked service delivers to. It runs apart from the
  * server so LiteSVM executing the landed transactions never runs on the server's event loop.
+ * Started with `sink: true`, its validators only count what arrives (`arrivals` in `stats`).
  */
 import { startLocalnet, type Localnet, type LocalnetOptions } from '../../src/localnet/index.js';
 import { serveChild } from '../lib/child.js';
@@ -16,7 +17,7 @@ function running(): Localnet {
 serveChild({
   async start(opts: LocalnetOptions) {
     net = await startLocalnet(opts);
-    return { rpcUrl: net.rpcUrl, wsUrl: net.wsUrl, slotMs: net.slotMs, validators: net.validators.map((v) => v.name) };
+    return { rpcUrl: net.rpcUrl, wsUrl: net.wsUrl, slotMs: net.slotMs, sink: net.sink, validators: net.validators.map((v) => v.name) };
   },
   /** Fund each address (in turn: every airdrop is a transaction from the one faucet). */
   async airdrop({ addresses, lamports }: { addresses: string[]; lamports: bigint }) {
@@ -27,6 +28,7 @@ serveChild({
     return {
       slot: n.slot(),
       counters: n.counters(),
+      arrivals: n.arrivals(),
       servers: Object.fromEntries(n.validators.map((v) => [v.name, n.serverStats(v.name)])),
       memory: memory(),
       cpuMs: cpuMs(),

@@ -11,6 +11,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ThreadLoopDelays } from './process-stats.js';
 
 /** Reply timeout of a call unless the caller gives one: long enough for a 1 M-record store fill. */
 const DEFAULT_CALL_TIMEOUT_MS = 120_000;
@@ -47,12 +48,20 @@ function profileArgs(name: string): string[] {
 }
 
 /**
- * Start `entry` (a module that calls `serveChild`) in a new Node process under the same loader
- * (`--import tsx`, inherited from this process's exec arguments) and wait until it is ready.
+ * Preloads for the processes under test: `thread-names.cjs` names their threads for the CPU
+ * breakdown (`proc-cpu.ts`); `loop-delay.cjs` makes each worker thread measure its own event-loop
+ * delay (read with the built-in `loopDelays` call, see `serveChild`).
  */
-export async function spawnChild(name: string, entry: URL): Promise<Child> {
+export const INSTRUMENT = ['thread-names.cjs', 'loop-delay.cjs'].flatMap((f) => ['--require', fileURLToPath(new URL(`./${f}`, import.meta.url))]);
+
+/**
+ * Start `entry` (a module that calls `serveChild`) in a new Node process under the same loader
+ * (`--import tsx`, inherited from this process's exec arguments), with `execArgv` added, and
+ * wait until it is ready.
+ */
+export async function spawnChild(name: string, entry: URL, execArgv: string[] = []): Promise<Child> {
   const proc: ChildProcess = fork(fileURLToPath(entry), [], {
-    execArgv: [...process.execArgv, ...profileArgs(name)],
+    execArgv: [...process.execArgv, ...execArgv, ...profileArgs(name)],
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -115,12 +124,23 @@ export async function spawnChild(name: string, entry: URL): Promise<Child> {
 /**
  * In a child: answer the parent's calls with `handlers`. A `close` handler, if given, runs before
  * the process exits on the parent's disconnect; a handler's exception is sent back as the error.
+ *
+ * Every child also answers `loopDelays` (`{ op: 'reset' }`, then `{ op: 'read' }` →
+ * `ThreadLoopDelay[]`): the event-loop delay of its main thread and of each worker thread
+ * running the `loop-delay.cjs` preload, since the reset. Measuring starts at the first call.
  */
 export function serveChild(handlers: Handlers): void {
   if (!process.send) throw new Error('serveChild must run in a process started by spawnChild');
   const send = process.send.bind(process);
+  let delays: ThreadLoopDelays | null = null;
+  const builtIn: Handlers = {
+    loopDelays: ({ op }: { op: 'reset' | 'read' }) => {
+      delays ??= new ThreadLoopDelays();
+      return op === 'reset' ? delays.reset() : delays.read();
+    },
+  };
   process.on('message', (m: Request) => {
-    const handler = handlers[m.method];
+    const handler = handlers[m.method] ?? builtIn[m.method];
     const reply = (r: Reply): void => {
       if (process.connected) send(r);
     };

@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { BroadcastChannel } from 'node:worker_threads';
 
 export interface Memory {
   rssMiB: number;
@@ -65,5 +66,76 @@ export class LoopDelayMonitor {
   read(): LoopDelay {
     const us = (ns: number): number => Math.round(ns / 1000);
     return { p50Us: us(this.h.percentile(50)), p99Us: us(this.h.percentile(99)), maxUs: us(this.h.max) };
+  }
+}
+
+/** One thread's event-loop delay: the main thread's, or a worker's (`loop-delay.cjs`). */
+export interface ThreadLoopDelay extends LoopDelay {
+  /** `main`, or `worker <threadId>`. */
+  thread: string;
+  /** Linux thread id (0 if unknown). */
+  tid: number;
+}
+
+/** The channel `loop-delay.cjs` answers on (the same name there). */
+const LOOP_DELAY_CHANNEL = 'landfall-bench-loop-delay';
+/** How long a reset waits for the workers' acknowledgements (the server is idle then). */
+const ACK_MS = 200;
+/** How long a read waits for every worker that acknowledged the reset (it may still be busy). */
+const READ_TIMEOUT_MS = 2000;
+
+/**
+ * The event-loop delay of every thread of this process that has an event loop: the main thread
+ * (measured here) and each worker thread running the `loop-delay.cjs` preload (asked over a
+ * `BroadcastChannel`). A read answers for the workers that acknowledged the last reset.
+ */
+export class ThreadLoopDelays {
+  private readonly main = new LoopDelayMonitor();
+  private readonly channel = new BroadcastChannel(LOOP_DELAY_CHANNEL);
+  private readonly tid: number;
+  private workers = new Set<number>();
+  private nextId = 1;
+  private listener: ((m: Record<string, unknown>) => void) | null = null;
+
+  constructor() {
+    this.channel.unref();
+    this.channel.onmessage = (e: unknown) => this.listener?.((e as { data: Record<string, unknown> }).data);
+    this.tid = process.pid;
+  }
+
+  /** Post `op` and collect the answers until `done` says so or `ms` passed. */
+  private ask(op: 'reset' | 'read', ms: number, done: (answers: Record<string, unknown>[]) => boolean): Promise<Record<string, unknown>[]> {
+    const id = this.nextId++;
+    const answers: Record<string, unknown>[] = [];
+    return new Promise((resolve) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        this.listener = null;
+        resolve(answers);
+      };
+      const timer = setTimeout(finish, ms);
+      this.listener = (m) => {
+        if (m['id'] !== id || (m['op'] !== 'ack' && m['op'] !== 'delay')) return;
+        answers.push(m);
+        if (done(answers)) finish();
+      };
+      this.channel.postMessage({ op, id });
+    });
+  }
+
+  async reset(): Promise<void> {
+    this.main.reset();
+    const acks = await this.ask('reset', ACK_MS, () => false);
+    this.workers = new Set(acks.map((a) => Number(a['threadId'])));
+  }
+
+  async read(): Promise<ThreadLoopDelay[]> {
+    const out: ThreadLoopDelay[] = [{ thread: 'main', tid: this.tid, ...this.main.read() }];
+    if (this.workers.size === 0) return out;
+    const answers = await this.ask('read', READ_TIMEOUT_MS, (a) => a.length >= this.workers.size);
+    for (const a of answers.sort((x, y) => Number(x['threadId']) - Number(y['threadId']))) {
+      out.push({ thread: `worker ${String(a['threadId'])}`, tid: Number(a['tid']), p50Us: Number(a['p50Us']), p99Us: Number(a['p99Us']), maxUs: Number(a['maxUs']) });
+    }
+    return out;
   }
 }

@@ -2,8 +2,13 @@
  * What the HTTP suites share: a local cluster, the Landfall service and the load generator, each
  * in its own process (see `child.ts`), an account on a plan whose rate limits are raised out of
  * the way, a funded fee payer, and the files the load generator reads its requests from.
+ *
+ * The cluster executes what lands (`LOAD_CLUSTER`) or is a sink that only counts what arrives
+ * (`SINK_CLUSTER`); the service can be restarted on a fresh data directory between phases
+ * (`restartLandfall`), with its ingress thread count as an option.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
@@ -13,7 +18,7 @@ import { Rpc } from '../../src/chain/rpc.js';
 import type { LocalnetOptions } from '../../src/localnet/index.js';
 import type { LandfallSnapshot } from '../hosts/landfall.js';
 import type { LoadResult, LoadSpec } from '../hosts/loadgen.js';
-import { spawnChild, type Child } from './child.js';
+import { INSTRUMENT, spawnChild, type Child } from './child.js';
 import { TxSigner, type SignedTx } from './signed.js';
 
 /** Requests per second no benchmark reaches: the plan's token buckets never refuse. */
@@ -47,12 +52,20 @@ export const LOAD_CLUSTER: LocalnetOptions = {
   historySlots: 300,
 };
 
+/**
+ * `LOAD_CLUSTER` as a sink: validators count what arrives over QUIC and execute nothing, so a
+ * throughput phase measures the sender, not LiteSVM on the same cores. Nothing lands, so the
+ * service rebroadcasts every transaction its full rounds and its tracker polls every one.
+ */
+export const SINK_CLUSTER: LocalnetOptions = { ...LOAD_CLUSTER, sink: true };
+
 const here = (file: string): URL => new URL(`../hosts/${file}`, import.meta.url);
 
 export interface Cluster {
   child: Child;
   rpcUrl: string;
   wsUrl: string;
+  sink: boolean;
   airdrop(addresses: string[], lamports: bigint): Promise<void>;
   blockhash(): Promise<string>;
 }
@@ -60,7 +73,7 @@ export interface Cluster {
 export async function startCluster(opts: LocalnetOptions): Promise<Cluster> {
   const child = await spawnChild('cluster', here('cluster.ts'));
   try {
-    const info = await child.call<{ rpcUrl: string; wsUrl: string }>('start', opts);
+    const info = await child.call<{ rpcUrl: string; wsUrl: string; sink: boolean }>('start', opts);
     const rpc = new Rpc(info.rpcUrl);
     return {
       child,
@@ -82,14 +95,54 @@ export interface Landfall {
 }
 
 /**
- * `landfall serve` on `dataDir` against `cluster`, with the bench plan table; `tipAddresses` null
- * uses the data directory's own.
+ * Settings the service may not have (the config is in flux): `ingressThreads` (HTTP server
+ * threads on one port) and `sendThreads` (the piscina pool, being removed). A key the service
+ * does not know is ignored by it.
  */
-export async function startLandfall(cluster: Cluster, dataDir: string, tipAddresses: string[] | null): Promise<Landfall> {
-  const child = await spawnChild('landfall', here('landfall.ts'));
-  const config: Config = {
+type ServiceConfig = Config & { ingressThreads?: number; sendThreads?: number };
+
+/** The service's default ingress thread count, or null when it has no such setting (one HTTP thread). */
+export function defaultIngressThreads(): number | null {
+  const v = (DEFAULT_CONFIG as ServiceConfig).ingressThreads;
+  return typeof v === 'number' ? v : null;
+}
+
+/** Whether the service has a `sendThreads` setting (if so, the bench sets 0: sends from the calling thread). */
+export function hasSendThreads(): boolean {
+  return 'sendThreads' in DEFAULT_CONFIG;
+}
+
+/**
+ * A TCP port free on 127.0.0.1 now. The service is given one rather than port 0: with several
+ * ingress threads on one port (SO_REUSEPORT) each thread must bind the same, known port.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const address = s.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      s.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port'))));
+    });
+  });
+}
+
+export interface LandfallOptions {
+  /** HTTP ingress threads (`ingressThreads`); absent: the service's default. */
+  ingressThreads?: number;
+}
+
+/**
+ * `landfall serve` on `dataDir` against `cluster`, with the bench plan table; `tipAddresses` null
+ * uses the data directory's own. Instrumented (`INSTRUMENT`): named threads, worker event-loop delay.
+ */
+export async function startLandfall(cluster: Cluster, dataDir: string, tipAddresses: string[] | null, opts: LandfallOptions = {}): Promise<Landfall> {
+  const port = await freePort();
+  const child = await spawnChild('landfall', here('landfall.ts'), INSTRUMENT);
+  const config: ServiceConfig = {
     ...DEFAULT_CONFIG,
-    port: 0,
+    port,
     dataDir,
     rpcUrl: cluster.rpcUrl,
     wsUrl: cluster.wsUrl,
@@ -97,6 +150,10 @@ export async function startLandfall(cluster: Cluster, dataDir: string, tipAddres
     tipAddresses,
     // No line per request: the peer (Fastify, `logger: false`) writes none either.
     logLevel: 'warn',
+    // Where the piscina send pool still exists: send from the calling thread, as the service
+    // does once the pool is gone (its hand-off measured slower than sending inline).
+    ...(hasSendThreads() && { sendThreads: 0 }),
+    ...(opts.ingressThreads !== undefined && { ingressThreads: opts.ingressThreads }),
   };
   try {
     const { url } = await child.call<{ url: string }>('start', config);
@@ -136,11 +193,19 @@ export function writeItems(dir: string, name: string, lines: Iterable<string>): 
 export interface Stack {
   dir: string;
   cluster: Cluster;
-  landfall: Landfall;
+  /** The running service (a new one after `restartLandfall`). */
+  readonly landfall: Landfall;
   loadgen: Loadgen;
   tipAddresses: string[];
-  apiKey: string;
-  accountId: string;
+  /** The running service's bench account and key. */
+  readonly apiKey: string;
+  readonly accountId: string;
+  /**
+   * Replace the service with a fresh process on a fresh data directory (a new account and key),
+   * e.g. so transactions an earlier phase left pending (on a sink none ever lands) are not
+   * tracked into the next phase.
+   */
+  restartLandfall(opts?: LandfallOptions): Promise<void>;
   /** `count` fresh transactions on the cluster's latest blockhash. */
   transactions(count: number): Promise<SignedTx[]>;
   /** Write load-generator items (one per line) to a file in the stack's directory. */
@@ -153,6 +218,7 @@ export interface StackOptions {
   cluster?: LocalnetOptions;
   /** SOL airdropped to the fee payer: tips and fees of every transaction the suite sends. */
   payerSol: number;
+  landfall?: LandfallOptions;
 }
 
 /** A temporary directory, removed by `rm`. */
@@ -169,6 +235,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     for (const c of closers.reverse()) await c();
     closers.length = 0;
   };
+  let landfall: Landfall | null = null;
+  let dataDir = '';
+  let account = { id: '', key: '' };
+  let generation = 0;
   try {
     const cluster = await startCluster(opts.cluster ?? LOAD_CLUSTER);
     closers.push(() => cluster.child.close());
@@ -177,20 +247,44 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // Tip addresses hold a rent-exempt balance from the start, as they do on mainnet.
     await cluster.airdrop(tipAddresses, BigInt(LAMPORTS_PER_SOL));
     await cluster.airdrop([payer.publicKey.toBase58()], BigInt(opts.payerSol) * BigInt(LAMPORTS_PER_SOL));
-    const landfall = await startLandfall(cluster, join(tmp.dir, 'data'), tipAddresses);
-    closers.push(() => landfall.child.close());
+    const startService = async (o: LandfallOptions): Promise<void> => {
+      dataDir = join(tmp.dir, generation === 0 ? 'data' : `data-${generation}`);
+      generation++;
+      const lf = await startLandfall(cluster, dataDir, tipAddresses, o);
+      try {
+        account = await lf.child.call<{ id: string; key: string }>('createAccount', { name: 'bench', plan: 'starter' });
+      } catch (e) {
+        await lf.child.close();
+        throw e;
+      }
+      landfall = lf;
+    };
+    await startService(opts.landfall ?? {});
+    closers.push(() => landfall?.child.close());
     const loadgen = await startLoadgen();
     closers.push(() => loadgen.child.close());
-    const acct = await landfall.child.call<{ id: string; key: string }>('createAccount', { name: 'bench', plan: 'starter' });
     const signer = new TxSigner(payer, tipAddresses, TIP_LAMPORTS);
     return {
       dir: tmp.dir,
       cluster,
-      landfall,
+      get landfall() {
+        return landfall!;
+      },
       loadgen,
       tipAddresses,
-      apiKey: acct.key,
-      accountId: acct.id,
+      get apiKey() {
+        return account.key;
+      },
+      get accountId() {
+        return account.id;
+      },
+      async restartLandfall(o = {}) {
+        const old = landfall;
+        landfall = null;
+        await old?.child.close();
+        rmSync(dataDir, { recursive: true, force: true });
+        await startService(o);
+      },
       transactions: async (count) => signer.sign(await cluster.blockhash(), count),
       items: (name, lines) => writeItems(tmp.dir, name, lines),
       load: (spec) => loadgen.load(spec),

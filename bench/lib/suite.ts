@@ -171,15 +171,18 @@ export function target(id: string, description: string, measured: number, unit: 
   return { id, description, measured, unit, comparison, limit, met: comparison === '<=' ? measured <= limit : measured >= limit };
 }
 
-/** The README's targets table: each target, its measured value (`show` formats it), met or missed. */
+/**
+ * The README's targets table: each target, its measured value (`show` formats it), met or missed.
+ * A target measured as NaN (the run could not measure it) says so instead.
+ */
 export function targetsTable(targets: Target[], show: (value: number, unit: string) => string): string {
   return mdTable(
     ['target', 'measured', 'result'],
-    targets.map((t) => [
-      t.description,
-      show(t.measured, t.unit),
-      t.met ? 'met' : `**missed** (needs ${t.comparison === '<=' ? '≤' : '≥'} ${show(t.limit, t.unit)})`,
-    ]),
+    targets.map((t) =>
+      Number.isNaN(t.measured)
+        ? [t.description, 'not measured', '—']
+        : [t.description, show(t.measured, t.unit), t.met ? 'met' : `**missed** (needs ${t.comparison === '<=' ? '≤' : '≥'} ${show(t.limit, t.unit)})`],
+    ),
   );
 }
 

@@ -1,0 +1,199 @@
+/**
+ * The on-disk form of a status record: a fixed binary value keyed by the signature's 64 raw
+ * bytes. The base58 key (88 B) and the msgpack value (354 B) it replaces took ~1,260 B per record
+ * on disk with their pending entry and time index; this takes ~120 B of value, so a record with
+ * LMDB's node header and page slack stays under 300 B (see `bench/status.ts`).
+ *
+ * Value layout, version 1 (big-endian; offsets in bytes):
+ *
+ * | off | size | field                                                                |
+ * |-----|------|----------------------------------------------------------------------|
+ * |   0 |    1 | version (1)                                                          |
+ * |   1 |    1 | flags: bits 0–1 status (0 sent, 1 confirmed, 2 failed), bit 2 expired, bit 3 durableNonce |
+ * |   2 |    8 | submittedAt, u64 ms                                                  |
+ * |  10 |    8 | confirmedAt, u64 ms, `NULL_U64` = null                               |
+ * |  18 |    8 | latencyMs, f64, NaN = null                                           |
+ * |  26 |    8 | slot, u64, `NULL_U64` = null                                         |
+ * |  34 |    8 | submitSlot, u64                                                      |
+ * |  42 |    8 | lastValidBlockHeight, u64, `NULL_U64` = null                         |
+ * |  50 |    8 | tipLamports, u64 (the whole range)                                   |
+ * |  58 |   32 | recentBlockhash, raw                                                 |
+ * |  90 |  1+n | accountId, u8 length + UTF-8                                         |
+ * |     |  1+m | keyName, u8 length + UTF-8                                           |
+ *
+ * The flags byte comes first so a scan for pending records (`isPendingValue`) and the retention
+ * scan (`submittedAtOf`) read one field without decoding the rest. Integers are written as two
+ * u32 halves (no BigInt on the hot path) and must be non-negative safe integers; `NULL_U64`
+ * (2^64 − 1) is never one, so it cannot be confused with a value.
+ */
+import type { StatusRecord, TxStatus } from './records.js';
+import { base58Decode, base58Encode } from '../native.js';
+
+export const STATUS_CODEC_VERSION = 1;
+/** Signature bytes: the key of a status record. */
+export const SIGNATURE_BYTES = 64;
+const BLOCKHASH_BYTES = 32;
+
+// Field offsets, in one place.
+const OFF_VERSION = 0;
+const OFF_FLAGS = 1;
+const OFF_SUBMITTED_AT = 2;
+const OFF_CONFIRMED_AT = 10;
+const OFF_LATENCY = 18;
+const OFF_SLOT = 26;
+const OFF_SUBMIT_SLOT = 34;
+const OFF_LAST_VALID = 42;
+const OFF_TIP = 50;
+const OFF_BLOCKHASH = 58;
+const OFF_STRINGS = OFF_BLOCKHASH + BLOCKHASH_BYTES;
+/** The value's size without its two strings' bytes (their length bytes included). */
+export const FIXED_BYTES = OFF_STRINGS + 2;
+/** Longest accountId / keyName, in UTF-8 bytes (one length byte each). */
+export const MAX_STRING_BYTES = 255;
+
+const STATUS_MASK = 0b11;
+const FLAG_EXPIRED = 0b100;
+const FLAG_DURABLE_NONCE = 0b1000;
+const STATUS_CODES: Record<TxStatus, number> = { sent: 0, confirmed: 1, failed: 2 };
+const STATUS_NAMES: readonly TxStatus[] = ['sent', 'confirmed', 'failed'];
+
+const U32 = 2 ** 32;
+const NULL_HALF = 0xffff_ffff;
+const U64_MAX = (1n << 64n) - 1n;
+
+function writeU64(v: DataView, off: number, n: number, field: string): void {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`status record: ${field} must be a non-negative safe integer, got ${n}`);
+  v.setUint32(off, Math.floor(n / U32));
+  v.setUint32(off + 4, n >>> 0);
+}
+
+function writeU64OrNull(v: DataView, off: number, n: number | null, field: string): void {
+  if (n === null) {
+    v.setUint32(off, NULL_HALF);
+    v.setUint32(off + 4, NULL_HALF);
+  } else writeU64(v, off, n, field);
+}
+
+function readU64(v: DataView, off: number): number {
+  return v.getUint32(off) * U32 + v.getUint32(off + 4);
+}
+
+function readU64OrNull(v: DataView, off: number): number | null {
+  const hi = v.getUint32(off);
+  const lo = v.getUint32(off + 4);
+  return hi === NULL_HALF && lo === NULL_HALF ? null : hi * U32 + lo;
+}
+
+function viewOf(b: Uint8Array): DataView {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength);
+}
+
+function asBuffer(b: Uint8Array): Buffer {
+  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/**
+ * The key of a status record: the signature's 64 raw bytes, or undefined if `signature` is not
+ * the base58 of exactly 64 bytes (such a signature can have no record).
+ */
+export function statusKey(signature: string): Buffer | undefined {
+  // 64 bytes are 87–88 base58 characters (fewer only with leading zero bytes, never under 64).
+  if (signature.length < 64 || signature.length > 88) return undefined;
+  let key: Buffer;
+  try {
+    key = base58Decode(signature);
+  } catch {
+    return undefined;
+  }
+  return key.length === SIGNATURE_BYTES ? key : undefined;
+}
+
+/** The base58 signature of a status key. */
+export function signatureOfKey(key: Uint8Array): string {
+  return base58Encode(key);
+}
+
+/**
+ * Encode a record's value (the signature is the key, not part of it).
+ * Throws `RangeError` on a field that does not fit its slot (a bug upstream, never user input).
+ *
+ * @example
+ * db.put(statusKey(rec.signature)!, encodeStatus(rec));
+ */
+export function encodeStatus(rec: StatusRecord): Buffer {
+  const accountBytes = Buffer.byteLength(rec.accountId, 'utf8');
+  const keyNameBytes = Buffer.byteLength(rec.keyName, 'utf8');
+  if (accountBytes > MAX_STRING_BYTES) throw new RangeError(`status record: accountId is ${accountBytes} bytes (max ${MAX_STRING_BYTES})`);
+  if (keyNameBytes > MAX_STRING_BYTES) throw new RangeError(`status record: keyName is ${keyNameBytes} bytes (max ${MAX_STRING_BYTES})`);
+  const code = STATUS_CODES[rec.status];
+  if (code === undefined) throw new RangeError(`status record: unknown status ${JSON.stringify(rec.status)}`);
+  const blockhash = base58Decode(rec.recentBlockhash);
+  if (blockhash.length !== BLOCKHASH_BYTES) throw new RangeError(`status record: recentBlockhash is ${blockhash.length} bytes, not 32`);
+  const tip = rec.tipLamports;
+  if (typeof tip !== 'bigint' || tip < 0n || tip > U64_MAX) throw new RangeError(`status record: tipLamports must be a u64 bigint, got ${String(tip)}`);
+
+  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes);
+  const v = viewOf(out);
+  v.setUint8(OFF_VERSION, STATUS_CODEC_VERSION);
+  v.setUint8(OFF_FLAGS, code | (rec.expired ? FLAG_EXPIRED : 0) | (rec.durableNonce ? FLAG_DURABLE_NONCE : 0));
+  writeU64(v, OFF_SUBMITTED_AT, rec.submittedAt, 'submittedAt');
+  writeU64OrNull(v, OFF_CONFIRMED_AT, rec.confirmedAt, 'confirmedAt');
+  v.setFloat64(OFF_LATENCY, rec.latencyMs === null ? NaN : rec.latencyMs);
+  writeU64OrNull(v, OFF_SLOT, rec.slot, 'slot');
+  writeU64(v, OFF_SUBMIT_SLOT, rec.submitSlot, 'submitSlot');
+  writeU64OrNull(v, OFF_LAST_VALID, rec.lastValidBlockHeight, 'lastValidBlockHeight');
+  v.setBigUint64(OFF_TIP, tip);
+  blockhash.copy(out, OFF_BLOCKHASH);
+  let off = OFF_STRINGS;
+  out[off++] = accountBytes;
+  off += out.write(rec.accountId, off, 'utf8');
+  out[off++] = keyNameBytes;
+  out.write(rec.keyName, off, 'utf8');
+  return out;
+}
+
+/** Decode a value written by `encodeStatus`; `signature` is its key's base58. */
+export function decodeStatus(signature: string, value: Uint8Array): StatusRecord {
+  if (value.length < FIXED_BYTES) throw new RangeError(`status record ${signature}: ${value.length} bytes, too short`);
+  const b = asBuffer(value);
+  const v = viewOf(b);
+  const version = v.getUint8(OFF_VERSION);
+  if (version !== STATUS_CODEC_VERSION) throw new RangeError(`status record ${signature}: unknown layout version ${version}`);
+  const flags = v.getUint8(OFF_FLAGS);
+  const status = STATUS_NAMES[flags & STATUS_MASK];
+  if (status === undefined) throw new RangeError(`status record ${signature}: bad status bits ${flags & STATUS_MASK}`);
+  const latency = v.getFloat64(OFF_LATENCY);
+  let off = OFF_STRINGS;
+  const accountEnd = off + 1 + b[off]!;
+  const accountId = b.toString('utf8', off + 1, accountEnd);
+  off = accountEnd;
+  const keyNameEnd = off + 1 + b[off]!;
+  if (keyNameEnd > b.length) throw new RangeError(`status record ${signature}: strings run past the value`);
+  const keyName = b.toString('utf8', off + 1, keyNameEnd);
+  return {
+    signature,
+    accountId,
+    keyName,
+    tipLamports: v.getBigUint64(OFF_TIP),
+    recentBlockhash: base58Encode(b.subarray(OFF_BLOCKHASH, OFF_BLOCKHASH + BLOCKHASH_BYTES)),
+    durableNonce: (flags & FLAG_DURABLE_NONCE) !== 0,
+    submittedAt: readU64(v, OFF_SUBMITTED_AT),
+    submitSlot: readU64(v, OFF_SUBMIT_SLOT),
+    lastValidBlockHeight: readU64OrNull(v, OFF_LAST_VALID),
+    status,
+    confirmedAt: readU64OrNull(v, OFF_CONFIRMED_AT),
+    latencyMs: Number.isNaN(latency) ? null : latency,
+    slot: readU64OrNull(v, OFF_SLOT),
+    expired: (flags & FLAG_EXPIRED) !== 0,
+  };
+}
+
+/** `status === 'sent' && !expired`, read from the flags byte alone. */
+export function isPendingValue(value: Uint8Array): boolean {
+  return value[OFF_VERSION] === STATUS_CODEC_VERSION && ((value[OFF_FLAGS] ?? 0) & (STATUS_MASK | FLAG_EXPIRED)) === 0;
+}
+
+/** The record's submission time (ms), read without decoding the rest. */
+export function submittedAtOf(value: Uint8Array): number {
+  return readU64(viewOf(value), OFF_SUBMITTED_AT);
+}

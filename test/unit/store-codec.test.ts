@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { base58Encode } from '../../src/native.js';
+import { sentRecord, type StatusRecord } from '../../src/store/records.js';
+import {
+  decodeStatus,
+  encodeStatus,
+  FIXED_BYTES,
+  isPendingValue,
+  signatureOfKey,
+  statusKey,
+  submittedAtOf,
+} from '../../src/store/status-codec.js';
+
+const signature = (): string => base58Encode(randomBytes(64));
+const blockhash = (): string => base58Encode(randomBytes(32));
+
+function record(over: Partial<StatusRecord> = {}): StatusRecord {
+  return {
+    ...sentRecord({
+      signature: signature(),
+      accountId: 'acc_7YzZ5xkWQ3rPm2hT9vLn',
+      keyName: 'default',
+      tipLamports: 1_000_000n,
+      recentBlockhash: blockhash(),
+      durableNonce: false,
+      submittedAt: Date.UTC(2026, 10, 23, 17, 0, 0, 123),
+      submitSlot: 301_234_567,
+      lastValidBlockHeight: 280_000_150,
+    }),
+    ...over,
+  };
+}
+
+function roundTrip(r: StatusRecord): StatusRecord {
+  return decodeStatus(r.signature, encodeStatus(r));
+}
+
+describe('status codec', () => {
+  it('round-trips a fresh sent record, every field', () => {
+    const r = record();
+    expect(roundTrip(r)).toEqual(r);
+  });
+
+  it('round-trips confirmed, failed and expired records with their nulls', () => {
+    const confirmed = record({ status: 'confirmed', confirmedAt: Date.now(), latencyMs: 412, slot: 301_234_569 });
+    const failed = record({ status: 'failed', confirmedAt: Date.now(), latencyMs: null, slot: 301_234_570, lastValidBlockHeight: null });
+    const expired = record({ expired: true });
+    const fractional = record({ status: 'confirmed', confirmedAt: 1, latencyMs: 0.25, slot: 0 });
+    for (const r of [confirmed, failed, expired, fractional]) expect(roundTrip(r)).toEqual(r);
+  });
+
+  it('keeps edge values: u64-max tip, zero tip, durable nonce, zero and 2^53−1 numbers, empty and multi-byte strings', () => {
+    const edges = [
+      record({ tipLamports: (1n << 64n) - 1n }),
+      record({ tipLamports: 0n }),
+      record({ durableNonce: true, lastValidBlockHeight: null }),
+      record({ submittedAt: 0, submitSlot: 0, lastValidBlockHeight: 0, status: 'confirmed', confirmedAt: 0, latencyMs: 0, slot: 0 }),
+      record({ submittedAt: Number.MAX_SAFE_INTEGER, submitSlot: Number.MAX_SAFE_INTEGER, slot: Number.MAX_SAFE_INTEGER }),
+      record({ keyName: '', accountId: 'a' }),
+      record({ keyName: 'bot @ zürich — 東京', accountId: 'x'.repeat(255) }),
+      record({ recentBlockhash: base58Encode(Buffer.alloc(32)) }),
+      record({ durableNonce: true, expired: true, status: 'sent' }),
+    ];
+    for (const r of edges) expect(roundTrip(r)).toEqual(r);
+  });
+
+  it('is compact: ~120 bytes for a typical record, the signature in the key only', () => {
+    const r = record();
+    const v = encodeStatus(r);
+    expect(v.length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length);
+    expect(v.length).toBeLessThanOrEqual(125);
+    expect(v[0]).toBe(1);
+  });
+
+  it('reads pending and submission time from the value without decoding it', () => {
+    expect(isPendingValue(encodeStatus(record()))).toBe(true);
+    expect(isPendingValue(encodeStatus(record({ durableNonce: true })))).toBe(true);
+    expect(isPendingValue(encodeStatus(record({ expired: true })))).toBe(false);
+    expect(isPendingValue(encodeStatus(record({ status: 'confirmed', confirmedAt: 1, latencyMs: 1, slot: 1 })))).toBe(false);
+    expect(isPendingValue(encodeStatus(record({ status: 'failed', confirmedAt: 1, slot: 1 })))).toBe(false);
+    expect(submittedAtOf(encodeStatus(record({ submittedAt: 1_795_260_350_155 })))).toBe(1_795_260_350_155);
+  });
+
+  it('keys a record by the 64 signature bytes, and refuses what is not a signature', () => {
+    const bytes = randomBytes(64);
+    const sig = base58Encode(bytes);
+    expect(statusKey(sig)).toEqual(bytes);
+    expect(signatureOfKey(statusKey(sig)!)).toBe(sig);
+    // Leading zero bytes are leading '1's: still 64 bytes.
+    const zeros = Buffer.concat([Buffer.alloc(5), randomBytes(59)]);
+    expect(statusKey(base58Encode(zeros))).toEqual(zeros);
+    expect(statusKey(base58Encode(randomBytes(32)))).toBeUndefined();
+    expect(statusKey(base58Encode(randomBytes(65)))).toBeUndefined();
+    expect(statusKey('0OIl'.repeat(22))).toBeUndefined();
+    expect(statusKey('')).toBeUndefined();
+  });
+
+  it('refuses fields that do not fit instead of writing them wrong', () => {
+    expect(() => encodeStatus(record({ tipLamports: 1n << 64n }))).toThrow(RangeError);
+    expect(() => encodeStatus(record({ tipLamports: -1n }))).toThrow(RangeError);
+    expect(() => encodeStatus(record({ submittedAt: 1.5 }))).toThrow(/submittedAt/);
+    expect(() => encodeStatus(record({ slot: -1 }))).toThrow(/slot/);
+    expect(() => encodeStatus(record({ submitSlot: 2 ** 53 }))).toThrow(/submitSlot/);
+    expect(() => encodeStatus(record({ recentBlockhash: base58Encode(randomBytes(31)) }))).toThrow(/32/);
+    expect(() => encodeStatus(record({ keyName: 'é'.repeat(128) }))).toThrow(/keyName/);
+    expect(() => encodeStatus(record({ status: 'landed' as never }))).toThrow(/status/);
+    // A value of an unknown layout version is refused, not misread.
+    const v = encodeStatus(record());
+    v[0] = 2;
+    expect(() => decodeStatus('x', v)).toThrow(/version 2/);
+    expect(isPendingValue(v)).toBe(false);
+  });
+});

@@ -1,9 +1,18 @@
 /**
  * Accounts: creation, keys, plans, points, upgrades and usage counters, over the store.
+ *
+ * Usage counters live in native process-wide memory (`accountSlot`, `usage` in `native.ts`), so
+ * every thread of the process counts into the same numbers with one lock-free add and no LMDB
+ * write per request. The first touch of an account in the process loads its persisted
+ * `UsageRecord` (`usage.init`: only the first caller, on any thread, sets it). One `Accounts` per
+ * process, the main thread's, is made with `persistUsage: true`: every `USAGE_PERSIST_MS` and on
+ * `close()` it writes the absolute counts of the accounts that changed (`usage.takeDirty`) to
+ * LMDB. A `kill -9` therefore loses at most the last second of counts; other processes (the
+ * CLI) read the persisted record, at most that old.
  */
 import { randomBytes } from 'node:crypto';
 import { LandfallError } from '../errors.js';
-import { base58Encode } from '../native.js';
+import { accountSlot, accountSlotKey, base58Encode, usage as usageCounters, utcDay } from '../native.js';
 import type { AccountRecord, KeyRecord, Store, UsageRecord } from '../store/store.js';
 import { generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import {
@@ -15,7 +24,8 @@ import {
   type PlanTable,
 } from './plans.js';
 
-const DAY_MS = 86_400_000;
+/** How often the persisting `Accounts` writes changed usage counts to LMDB. */
+export const USAGE_PERSIST_MS = 1000;
 const KEY_NAME_RE = /^[\w.\-@ ]{1,64}$/;
 
 /** `2026-11-21T10:14:00`: ISO-8601 UTC without zone designator (spec §2.5). */
@@ -49,18 +59,39 @@ export interface AccountsOptions {
   plans: PlanTable;
   lamportsPerPoint: number;
   now?: () => number;
+  /**
+   * Persist the process's usage counters (every `USAGE_PERSIST_MS` and on `close()`). Exactly
+   * one `Accounts` per process sets it (the main thread's): it persists every thread's counts.
+   */
+  persistUsage?: boolean;
 }
 
 export class Accounts {
   private readonly now: () => number;
-  /** In-process usage counters (authoritative while this process runs; persisted async). */
-  private readonly usageCache = new Map<string, UsageRecord>();
+  /** Account id → its process-wide usage index, once this thread has initialized it. */
+  private readonly usageSlots = new Map<string, number>();
+  private persistTimer: NodeJS.Timeout | null = null;
+  private persisting: Promise<void> = Promise.resolve();
 
   constructor(
     readonly store: Store,
     readonly opts: AccountsOptions,
   ) {
     this.now = opts.now ?? Date.now;
+    if (opts.persistUsage) {
+      this.persistTimer = setInterval(() => {
+        this.persistUsage().catch((e) => process.stderr.write(`landfall: usage persist failed: ${(e as Error).message}\n`));
+      }, USAGE_PERSIST_MS);
+      this.persistTimer.unref();
+    }
+  }
+
+  /** Stop the usage timer and persist the last counts (with `persistUsage`). */
+  async close(): Promise<void> {
+    if (!this.persistTimer) return;
+    clearInterval(this.persistTimer);
+    this.persistTimer = null;
+    await this.persistUsage();
   }
 
   // ---- administration (CLI) ---------------------------------------------------------
@@ -146,29 +177,56 @@ export class Accounts {
     return account ? { key, account } : undefined;
   }
 
-  /** Count `n` accepted submissions for the account (total and UTC day). */
+  /**
+   * Count `n` accepted submissions for the account (total and UTC day): one native add, shared
+   * by every thread of the process.
+   */
   countSubmissions(accountId: string, n: number): void {
-    const t = this.now();
-    const day = Math.floor(t / DAY_MS);
-    let u = this.usageCache.get(accountId);
-    if (!u) {
-      u = this.store.getUsage(accountId) ?? { total: 0, day, today: 0 };
-      this.usageCache.set(accountId, u);
-    }
-    if (u.day !== day) {
-      u.day = day;
-      u.today = 0;
-    }
-    u.total += n;
-    u.today += n;
-    void this.store.putUsage(accountId, { ...u });
+    usageCounters.add(this.usageSlot(accountId), n, utcDay(this.now()));
   }
 
+  /** The account's sends: all-time, and on the current UTC day (every thread's, persisted or not). */
   usage(accountId: string): { total: number; today: number } {
-    const u = this.usageCache.get(accountId) ?? this.store.getUsage(accountId);
-    if (!u) return { total: 0, today: 0 };
-    const day = Math.floor(this.now() / DAY_MS);
-    return { total: u.total, today: u.day === day ? u.today : 0 };
+    const u = usageCounters.get(this.usageSlot(accountId), utcDay(this.now()));
+    return u ? { total: u.total, today: u.today } : { total: 0, today: 0 };
+  }
+
+  /**
+   * The account's process-wide usage index. Fast path: this thread has it. Slow path (first
+   * touch on this thread): register the id and offer the persisted counts to `usage.init`,
+   * which only the first caller in the process (any thread) gets to apply.
+   */
+  private usageSlot(accountId: string): number {
+    let slot = this.usageSlots.get(accountId);
+    if (slot === undefined) {
+      slot = accountSlot(accountId);
+      const u = this.store.getUsage(accountId);
+      usageCounters.init(slot, u?.total ?? 0, u?.day ?? utcDay(this.now()), u?.today ?? 0);
+      this.usageSlots.set(accountId, slot);
+    }
+    return slot;
+  }
+
+  /**
+   * Write the absolute counts of every account whose usage changed since the last call (any
+   * thread's counts) to LMDB; resolves once committed. Calls run one after another.
+   */
+  persistUsage(): Promise<void> {
+    const run = this.persisting.catch(() => undefined).then(async () => {
+      const day = utcDay(this.now());
+      const writes: Promise<boolean>[] = [];
+      for (const index of usageCounters.takeDirty()) {
+        const accountId = accountSlotKey(index);
+        const u = accountId === null ? null : usageCounters.get(index, day);
+        // Only this store's accounts (a test process may run several stores side by side).
+        if (accountId === null || !u || !this.store.getAccount(accountId)) continue;
+        const rec: UsageRecord = { total: u.total, day, today: u.today };
+        writes.push(this.store.putUsage(accountId, rec));
+      }
+      await Promise.all(writes);
+    });
+    this.persisting = run;
+    return run;
   }
 
   /**

@@ -1,8 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Accounts, isoNoZone } from '../../src/accounts/accounts.js';
+import { Worker } from 'node:worker_threads';
+import { Accounts, isoNoZone, USAGE_PERSIST_MS } from '../../src/accounts/accounts.js';
 import { hashApiKey } from '../../src/accounts/api-keys.js';
 import { DEFAULT_PLANS, validatePlans } from '../../src/accounts/plans.js';
 import { LandfallError } from '../../src/errors.js';
+import { utcDay } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -10,6 +12,7 @@ let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let clock: number;
 let accounts: Accounts;
+const WORKER = new URL('./fixtures/store-worker.mjs', import.meta.url);
 
 beforeEach(() => {
   tmp = tempDir();
@@ -19,6 +22,7 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
+  await accounts.close();
   await store.close();
   tmp.cleanup();
 });
@@ -125,43 +129,98 @@ describe('plans, points and upgrades', () => {
 });
 
 describe('usage counters', () => {
-  it('counts totals and the UTC day, rolling over at midnight, and persists them', async () => {
-    const c = accounts.createAccount('a');
-    accounts.countSubmissions(c.account_id, 3);
-    accounts.countSubmissions(c.account_id, 2);
-    expect(accounts.usage(c.account_id)).toEqual({ total: 5, today: 5 });
-    clock = Date.UTC(2026, 10, 22, 0, 0, 1);
-    expect(accounts.usage(c.account_id)).toEqual({ total: 5, today: 0 });
-    accounts.countSubmissions(c.account_id, 1);
-    expect(accounts.usage(c.account_id)).toEqual({ total: 6, today: 1 });
-    await store.flushed();
-    const fresh = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock });
-    expect(fresh.usage(c.account_id)).toEqual({ total: 6, today: 1 });
-  });
-});
+  const day = () => utcDay(clock);
 
-describe('status records', () => {
-  it('writes, updates to a terminal state, and prunes by age', async () => {
-    const base = {
-      accountId: 'acc', keyName: 'default', status: 'sent' as const, confirmedAt: null, latencyMs: null,
-      slot: null, submitSlot: 1, expired: false, tipLamports: '1000000', recentBlockhash: 'x', durableNonce: false,
-    };
-    const pending = { accountId: 'acc', submittedAt: 0, recentBlockhash: 'x', durableNonce: false, lastValidBlockHeight: null, tipLamports: '1' };
-    for (let i = 0; i < 10; i++) store.insertStatus({ ...base, signature: `s${i}`, submittedAt: 1000 + i }, pending);
-    // Readable at once, before the asynchronous batch commits (a send is followed by a poll).
-    expect(store.getStatus('s7')?.submittedAt).toBe(1007);
-    expect(store.status.get('s7')).toBeUndefined();
-    await store.flushed();
-    expect(store.status.get('s7')?.submittedAt).toBe(1007);
-    expect([...store.pendingEntries()].length).toBe(10);
-    await store.updateStatus({ ...base, signature: 's3', submittedAt: 1003, status: 'confirmed', confirmedAt: 2000, latencyMs: 997, slot: 5 });
-    await store.flushed();
-    expect(store.getStatus('s3')?.status).toBe('confirmed');
-    expect([...store.pendingEntries()].map(([k]) => k)).not.toContain('s3');
-    let n = 0;
-    for (let got = 1; got > 0; ) n += got = await store.pruneStatusBefore(1005, 2);
-    expect(n).toBe(5);
-    expect(store.getStatus('s4')).toBeUndefined();
-    expect(store.getStatus('s5')?.signature).toBe('s5');
+  it('counts totals and the UTC day, rolling over at midnight, and persists them', async () => {
+    const main = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock, persistUsage: true });
+    try {
+      const c = main.createAccount('a');
+      main.countSubmissions(c.account_id, 3);
+      main.countSubmissions(c.account_id, 2);
+      expect(main.usage(c.account_id)).toEqual({ total: 5, today: 5 });
+      clock = Date.UTC(2026, 10, 22, 0, 0, 1);
+      expect(main.usage(c.account_id)).toEqual({ total: 5, today: 0 });
+      main.countSubmissions(c.account_id, 1);
+      expect(main.usage(c.account_id)).toEqual({ total: 6, today: 1 });
+      // Counted in memory; written when persisted.
+      await main.persistUsage();
+      expect(store.getUsage(c.account_id)).toEqual({ total: 6, day: day(), today: 1 });
+      // Another Accounts of the process (another thread's) counts into the same numbers.
+      const other = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock });
+      expect(other.usage(c.account_id)).toEqual({ total: 6, today: 1 });
+      other.countSubmissions(c.account_id, 4);
+      expect(main.usage(c.account_id)).toEqual({ total: 10, today: 5 });
+      expect(main.view(main.get(c.account_id)!).usage).toMatchObject({ transactions_total: 10, transactions_today: 5 });
+      await main.close();
+      expect(store.getUsage(c.account_id)).toEqual({ total: 10, day: day(), today: 5 });
+    } finally {
+      await main.close();
+    }
+  });
+
+  it('starts from the persisted counts, keeping today only on the same UTC day', async () => {
+    const same = accounts.createAccount('same day');
+    const older = accounts.createAccount('older day');
+    await store.putUsage(same.account_id, { total: 41, day: day(), today: 2 });
+    await store.putUsage(older.account_id, { total: 90, day: day() - 1, today: 9 });
+    expect(accounts.usage(same.account_id)).toEqual({ total: 41, today: 2 });
+    accounts.countSubmissions(same.account_id, 1);
+    expect(accounts.usage(same.account_id)).toEqual({ total: 42, today: 3 });
+    expect(accounts.usage(older.account_id)).toEqual({ total: 90, today: 0 });
+    accounts.countSubmissions(older.account_id, 1);
+    expect(accounts.usage(older.account_id)).toEqual({ total: 91, today: 1 });
+  });
+
+  it('persists on a timer, only where asked to', async () => {
+    const c = accounts.createAccount('timer');
+    accounts.countSubmissions(c.account_id, 7); // `accounts` does not persist
+    await new Promise((r) => setTimeout(r, USAGE_PERSIST_MS + 300));
+    expect(store.getUsage(c.account_id)).toBeUndefined();
+    const main = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock, persistUsage: true });
+    try {
+      accounts.countSubmissions(c.account_id, 1);
+      await new Promise((r) => setTimeout(r, USAGE_PERSIST_MS + 300));
+      expect(store.getUsage(c.account_id)).toEqual({ total: 8, day: day(), today: 8 });
+    } finally {
+      await main.close();
+    }
+  });
+
+  it('loses no count when several worker threads count the same account at once', async () => {
+    const main = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock, persistUsage: true });
+    try {
+      const c = main.createAccount('threads');
+      await store.putUsage(c.account_id, { total: 1000, day: utcDay(), today: 0 });
+      const shared = new SharedArrayBuffer(8);
+      const flags = new Int32Array(shared);
+      const THREADS = 4;
+      const N = 20_000;
+      let failure: unknown = null;
+      const workers = Array.from({ length: THREADS }, () => {
+        const worker = new Worker(WORKER, { workerData: { mode: 'count', dir: tmp.dir, accountId: c.account_id, n: N, shared } });
+        const done = new Promise<{ counted: number }>((resolve, reject) => {
+          worker.once('message', resolve);
+          worker.once('error', (e) => reject((failure = e)));
+          worker.once('exit', (code) => code !== 0 && reject((failure ??= new Error(`worker exited with code ${code}`))));
+        });
+        done.catch(() => {});
+        return { worker, done };
+      });
+      while (Atomics.load(flags, 0) < THREADS) {
+        if (failure) throw failure;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      Atomics.store(flags, 1, 1);
+      Atomics.notify(flags, 1);
+      for (const w of workers) expect((await w.done).counted).toBe(N);
+      await Promise.all(workers.map((w) => new Promise((r) => w.worker.once('exit', r))));
+      // The workers count on the real clock's day.
+      const real = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
+      expect(real.usage(c.account_id)).toEqual({ total: 1000 + THREADS * N, today: THREADS * N });
+      await main.persistUsage();
+      expect(store.getUsage(c.account_id)?.total).toBe(1000 + THREADS * N);
+    } finally {
+      await main.close();
+    }
   });
 });

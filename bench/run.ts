@@ -23,7 +23,6 @@ import type { Suite, SuiteResult } from './lib/suite.js';
  */
 const SUITES: Record<string, () => Promise<Suite>> = {
   native: async () => (await import('./native.js')).suite,
-  dispatch: async () => (await import('./dispatch.js')).suite,
   send: async () => (await import('./send.js')).suite,
   batch: async () => (await import('./batch.js')).suite,
   status: async () => (await import('./status.js')).suite,

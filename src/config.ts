@@ -3,6 +3,7 @@
  * A bad value is a clear error naming the setting, never a half-started service.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { LandfallError } from './errors.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, validatePlans, type PlanTable } from './accounts/plans.js';
 
@@ -33,8 +34,13 @@ export interface Config {
   blocklistPath: string | null;
   /** Leaders each send goes to: the current one and the next distinct ones. */
   fanout: number;
-  /** piscina worker threads for QUIC sends; 0 sends from the HTTP thread (see bench "dispatch"). */
-  sendThreads: number;
+  /**
+   * Worker threads serving HTTP, each a uWS app on the same port (SO_REUSEPORT), each doing
+   * auth, inspect, budget, record and first send itself; the main thread then runs only the
+   * leader tracker, the rebroadcast scheduler and the confirmation tracker. 0 serves HTTP on
+   * the main thread (one event loop for everything).
+   */
+  ingressThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
   /** The embedded local cluster, when rpcUrl is null. */
@@ -57,7 +63,7 @@ export const DEFAULT_CONFIG: Config = {
   identityPath: null,
   blocklistPath: null,
   fanout: 2,
-  sendThreads: 2,
+  ingressThreads: availableParallelism(),
   tipAddresses: null,
   localnet: { validators: 4, slotMs: 400 },
   logLevel: 'info',
@@ -194,7 +200,7 @@ export function loadConfig(
     identityPath: optionalString(merged.identityPath, 'identityPath'),
     blocklistPath: optionalString(merged.blocklistPath, 'blocklistPath'),
     fanout: positiveOf(merged.fanout, 'fanout', true),
-    sendThreads: nonNegativeIntOf(merged.sendThreads, 'sendThreads'),
+    ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
     localnet: localnetOf(merged.localnet),
     logLevel: logLevelOf(merged.logLevel),

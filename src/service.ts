@@ -3,6 +3,7 @@
  * confirmation tracker, behind the HTTP API. With no chain node configured it starts the
  * embedded local cluster and points everything at it, exactly as it would at a real node.
  */
+import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
 import { RateLimiter } from './accounts/rate-limiter.js';
 import { deriveWsUrl, type Config } from './config.js';
@@ -10,7 +11,9 @@ import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildApp } from './http/api.js';
 import { listen, type RunningServer } from './http/server.js';
+import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
+import { StreamSlots } from './http/stream-slots.js';
 import { startLocalnet, type Localnet } from './localnet/index.js';
 import { TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
@@ -37,8 +40,14 @@ export interface Service {
   wsUrl: string;
   /** Status changes (confirmed, failed, expired) as the tracker writes them. */
   onStatus(listener: (change: StatusChange) => void): () => void;
-  /** Feeds `/v1/stream`: each acceptance and each tracker change, by owning account. */
+  /** Feeds `/v1/stream` on the main thread: each acceptance and each tracker change, by owning account. */
   statusHub: StatusHub;
+  /** Open `/v1/stream` sockets of an account, on every thread. */
+  streamCount(accountId: string): number;
+  /** The ingress worker threads (null when the main thread serves HTTP: `ingressThreads: 0`). */
+  ingress: IngressPool | null;
+  /** Service-added latency, every thread's first sends together (prom-client histogram values). */
+  serviceLatency(): Promise<MetricValueWithName<string>[]>;
   /** The JSON logger and the Prometheus metrics (`GET /metrics`). */
   telemetry: Telemetry;
   close(): Promise<void>;
@@ -58,7 +67,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
     const store = Store.open(config.dataDir);
     cleanup.push(() => store.close());
-    const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
+    // This thread's Accounts persists the process-wide usage counters (every thread counts in them).
+    const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint, persistUsage: true });
+    cleanup.push(() => accounts.close());
     const tipAddresses = loadTipAddresses(config.dataDir, config.tipAddresses);
     const tips = new TipSet(tipAddresses);
     const identity = loadIdentity(config.dataDir, config.identityPath ?? undefined);
@@ -81,12 +92,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       identity,
       fanout: config.fanout,
       blocklistPath: config.blocklistPath,
-      sendThreads: config.sendThreads,
     });
     cleanup.push(() => engine.close());
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
 
     const listeners = new Set<(c: StatusChange) => void>();
+    let ingress: IngressPool | null = null;
     const statusHub = new StatusHub();
     let settle: (c: StatusChange) => void = () => {};
     const tracker = new Tracker({
@@ -99,6 +110,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       onChange: (c) => {
         settle(c);
         statusHub.publish(c.record);
+        ingress?.publish([c.record]);
         for (const l of listeners) l(c);
       },
     });
@@ -109,18 +121,36 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const retention: Retention = startRetention(store, { retentionDays: config.retentionDays });
     cleanup.push(() => retention.stop());
 
-    const limiter = new RateLimiter(config.plans, 0);
     telemetry.metrics.watchDelivery(engine);
     telemetry.metrics.watchTracker(tracker);
-    const app = buildApp({ config, accounts, store, limiter, tips, delivery: engine, statusHub, telemetry });
-    const server: RunningServer = await listen(app, config.host, config.port);
-    cleanup.push(() => server.close());
-    telemetry.log.info({ url: `http://${config.host}:${server.port}`, rpc: rpcUrl, identity: engine.identity }, 'serving');
+    engine.onAccepted = (record) => statusHub.publish(record);
+    const streamSlots = new StreamSlots();
+    let port: number;
+    if (config.ingressThreads > 0) {
+      // Every request on the worker threads; this thread keeps the tracker and rebroadcasts.
+      ingress = await IngressPool.start({
+        threads: config.ingressThreads,
+        port: config.port,
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer },
+        engine,
+        metrics: telemetry.metrics,
+        onWorkerExit: (index, code) => telemetry.log.error({ thread: index, code }, 'ingress thread died; replaced'),
+      });
+      const pool = ingress;
+      cleanup.push(() => pool.close());
+      port = pool.port;
+    } else {
+      const app = buildApp({ config, accounts, store, limiter: new RateLimiter(config.plans), tips, delivery: engine, statusHub, streamSlots, telemetry });
+      const server: RunningServer = await listen(app, config.host, config.port);
+      cleanup.push(() => server.close());
+      port = server.port;
+    }
+    telemetry.log.info({ url: `http://${config.host}:${port}`, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
 
     return {
       config,
-      url: `http://${config.host}:${server.port}`,
-      port: server.port,
+      url: `http://${config.host}:${port}`,
+      port,
       store,
       accounts,
       engine,
@@ -134,6 +164,18 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         return () => listeners.delete(listener);
       },
       statusHub,
+      streamCount: (id) => streamSlots.count(id),
+      async serviceLatency() {
+        const own = (await engine.serviceLatency.get()).values;
+        if (!ingress) return own;
+        const merged = AggregatorRegistry.aggregate([
+          [await engine.serviceLatency.get()],
+          ...(await ingress.gather()).map((json) => json.filter((m) => m.name === 'landfall_service_latency_seconds')),
+        ] as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+        const h = merged.getSingleMetric('landfall_service_latency_seconds');
+        return h ? (await h.get()).values : own;
+      },
+      ingress,
       telemetry,
       close: () => runCleanup(cleanup),
     };

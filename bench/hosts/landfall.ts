@@ -34,14 +34,22 @@ export interface LatencySummary {
   buckets: { leUs: number | null; count: number }[];
 }
 
-async function summary(h: Service['engine']['serviceLatency']): Promise<LatencySummary> {
-  const { values } = await h.get();
-  const buckets = values
+type HistogramValues = Awaited<ReturnType<Service['serviceLatency']>>;
+
+/** Cumulative bucket counts of the service's latency histogram (every ingress thread's added up). */
+function bucketsOf(values: HistogramValues): { leUs: number | null; count: number }[] {
+  return values
     .filter((v) => v.metricName?.endsWith('_bucket'))
     .map((v) => {
       const le = v.labels['le'];
       return { leUs: le === '+Inf' || le === undefined ? null : Math.round(Number(le) * 1e7) / 10, count: v.value };
     });
+}
+
+/** The histogram's counts since `base` (read at the phase's start), as quantiles. */
+function summary(values: HistogramValues, base: HistogramValues | null): LatencySummary {
+  const before = base ? bucketsOf(base) : [];
+  const buckets = bucketsOf(values).map((b, i) => ({ ...b, count: b.count - (before[i]?.count ?? 0) }));
   const count = buckets[buckets.length - 1]?.count ?? 0;
   const q = (x: number): number | null => (count === 0 ? null : (buckets.find((b) => b.count >= x * count)?.leUs ?? null));
   return { count, p50Us: q(0.5), p90Us: q(0.9), p99Us: q(0.99), p999Us: q(0.999), buckets };
@@ -73,6 +81,7 @@ export interface LandfallSnapshot extends Counts {
 /** The counts since the service started. */
 function counts(s: Service): Counts {
   const e = s.engine;
+  e.drainOutcomes();
   const sends = { ok: 0, failed: 0 };
   for (const c of e.counters.sends.values()) {
     sends.ok += c.ok;
@@ -82,7 +91,7 @@ function counts(s: Service): Counts {
   return {
     sends,
     drops: Object.fromEntries(e.counters.drops),
-    rebroadcasts: e.counters.rebroadcasts,
+    rebroadcasts: e.rebroadcaster.counters.rebroadcasts,
     deliveryFailed: e.counters.deliveryFailed,
     tracker: { confirmed, failed, expired, push, poll, sweepErrors },
   };
@@ -100,6 +109,8 @@ function since<T>(now: T, base: T): T {
 
 /** The counts at the last `reset`. */
 let base: Counts | null = null;
+/** The latency histogram at the start of the phase (the histograms are cumulative, one per thread). */
+let latencyBase: HistogramValues | null = null;
 
 serveChild({
   async start(config: Config) {
@@ -111,9 +122,9 @@ serveChild({
     return { id: c.account_id, key: c.api_key };
   },
   /** Start a phase: the latency histogram, the event-loop delay and the counts from zero. */
-  reset() {
+  async reset() {
     const s = running();
-    s.engine.serviceLatency.reset();
+    latencyBase = await s.serviceLatency();
     loop.reset();
     base = counts(s);
   },
@@ -122,7 +133,7 @@ serveChild({
     const now = counts(s);
     return {
       ...(base ? since(now, base) : now),
-      serviceLatency: await summary(s.engine.serviceLatency),
+      serviceLatency: summary(await s.serviceLatency(), latencyBase),
       inFlight: s.engine.inFlight,
       memory: memory(),
       cpuMs: cpuMs(),

@@ -10,7 +10,7 @@ export type PlanName = (typeof PLAN_ORDER)[number];
 export interface Plan {
   /** Send transactions per second (token bucket rate; capacity = one second of burst). */
   maxTps: number;
-  /** Status/account queries per second (spec §8: min(2 × max_tps, cap)). */
+  /** The plan's cap on status/account queries per second (spec §8); see `queryTps`. */
   queryTps: number;
   /** Minimum tip per transaction, in points (BP). */
   minTipBp: number;
@@ -26,6 +26,11 @@ export const DEFAULT_PLANS: PlanTable = {
   pro: { maxTps: 80, queryTps: 160, minTipBp: 500, thresholdBp: 10_000_000 },
   whale: { maxTps: 150, queryTps: 300, minTipBp: 250, thresholdBp: 100_000_000 },
 };
+
+/** The query budget of spec §8: 2 × the plan's send TPS, at most the plan's cap. */
+export function queryTps(plan: Plan): number {
+  return Math.min(2 * plan.maxTps, plan.queryTps);
+}
 
 /** 1 BP = 1000 lamports (0.000001 SOL) by default. */
 export const DEFAULT_LAMPORTS_PER_POINT = 1000;

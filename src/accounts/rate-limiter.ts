@@ -7,9 +7,10 @@
  * reconfigured before the take, so the new limits apply to the very next request.
  */
 import { LandfallError } from '../errors.js';
+import { accountSlot } from '../../native/index.js';
 import { buckets } from '../native.js';
 import type { AccountRecord } from '../store/store.js';
-import type { PlanName, PlanTable } from './plans.js';
+import { queryTps, type PlanName, type PlanTable } from './plans.js';
 
 export interface RateDecision {
   granted: boolean;
@@ -25,33 +26,38 @@ export interface RateDecision {
 interface Slots {
   send: number;
   query: number;
+  /** The plan this thread last configured the slots for. */
   plan: PlanName;
 }
 
 export class RateLimiter {
+  /** This thread's view of which plan each account's buckets are configured for. */
   private readonly byAccount = new Map<string, Slots>();
-  private nextSlot: number;
 
-  /** @param firstSlot first bucket slot this limiter may use (tests use disjoint ranges). */
+  /**
+   * @param firstSlot first bucket slot this limiter may use (tests use disjoint ranges). Slots
+   *   come from the process-wide account registry, so every thread's limiter (with the same
+   *   `firstSlot`) takes from the same two buckets of an account.
+   */
   constructor(
     private readonly plans: PlanTable,
-    firstSlot = 0,
-  ) {
-    this.nextSlot = firstSlot;
-  }
+    private readonly firstSlot = 0,
+  ) {}
 
   private slots(a: AccountRecord): Slots {
     let s = this.byAccount.get(a.id);
     if (!s) {
-      if (this.nextSlot + 2 > buckets.slots) {
+      const index = accountSlot(a.id);
+      const send = this.firstSlot + 2 * index;
+      if (send + 2 > buckets.slots) {
         throw new LandfallError('BUCKET_INVALID', `rate limiter out of bucket slots (${buckets.slots})`);
       }
-      s = { send: this.nextSlot++, query: this.nextSlot++, plan: a.plan };
+      // A slot is never reused within a process, and a fresh one starts full (GCRA: TAT 0).
+      s = { send, query: send + 1, plan: a.plan };
       this.configure(s, a.plan);
-      buckets.reset(s.send);
-      buckets.reset(s.query);
       this.byAccount.set(a.id, s);
     } else if (s.plan !== a.plan) {
+      // An upgrade (tracker) or set-plan (CLI, any process): the next request gets the new limits.
       this.configure(s, a.plan);
       s.plan = a.plan;
     }
@@ -60,9 +66,10 @@ export class RateLimiter {
 
   private configure(s: Slots, plan: PlanName): void {
     const p = this.plans[plan];
-    // Capacity = rate: one second of burst (DECISIONS.md).
+    // Capacity = rate: one second of burst (DECISIONS.md). Configuring with the values already
+    // set (another thread got there first) changes nothing.
     buckets.configure(s.send, p.maxTps, Math.max(1, Math.floor(p.maxTps)));
-    buckets.configure(s.query, p.queryTps, Math.max(1, Math.floor(p.queryTps)));
+    buckets.configure(s.query, queryTps(p), Math.max(1, Math.floor(queryTps(p))));
   }
 
   private take(slot: number, n: number, limit: number): RateDecision {
@@ -77,6 +84,6 @@ export class RateLimiter {
 
   /** Take one query token (status, account). */
   takeQuery(a: AccountRecord): RateDecision {
-    return this.take(this.slots(a).query, 1, this.plans[a.plan].queryTps);
+    return this.take(this.slots(a).query, 1, queryTps(this.plans[a.plan]));
   }
 }

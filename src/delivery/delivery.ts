@@ -1,9 +1,16 @@
 /**
- * The seam between the HTTP API and the delivery engine. The API hands over a verified
- * transaction and learns whether it reached a leader; everything about leaders, QUIC, retries
- * and confirmation lives behind this interface.
+ * The seam between the submission core and delivery. The core asks for the chain facts that
+ * decide admission (slot, blockhash lifetimes), has the first send written from its own thread,
+ * and then hands the accepted transaction over for rebroadcast and tracking. Everything about
+ * leaders, QUIC, retries and confirmation lives behind this interface.
+ *
+ * Two implementations: the `Engine` (the process's one leader tracker, rebroadcast scheduler and
+ * tracker link; used directly on the main thread) and the `IngressDelivery` of an ingress worker
+ * thread (a replica of the chain view, the same first sender, and a batched hand-off of accepted
+ * transactions to the main thread — never a per-transaction message on the latency path).
  */
 import type { SimulationResult } from '../chain/rpc.js';
+import type { StatusRecord } from '../store/records.js';
 
 /** Send options of spec §2.1, validated, with their defaults applied. */
 export interface SendOptions {
@@ -12,29 +19,28 @@ export interface SendOptions {
   antiMev: boolean;
 }
 
-export const DEFAULT_SEND_OPTIONS: SendOptions = { skipPreflight: true, maxRetries: 3, antiMev: true };
+export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true });
 export const MAX_RETRIES_LIMIT = 10;
 
-export interface SubmitRequest {
-  signature: string;
-  wire: Buffer;
-  accountId: string;
-  recentBlockhash: string;
-  durableNonce: boolean;
-  /** Lamports tipped to our tip addresses (points accrue from this on confirmation). */
-  tipLamports: bigint;
-  options: SendOptions;
-  /** process.hrtime.bigint() when the request arrived (for service-added latency). */
-  receivedAt: bigint;
-}
-
-export interface SubmitResult {
+export interface FirstSend {
   /** Cluster slot at submission. */
   slot: number;
   /** Leaders the first send reached (0 when held for anti-MEV or deduplicated in its slot). */
   reached: number;
-  /** Last valid block height of the transaction's blockhash, when the service knows it. */
-  lastValidBlockHeight: number | null;
+  /** Held for anti-MEV: the current leader is blocked; released at the first permitted leader. */
+  held: boolean;
+}
+
+/** A transaction the service has accepted (recorded and first sent, or held). */
+export interface Accepted {
+  record: StatusRecord;
+  wire: Buffer;
+  options: SendOptions;
+  /** process.hrtime.bigint() when the request arrived (monotonic, the same clock in every thread). */
+  receivedAt: bigint;
+  /** Slot of the first send, or -1 when held. */
+  sentSlot: number;
+  held: boolean;
 }
 
 export interface ChainHealth {
@@ -43,7 +49,7 @@ export interface ChainHealth {
   slotAgeMs: number;
 }
 
-/** Raised by `submit` when the first send reached no leader at all (→ 500 Delivery failed). */
+/** Raised by `firstSend` when it reached no leader at all (→ 500 Delivery failed). */
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
 }
@@ -53,13 +59,21 @@ export interface Delivery {
   currentSlot(): number;
   /** True only if the service knows this blockhash can no longer land. */
   isBlockhashExpired(blockhash: string): boolean;
+  /** Last valid block height of a blockhash the service has seen, else null. */
+  lastValidBlockHeight(blockhash: string): number | null;
   /**
    * Simulate through the chain node: its result, as it sent it, if the transaction fails (so
    * JSON-RPC callers get the node's own `data` back); null if it would succeed.
    */
   simulate(wire: Buffer): Promise<SimulationResult | null>;
-  /** Deliver; resolves once the first send is written to at least one leader. */
-  submit(req: SubmitRequest): Promise<SubmitResult>;
+  /**
+   * Write `wire` to the current and next leader(s) from the calling thread; resolves once one
+   * stream is written (or the transaction is held for anti-MEV). Throws `DeliveryError` when no
+   * leader accepted it, after one more round to the leaders after those.
+   */
+  firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend>;
+  /** Hand over an accepted transaction for rebroadcast rounds and confirmation tracking. */
+  accepted(a: Accepted): void;
   health(): ChainHealth;
   close(): Promise<void>;
 }

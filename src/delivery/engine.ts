@@ -1,35 +1,44 @@
 /**
- * The delivery engine: `Delivery` over a real chain node (JSON-RPC + PubSub) and QUIC.
+ * The delivery engine: the process's one leader tracker, rebroadcast scheduler and link to the
+ * confirmation tracker, on the main thread. It implements `Delivery` for requests served on the
+ * main thread, and publishes a chain snapshot per slot for the ingress worker threads.
  *
- * First send: the current leader and the next distinct leader(s) (`fanout`, default 2), written
- * by the piscina pool. If no target accepted the stream, one more round goes to the leaders
- * after those; only if that reaches no one either does `submit` fail (→ 500 Delivery failed).
+ * Per slot (`onSlot`), once:
+ *   1. routes for both policies: the current and next distinct leader(s) (`fanout`), the
+ *      leaders after those for a second try, and whether the current leader is blocked
+ *      (anti-MEV: a blocklisted validator is never a target; when it leads, transactions are
+ *      held and released in the first slot whose leader is permitted);
+ *   2. the snapshot (slot, routes, new blockhashes) applied to this thread's view and sent to
+ *      every ingress thread;
+ *   3. pre-warm: connections to the next `prewarm` distinct leaders, so a send never waits for
+ *      a handshake;
+ *   4. the rebroadcast round (`Rebroadcaster`).
  *
- * Then, once per slot, up to `max_retries` rebroadcast rounds to the then-current targets,
- * never twice in one slot for one signature, until the tracker settles it (confirmed, failed),
- * its blockhash dies, or the rounds run out.
- *
- * Anti-MEV (`anti_mev: true`): a leader on the blocklist is never a target. If the current
- * leader is blocked the transaction is held and released in the first slot whose leader is
- * permitted, as long as that is within the blockhash's lifetime; a validator only includes what
- * reaches it while it leads, so sending ahead to a permitted future leader would be wasted.
- *
- * Pre-warm: on every slot, connections to the next `prewarm` distinct leaders are opened, so a
- * send never waits for a handshake.
+ * Send outcomes of every thread (first sends, their late outcomes, rebroadcasts) are counted by
+ * the native client and drained here for the metrics: no per-send callback into JavaScript.
  */
-import { Histogram } from 'prom-client';
-import { Blocklist } from './blocklist.js';
-import { DeliveryError, type ChainHealth, type Delivery, type SubmitRequest, type SubmitResult } from './delivery.js';
-import { LeaderTracker, type Leader } from './leaders.js';
-import { SendPool } from './send-pool.js';
-import type { TargetResult } from './send-worker.js';
+import { QuicClient } from '../../native/index.js';
 import type { SimulationResult } from '../chain/rpc.js';
+import type { StatusRecord } from '../store/records.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
+import { Blocklist } from './blocklist.js';
+import { ChainViewReplica, type ChainSnapshot, type Route } from './chain-view.js';
+import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './delivery.js';
+import { FirstSender } from './first-send.js';
+import { LeaderTracker } from './leaders.js';
+import { Rebroadcaster } from './rebroadcast.js';
 
-/** Rebroadcasts dispatched per event-loop turn. */
-const REBROADCAST_SLICE = 64;
-/** Rounds a transaction may spend on unreachable leaders: two leader windows of 4 slots. */
-const MAX_FREE_ROUNDS = 8;
+export { SERVICE_LATENCY_BUCKETS } from './first-send.js';
+
+/** How far ahead a route looks for distinct permitted leaders, slots. */
+const ROUTE_HORIZON = 64;
+
+/**
+ * Writes waiting per leader connection. A slot's rebroadcast round queues every due transaction
+ * at once (`sendMany`): at 4,000 accepted/s and 400 ms slots that is ~1,600 per policy, past the
+ * client's default of 1,024 (measured: half a round refused with `queue_full`).
+ */
+export const QUIC_QUEUE_PER_PEER = 16_384;
 
 export interface EngineOptions {
   rpcUrl: string;
@@ -39,87 +48,84 @@ export interface EngineOptions {
   fanout?: number;
   prewarm?: number;
   blocklistPath?: string | null;
-  sendThreads?: number;
   /** Slot age beyond which the engine reports itself unsynced. */
   staleMs?: number;
 }
 
-interface Flight {
-  req: SubmitRequest;
-  /**
-   * Rebroadcast rounds left. A round counts only when it reached the leader of its slot: rounds
-   * spent while that leader was unreachable (down, refusing, backing off) are free, or a
-   * transaction accepted early in a dead leader's window would use up its retries there and never
-   * reach the next one. Free rounds are capped by `freeRoundsLeft` (and by the blockhash).
-   */
-  retriesLeft: number;
-  freeRoundsLeft: number;
-  lastSentSlot: number;
-  held: boolean;
-  lastValid: number | null;
-}
-
-/**
- * Bucket bounds of the service-added latency histogram, seconds: 50 µs to 100 ms, finest where
- * a send on a warm connection falls (a few hundred µs), so the percentiles mean something there.
- */
-export const SERVICE_LATENCY_BUCKETS = [
-  0.00005, 0.0001, 0.00015, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.005, 0.01, 0.02, 0.05, 0.1,
-];
-
 export class Engine implements Delivery {
   readonly leaders: LeaderTracker;
-  readonly pool: SendPool;
   readonly blocklist: Blocklist;
+  readonly client: QuicClient;
+  /** This thread's chain view (ingress threads hold replicas of it). */
+  readonly view = new ChainViewReplica();
+  readonly first: FirstSender;
+  readonly rebroadcaster: Rebroadcaster;
   private tracker: Tracker | null = null;
-  private readonly flights = new Map<string, Flight>();
   private readonly fanout: number;
   private readonly prewarmCount: number;
-  /**
-   * Request received → first QUIC stream written, seconds: the latency this service adds. A
-   * prom-client histogram in no registry; the service's metrics register it (`GET /metrics`).
-   */
-  readonly serviceLatency = new Histogram({
-    name: 'landfall_service_latency_seconds',
-    help: 'Service-added latency: request received to first QUIC stream written to a leader',
-    buckets: SERVICE_LATENCY_BUCKETS,
-    registers: [],
-  });
-  readonly counters = {
+  private readonly snapshotListeners = new Set<(s: ChainSnapshot) => void>();
+  private readonly drainTimer: NodeJS.Timeout;
+  private readonly tally = {
+    /** Writes per leader identity (ok: stream written; failed: not). */
     sends: new Map<string, { ok: number; failed: number }>(),
+    /** Failed writes by reason. */
     drops: new Map<string, number>(),
-    held: 0,
-    released: 0,
-    rebroadcasts: 0,
     deliveryFailed: 0,
   };
+
+  /** Send outcomes of every thread, up to date (the native counts are drained on each read). */
+  get counters(): Engine['tally'] {
+    this.drainOutcomes();
+    return this.tally;
+  }
 
   constructor(private readonly opts: EngineOptions) {
     this.fanout = opts.fanout ?? 2;
     this.prewarmCount = opts.prewarm ?? 8;
     this.blocklist = new Blocklist(opts.blocklistPath ?? null);
-    this.pool = new SendPool({ identity: opts.identity, threads: opts.sendThreads, onLate: (r) => this.count(r) });
+    this.client = new QuicClient({ identity: opts.identity, maxQueuePerPeer: QUIC_QUEUE_PER_PEER });
+    this.first = new FirstSender(this.client, this.view);
+    this.rebroadcaster = new Rebroadcaster(this.client);
     this.leaders = new LeaderTracker({
       rpcUrl: opts.rpcUrl,
       wsUrl: opts.wsUrl,
       staleMs: opts.staleMs,
       onSlot: (slot) => this.onSlot(slot),
+      // The slot's blockhash arrives just after the slot: refresh the snapshot with it.
+      onBlockhash: () => {
+        if (this.view.snapshot !== null) this.publish(this.leaders.currentSlot());
+      },
     });
+    this.drainTimer = setInterval(() => this.drainOutcomes(), 1_000);
+    this.drainTimer.unref();
   }
 
   /** Wait until the chain view is complete (slot, leaders, addresses, a blockhash). */
-  ready(timeoutMs?: number): Promise<void> {
-    return this.leaders.ready(timeoutMs);
+  async ready(timeoutMs?: number): Promise<void> {
+    await this.leaders.ready(timeoutMs);
+    this.publish(this.leaders.currentSlot());
   }
 
   /** Connect the tracker: the engine tells it what to watch, it tells the engine what settled. */
   attach(tracker: Tracker): (change: StatusChange) => void {
     this.tracker = tracker;
-    return (change) => this.flights.delete(change.record.signature);
+    return (change) => this.rebroadcaster.settle(change.record.signature);
+  }
+
+  /** Get every chain snapshot from now on (the current one at once); returns the unsubscribe. */
+  onSnapshot(listener: (s: ChainSnapshot) => void): () => void {
+    this.snapshotListeners.add(listener);
+    const current = this.view.snapshot;
+    if (current) listener({ ...current, blockhashes: this.leaders.liveBlockhashes() });
+    return () => this.snapshotListeners.delete(listener);
   }
 
   get identity(): string {
-    return this.pool.identityPubkey;
+    return this.client.identity;
+  }
+
+  get serviceLatency() {
+    return this.first.serviceLatency;
   }
 
   currentSlot(): number {
@@ -128,6 +134,10 @@ export class Engine implements Delivery {
 
   isBlockhashExpired(blockhash: string): boolean {
     return this.leaders.isBlockhashExpired(blockhash);
+  }
+
+  lastValidBlockHeight(blockhash: string): number | null {
+    return this.leaders.lastValidBlockHeight(blockhash);
   }
 
   async simulate(wire: Buffer): Promise<SimulationResult | null> {
@@ -139,166 +149,90 @@ export class Engine implements Delivery {
     return { synced: this.leaders.synced(), slot: this.leaders.currentSlot(), slotAgeMs: this.leaders.slotAgeMs() };
   }
 
-  async submit(req: SubmitRequest): Promise<SubmitResult> {
-    const slot = this.leaders.currentSlot();
-    const lastValid = req.durableNonce ? null : this.leaders.lastValidBlockHeight(req.recentBlockhash);
-    const known = this.flights.get(req.signature);
-    if (known && known.lastSentSlot >= slot) {
-      // Resubmitted within the slot it was already sent in: deduplicated, not resent.
-      return { slot, reached: 0, lastValidBlockHeight: lastValid };
+  async firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
+    try {
+      return await this.first.send(signature, wire, options, receivedAt);
+    } catch (e) {
+      this.tally.deliveryFailed++;
+      throw e;
     }
-    const permit = this.permit(req.options.antiMev);
-    const current = this.leaders.leaderAt(slot);
-    const flight: Flight = known ?? {
-      req,
-      retriesLeft: req.options.maxRetries,
-      freeRoundsLeft: req.options.maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
-      lastSentSlot: -1,
-      held: false,
-      lastValid,
-    };
-    if (current !== null && !permit(current)) {
-      flight.held = true;
-      this.counters.held++;
-      this.flights.set(req.signature, flight);
-      this.watch(req, lastValid);
-      return { slot, reached: 0, lastValidBlockHeight: lastValid };
-    }
+  }
 
-    const first = this.leaders.upcoming(this.fanout, permit);
-    let reached = (await this.sendTo(req, first, true)).size;
-    if (reached === 0) {
-      // One more round, to the leaders after the first ones.
-      const after = first.length > 0 ? first[first.length - 1]!.slot + 1 : slot + 1;
-      const tried = new Set(first.map((l) => l.identity));
-      const next = this.leaders.upcoming(this.fanout, (id) => permit(id) && !tried.has(id), 64, after);
-      reached = (await this.sendTo(req, next, true)).size;
-      if (reached === 0) {
-        this.counters.deliveryFailed++;
-        const names = [...first, ...next].map((l) => l.tpuQuic ?? l.identity).join(', ');
-        throw new DeliveryError(`no leader accepted the transaction (tried ${names || 'no leader with a TPU QUIC address'})`);
-      }
+  /** Told of each transaction accepted on this thread (the main thread's status stream). */
+  onAccepted: ((record: StatusRecord) => void) | null = null;
+
+  accepted(a: Accepted): void {
+    this.rebroadcaster.add(a);
+    this.tracker?.watch(a.record, a.receivedAt);
+    this.onAccepted?.(a.record);
+  }
+
+  /** Accepted transactions from an ingress thread (one message per batch, off the latency path). */
+  acceptedBatch(batch: Accepted[]): void {
+    for (const a of batch) {
+      this.rebroadcaster.add(a);
+      this.tracker?.watch(a.record, a.receivedAt);
     }
-    flight.lastSentSlot = slot;
-    if (flight.retriesLeft > 0) this.flights.set(req.signature, flight);
-    this.watch(req, lastValid);
-    return { slot, reached, lastValidBlockHeight: lastValid };
   }
 
   async close(): Promise<void> {
+    clearInterval(this.drainTimer);
     this.leaders.close();
     this.blocklist.close();
-    await this.pool.close();
+    this.client.close();
   }
 
-  /** Active flights (held or with rebroadcasts left). */
+  /** Held for anti-MEV or with rebroadcast rounds left. */
   get inFlight(): number {
-    return this.flights.size;
+    return this.rebroadcaster.size;
   }
 
-  private permit(antiMev: boolean): (identity: string) => boolean {
-    return antiMev ? (id) => !this.blocklist.has(id) : () => true;
-  }
-
-  private watch(req: SubmitRequest, lastValid: number | null): void {
-    this.tracker?.watch({
-      signature: req.signature,
-      accountId: req.accountId,
-      tipLamports: req.tipLamports,
-      receivedAt: req.receivedAt,
-      submittedAtMs: Date.now(),
-      lastValidBlockHeight: lastValid,
-      durableNonce: req.durableNonce,
-    });
-  }
-
-  /** Write to the leaders' TPUs; returns the TPU addresses known to have accepted the stream. */
-  private async sendTo(req: SubmitRequest, leaders: Leader[], firstSend: boolean): Promise<Set<string>> {
-    const reached = new Set<string>();
-    const targets: string[] = [];
-    for (const l of leaders) {
-      if (l.tpuQuic) targets.push(l.tpuQuic);
-      else this.drop('no_tpu_address');
+  /** Fold the native client's outcome counts (every thread's sends) into the counters. */
+  drainOutcomes(): void {
+    for (const o of this.client.drainOutcomes()) {
+      const leader = this.leaders.identityOfTpu(o.target) ?? o.target;
+      let c = this.tally.sends.get(leader);
+      if (!c) this.tally.sends.set(leader, (c = { ok: 0, failed: 0 }));
+      if (o.reason === 'ok') c.ok += o.count;
+      else {
+        c.failed += o.count;
+        this.tally.drops.set(o.reason, (this.tally.drops.get(o.reason) ?? 0) + o.count);
+      }
     }
-    if (targets.length === 0) return reached;
-    const { results, firstWrittenAt } = await this.pool.send(targets, req.wire);
-    if (firstWrittenAt !== null && firstSend) this.serviceLatency.observe(Number(firstWrittenAt - req.receivedAt) / 1e9);
-    for (const r of results) if (this.count(r)) reached.add(r.target);
-    return reached;
   }
 
-  /** Count one target's outcome under its leader's identity (and its reason, if dropped). */
-  private count(r: TargetResult): boolean {
-    const leader = this.leaders.identityOfTpu(r.target) ?? r.target;
-    let c = this.counters.sends.get(leader);
-    if (!c) this.counters.sends.set(leader, (c = { ok: 0, failed: 0 }));
-    if (r.ok) c.ok++;
-    else {
-      c.failed++;
-      this.drop(r.reason ?? 'unknown');
-    }
-    return r.ok;
+  private route(slot: number, antiMev: boolean): Route {
+    const permit = antiMev ? (id: string) => !this.blocklist.has(id) : () => true;
+    const leader = this.leaders.leaderAt(slot);
+    const first = this.leaders.upcoming(this.fanout, permit, ROUTE_HORIZON, slot);
+    const after = first.length > 0 ? first[first.length - 1]!.slot + 1 : slot + 1;
+    const tried = new Set(first.map((l) => l.identity));
+    const next = this.leaders.upcoming(this.fanout, (id) => permit(id) && !tried.has(id), ROUTE_HORIZON, after);
+    return { first, next, hold: leader !== null && !permit(leader) };
   }
 
-  private drop(reason: string): void {
-    this.counters.drops.set(reason, (this.counters.drops.get(reason) ?? 0) + 1);
+  /** Build this slot's snapshot, apply it here and send it to the ingress threads. */
+  private publish(slot: number): ChainSnapshot {
+    const snapshot: ChainSnapshot = {
+      slot,
+      seenAtMs: this.leaders.slotSeenAtMs(),
+      blockHeight: this.leaders.currentBlockHeight(),
+      leader: this.leaders.leaderAt(slot),
+      plain: this.route(slot, false),
+      antiMev: this.route(slot, true),
+      blockhashes: this.leaders.takeNewBlockhashes(),
+      staleMs: this.leaders.staleMs,
+    };
+    this.view.apply(snapshot);
+    for (const l of this.snapshotListeners) l(snapshot);
+    return snapshot;
   }
 
   private onSlot(slot: number): void {
+    const snapshot = this.publish(slot);
     const upcoming = this.leaders.upcoming(this.prewarmCount, () => true, 256);
-    this.pool.prewarm(upcoming.flatMap((l) => (l.tpuQuic ? [l.tpuQuic] : [])));
-    const height = this.leaders.currentBlockHeight();
-    const leader = this.leaders.leaderAt(slot);
-    // This slot's targets, once per policy rather than once per transaction.
-    const targets = {
-      plain: this.leaders.upcoming(this.fanout, this.permit(false)),
-      antiMev: this.leaders.upcoming(this.fanout, this.permit(true)),
-    };
-    const due: Flight[] = [];
-    const retry = new Set<Flight>();
-    for (const [sig, f] of this.flights) {
-      if (f.lastValid !== null && height > f.lastValid) {
-        this.flights.delete(sig);
-        if (f.held) this.drop('held_expired');
-        continue;
-      }
-      if (f.lastSentSlot >= slot) continue;
-      if (f.held) {
-        if (leader === null || !this.permit(f.req.options.antiMev)(leader)) continue;
-        f.held = false;
-        this.counters.released++;
-      } else if (f.retriesLeft > 0) {
-        this.counters.rebroadcasts++;
-        retry.add(f);
-      } else {
-        this.flights.delete(sig);
-        continue;
-      }
-      f.lastSentSlot = slot;
-      due.push(f);
-    }
-    this.dispatchRound(due, retry, targets, 0);
-  }
-
-  /**
-   * Send a slot's rebroadcasts in slices, yielding to the event loop between them: a round of
-   * thousands must not hold up the requests arriving meanwhile.
-   */
-  private dispatchRound(due: Flight[], retry: Set<Flight>, targets: { plain: Leader[]; antiMev: Leader[] }, from: number): void {
-    const end = Math.min(due.length, from + REBROADCAST_SLICE);
-    for (let i = from; i < end; i++) {
-      const f = due[i]!;
-      const leaders = f.req.options.antiMev ? targets.antiMev : targets.plain;
-      const current = leaders[0]?.slot === f.lastSentSlot ? leaders[0].tpuQuic : null;
-      void this.sendTo(f.req, leaders, false).then(
-        (reached) => {
-          if (!retry.has(f)) return; // a held transaction's first send is not a retry
-          if ((current !== null && reached.has(current)) || f.freeRoundsLeft === 0) f.retriesLeft--;
-          else f.freeRoundsLeft--;
-        },
-        () => this.drop('send_error'),
-      );
-    }
-    if (end < due.length) setImmediate(() => this.dispatchRound(due, retry, targets, end));
+    const warm = upcoming.flatMap((l) => (l.tpuQuic ? [l.tpuQuic] : []));
+    if (warm.length > 0) this.client.prewarm(warm);
+    this.rebroadcaster.onSlot(slot, snapshot.blockHeight, snapshot);
   }
 }

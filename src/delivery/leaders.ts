@@ -15,11 +15,12 @@
  */
 import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
+import { BLOCKHASH_VALIDITY_BLOCKS } from './chain-view.js';
+
+export { BLOCKHASH_VALIDITY_BLOCKS };
 
 /** Slots fetched per `getSlotLeaders` call (the RPC's limit is 5000). */
 const WINDOW = 4096;
-/** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
-export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 
 export interface Leader {
   slot: number;
@@ -38,6 +39,8 @@ export interface LeaderTrackerOptions {
   nodesRefreshMs?: number;
   /** Called on every new slot (after the slot and leader window are updated). */
   onSlot?: (slot: number) => void;
+  /** Called when a blockhash not seen before arrives (about once per slot, just after it starts). */
+  onBlockhash?: () => void;
 }
 
 export class LeaderTracker {
@@ -46,6 +49,10 @@ export class LeaderTracker {
   private slot = 0;
   /** performance.now() when `slot` was last observed. */
   private slotSeenAt = -Infinity;
+  /** Date.now() at the same moment (other threads compare it with their own wall clock). */
+  private slotSeenAtWall = 0;
+  /** Blockhashes seen since `takeNewBlockhashes` was last called. */
+  private fresh: Array<[string, number]> = [];
   private windowStart = 0;
   private window: string[] = [];
   private windowFetch: Promise<void> | null = null;
@@ -57,7 +64,7 @@ export class LeaderTracker {
   private readonly timers: NodeJS.Timeout[] = [];
   private polling = false;
   private closed = false;
-  private readonly staleMs: number;
+  readonly staleMs: number;
   /** Errors of the background refreshes, counted (the next refresh retries). */
   readonly errors = { slot: 0, leaders: 0, nodes: 0, blockhash: 0 };
 
@@ -87,6 +94,23 @@ export class LeaderTracker {
 
   currentSlot(): number {
     return this.slot;
+  }
+
+  /** Date.now() when the current slot was observed. */
+  slotSeenAtMs(): number {
+    return this.slotSeenAtWall;
+  }
+
+  /** Every live blockhash with its last valid block height. */
+  liveBlockhashes(): Array<[string, number]> {
+    return [...this.blockhashes];
+  }
+
+  /** Blockhashes (with their last valid block height) first seen since the previous call. */
+  takeNewBlockhashes(): Array<[string, number]> {
+    const out = this.fresh;
+    this.fresh = [];
+    return out;
   }
 
   /** ms since the current slot was observed. */
@@ -165,10 +189,20 @@ export class LeaderTracker {
   }
 
   private observe(slot: number): void {
-    if (!Number.isInteger(slot) || slot < this.slot) return;
-    const advanced = slot > this.slot;
+    if (!Number.isInteger(slot)) return;
+    // A lower slot is an old notification, unless the view is stale: then it is a restarted
+    // chain or a fail-over to another node, and waiting for it to pass the old slot would keep
+    // the service unsynced for as long.
+    if (slot < this.slot) {
+      if (this.slotAgeMs() <= this.staleMs) return;
+      // Another chain's history: its heights and blockhashes start again.
+      this.blockHeight = 0;
+      this.blockhashes.clear();
+    }
+    const advanced = slot !== this.slot;
     this.slot = slot;
     this.slotSeenAt = performance.now();
+    this.slotSeenAtWall = Date.now();
     const left = this.windowStart + this.window.length - slot;
     if (left <= Math.min(WINDOW, this.window.length) / 4 || slot < this.windowStart) void this.refreshLeaders(slot);
     if (advanced) {
@@ -227,6 +261,8 @@ export class LeaderTracker {
     this.blockhashFetch = true;
     try {
       const { value } = await this.rpc.getLatestBlockhash('confirmed');
+      const isNew = !this.blockhashes.has(value.blockhash);
+      if (isNew) this.fresh.push([value.blockhash, value.lastValidBlockHeight]);
       this.blockhashes.set(value.blockhash, value.lastValidBlockHeight);
       this.blockHeight = Math.max(this.blockHeight, value.lastValidBlockHeight - BLOCKHASH_VALIDITY_BLOCKS);
       // Forget hashes long dead (Map iterates in insertion order: oldest first).
@@ -234,6 +270,7 @@ export class LeaderTracker {
         if (lv >= this.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
         this.blockhashes.delete(h);
       }
+      if (isNew) this.opts.onBlockhash?.();
     } catch {
       this.errors.blockhash++;
     } finally {

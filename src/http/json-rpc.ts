@@ -15,62 +15,31 @@
  * HTTP request and clients act on the status: 401 (bad key), 429 (budget; with `Retry-After`,
  * which web3.js honours by backing off), 413 and 415 — and only for a single call, never a batch.
  */
-import type { SendOptions } from '../delivery/delivery.js';
-import { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT } from '../delivery/delivery.js';
 import { describeTransactionError } from '../chain/tx-error.js';
 import { base58Decode, inspectTransaction, inspectWire, type InspectResult, type TipSet } from '../native.js';
-import { ApiError, MSG, PreflightFailed, TransactionRefused } from './errors.js';
-import type { Caller, Handler } from './api.js';
+import type { Caller } from '../submission/core.js';
+import { DEFAULT_SEND_OPTIONS, MAX_BATCH, MAX_RETRIES_LIMIT, type SendOptions } from '../submission/options.js';
+import { Refusal, RPC_CODES } from '../submission/refusals.js';
 import { requireJson, type Ctx, type Reply } from './request.js';
+import type { Handler } from './types.js';
 
-/** JSON-RPC error codes: the protocol's, Agave's, and Landfall's own (in the server-error range). */
-export const RPC_CODES = {
-  parseError: -32700,
-  invalidRequest: -32600,
-  methodNotFound: -32601,
-  invalidParams: -32602,
-  internalError: -32603,
-  /** Agave: `Transaction simulation failed: …`, `data` = the simulation result. */
-  preflightFailure: -32002,
-  /** Agave: `Transaction signature verification failure`. */
-  signatureVerificationFailure: -32003,
-  unauthorized: -32050,
-  tipRequired: -32051,
-  tipInsufficient: -32052,
-  rateLimited: -32053,
-  deliveryFailed: -32054,
-} as const;
-
-/** The REST refusal (spec message) → its JSON-RPC code. */
-const CODE_OF: Record<string, number> = {
-  [MSG.invalidTransaction]: RPC_CODES.invalidParams,
-  [MSG.unauthorized]: RPC_CODES.unauthorized,
-  [MSG.tipRequired]: RPC_CODES.tipRequired,
-  [MSG.tipInsufficient]: RPC_CODES.tipInsufficient,
-  [MSG.rateLimited]: RPC_CODES.rateLimited,
-  [MSG.deliveryFailed]: RPC_CODES.deliveryFailed,
-  [MSG.payloadTooLarge]: RPC_CODES.invalidRequest,
-  [MSG.unsupportedMediaType]: RPC_CODES.invalidRequest,
-};
+export { RPC_CODES };
 
 /** HTTP statuses a single call's refusal keeps (the request as a whole was refused); others are 200. */
 const HTTP_LEVEL = new Set([401, 413, 415, 429]);
 
-/** Native codes Agave reports as a signature verification failure. */
-const SIGNATURE_FAILURES = new Set(['SIGNATURE_INVALID', 'UNSIGNED', 'SIGNATURE_COUNT_MISMATCH']);
-
 /** Agave's limits on an encoded transaction (1232 bytes raw). */
 const MAX_BASE58_LENGTH = 1683;
 
-/** Upper bound of calls in one batch (as `POST /v1/send/batch`). */
-export const MAX_RPC_BATCH = 100;
+/** Upper bound of calls in one batch (the spec's batch limit, as `POST /v1/send/batch`). */
+export const MAX_RPC_BATCH = MAX_BATCH;
 
 export interface RpcBackend {
   tips: TipSet;
   tipAddresses: readonly string[];
-  /** Resolve the key (header, `api-key`, `api_key`); throws the 401 `ApiError`. */
+  /** Resolve the key (header, `api-key`, `api_key`); throws the 401 `Refusal`. */
   authenticate(ctx: Ctx): Caller;
-  /** The `/v1/send` path for a decoded transaction; throws an `ApiError` for every refusal. */
+  /** The `/v1/send` path for a decoded transaction; throws a `Refusal` for every refusal. */
   send(ctx: Ctx, who: Caller, r: InspectResult, opts: SendOptions): Promise<{ signature: string }>;
   /** Log an unexpected exception (a bug); the call answers -32603. */
   internalError(ctx: Ctx, e: unknown): void;
@@ -89,7 +58,7 @@ type RpcResponse = { jsonrpc: '2.0'; result: unknown; id: Id } | { jsonrpc: '2.0
 /** A call's outcome: its response (null for a notification), and the refusal behind an error. */
 interface Answer {
   response: RpcResponse | null;
-  refusal: ApiError | null;
+  refusal: Refusal | null;
 }
 
 /** A protocol-level error (bad params, unknown method): thrown inside a call, answered in it. */
@@ -106,16 +75,18 @@ function failure(id: Id, error: RpcErrorObject): RpcResponse {
   return { jsonrpc: '2.0', error, id };
 }
 
-/** A service refusal in JSON-RPC's words (the mapping documented in the README and OpenAPI). */
-export function rpcError(e: ApiError): RpcErrorObject {
-  if (e instanceof PreflightFailed) {
-    return { code: RPC_CODES.preflightFailure, message: `Transaction simulation failed: ${describeTransactionError(e.simulation.err)}`, data: e.simulation };
+/**
+ * A service refusal in JSON-RPC's words: the code from the one refusal table; the message as
+ * Agave words it where a Solana client expects Agave (preflight, signatures), else the spec's
+ * message and the reason; `data` = the REST API's error, or the simulation for a preflight.
+ */
+export function rpcError(e: Refusal): RpcErrorObject {
+  if (e.code === 'TX_PREFLIGHT' && e.simulation) {
+    return { code: e.rpcCode, message: `Transaction simulation failed: ${describeTransactionError(e.simulation.err)}`, data: e.simulation };
   }
   const data = { status: e.status, message: e.message, reason: e.reason };
-  if (e instanceof TransactionRefused && SIGNATURE_FAILURES.has(e.code)) {
-    return { code: RPC_CODES.signatureVerificationFailure, message: 'Transaction signature verification failure', data };
-  }
-  return { code: CODE_OF[e.message] ?? RPC_CODES.internalError, message: `${e.message}: ${e.reason}`, data };
+  if (e.code === 'TX_SIGNATURE') return { code: e.rpcCode, message: 'Transaction signature verification failure', data };
+  return { code: e.rpcCode, message: `${e.message}: ${e.reason}`, data };
 }
 
 function isId(v: unknown): v is Id {
@@ -175,7 +146,7 @@ async function call(b: RpcBackend, ctx: Ctx, item: unknown, who: () => Caller): 
   if (o === null || o.jsonrpc !== '2.0' || typeof o.method !== 'string' || (hasId && !isId(o.id)) || (o.params !== undefined && typeof o.params !== 'object')) {
     return { response: failure(null, { code: RPC_CODES.invalidRequest, message: 'Invalid request' }), refusal: null };
   }
-  const answer = (response: RpcResponse, refusal: ApiError | null = null): Answer => ({ response: hasId ? response : null, refusal });
+  const answer = (response: RpcResponse, refusal: Refusal | null = null): Answer => ({ response: hasId ? response : null, refusal });
   try {
     switch (o.method) {
       case 'sendTransaction': {
@@ -194,14 +165,14 @@ async function call(b: RpcBackend, ctx: Ctx, item: unknown, who: () => Caller): 
     }
   } catch (e) {
     if (e instanceof RpcFault) return answer(failure(id, { code: e.code, message: e.message }));
-    if (e instanceof ApiError) return answer(failure(id, rpcError(e)), e);
+    if (e instanceof Refusal) return answer(failure(id, rpcError(e)), e);
     b.internalError(ctx, e);
     return answer(failure(id, { code: RPC_CODES.internalError, message: 'Internal error' }));
   }
 }
 
 /** Render a whole-request refusal (413, 415) as one JSON-RPC error, keeping its HTTP status. */
-function requestRefused(e: ApiError): Reply {
+function requestRefused(e: Refusal): Reply {
   return { status: e.status, body: failure(null, rpcError(e)), headers: e.headers, reason: e.reason };
 }
 
@@ -213,7 +184,7 @@ export function rpcHandler(b: RpcBackend): Handler {
       requireJson(ctx);
       text = (await ctx.body()).toString('utf8');
     } catch (e) {
-      if (e instanceof ApiError) return requestRefused(e);
+      if (e instanceof Refusal) return requestRefused(e);
       throw e;
     }
     let payload: unknown;

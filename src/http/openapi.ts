@@ -8,10 +8,11 @@
  * document does not name fails that test. Messages and codes come from the same constants the
  * handlers throw (`MSG`, `RPC_CODES`), so the two cannot drift apart.
  */
-import { MAX_RETRIES_LIMIT } from '../delivery/delivery.js';
-import { MSG } from './errors.js';
-import { MAX_RPC_BATCH, RPC_CODES } from './json-rpc.js';
+import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
+import { MSG, RPC_CODES } from '../submission/refusals.js';
 import { CLOSE, MAX_STREAMS_PER_ACCOUNT } from './stream.js';
+
+const MAX_RPC_BATCH = MAX_BATCH;
 
 /** The JSON Schema 2020-12 keywords this document uses (OpenAPI 3.1's schema dialect). */
 export interface Schema {
@@ -177,7 +178,7 @@ function rpcOperation(operationId: string, alias: string): Operation {
 }
 
 const RPC_DESCRIPTION =
-    'Solana JSON-RPC 2.0, single calls or batches (at most 100). `sendTransaction` takes `[encoded, config?]` as a Solana ' +
+    `Solana JSON-RPC 2.0, single calls or batches (at most ${MAX_RPC_BATCH}).` + ' `sendTransaction` takes `[encoded, config?]` as a Solana ' +
     'RPC node does (`encoding` base58 by default or base64, `skipPreflight` false by default, `maxRetries` capped at ' +
     `${MAX_RETRIES_LIMIT}, \`preflightCommitment\` and \`minContextSlot\` ignored) and answers the signature; it needs an API ` +
     'key (Authorization header, `api-key` or `api_key`). `getTipAccounts` answers the tip addresses and needs no key. ' +
@@ -339,13 +340,13 @@ export const OPENAPI: OpenApiDocument = {
     '/v1/send/batch': {
       post: {
         operationId: 'sendBatch',
-        summary: 'Submit up to 100 signed transactions; each fails alone, inside a 200',
+        summary: `Submit up to ${MAX_BATCH} signed transactions; each fails alone, inside a 200`,
         tags: ['send'],
         security: bearer,
         requestBody: { required: true, content: json(schema('BatchRequest')) },
         responses: {
           200: { description: 'One result per input transaction, by index', headers: RATE_HEADERS, content: json(schema('BatchResult')) },
-          400: errorResponse(400, [MSG.invalidRequest, MSG.invalidTransaction], 'transactions missing, empty or over 100 (Invalid request), or bad options (Invalid transaction)'),
+          400: errorResponse(400, [MSG.invalidRequest, MSG.invalidTransaction], `transactions missing, empty or over ${MAX_BATCH} (Invalid request), or bad options (Invalid transaction)`),
           401: ref('responses', 'Unauthorized'),
           413: ref('responses', 'PayloadTooLarge'),
           415: ref('responses', 'UnsupportedMediaType'),
@@ -524,7 +525,7 @@ export const OPENAPI: OpenApiDocument = {
         required: ['transactions'],
         additionalProperties: false,
         properties: {
-          transactions: { type: 'array', minItems: 1, maxItems: 100, items: schema('Base64Transaction') },
+          transactions: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: schema('Base64Transaction') },
           options: schema('SendOptions'),
         },
       },

@@ -18,8 +18,9 @@
  */
 import * as uWS from 'uWebSockets.js';
 import { KeyedListeners } from '../keyed-listeners.js';
-import type { StatusRecord } from '../store/store.js';
-import type { Services } from './api.js';
+import type { KeyCache } from '../accounts/key-cache.js';
+import type { StreamSlots } from './stream-slots.js';
+import type { StatusRecord } from '../store/records.js';
 
 /** Time an unauthenticated socket gets to send its auth message. */
 export const AUTH_TIMEOUT_MS = 5_000;
@@ -62,9 +63,31 @@ export class StatusHub {
     process.stderr.write(`landfall: status stream listener failed: ${(e as Error)?.stack ?? e}\n`),
   );
 
+  /**
+   * Told whenever a stream opens or closes here, with the open streams per account (an ingress
+   * thread tells the main thread, which then forwards only those accounts' changes to it).
+   */
+  onAccountsChange: ((streams: Array<[accountId: string, open: number]>) => void) | null = null;
+  private readonly accounts = new Map<string, number>();
+
   /** Listen to the changes of `accountId`'s transactions; returns the unsubscribe function. */
   subscribe(accountId: string, listener: (record: StatusRecord) => void): () => void {
-    return this.listeners.add(accountId, listener);
+    const remove = this.listeners.add(accountId, listener);
+    this.count(accountId, +1);
+    let removed = false;
+    return () => {
+      if (removed) return;
+      removed = true;
+      remove();
+      this.count(accountId, -1);
+    };
+  }
+
+  private count(accountId: string, delta: number): void {
+    const n = (this.accounts.get(accountId) ?? 0) + delta;
+    if (n > 0) this.accounts.set(accountId, n);
+    else this.accounts.delete(accountId);
+    this.onAccountsChange?.([...this.accounts]);
   }
 
   /** Open subscriptions of one account. */
@@ -116,7 +139,13 @@ function authMessageKey(message: ArrayBuffer, isBinary: boolean): string | null 
  * Register `/v1/stream` on `app`. `view` renders a record as the status endpoint does, so a
  * pushed record and a fetched one are the same object.
  */
-export function registerStream(app: uWS.TemplatedApp, s: Services, hub: StatusHub, view: (r: StatusRecord) => Record<string, unknown>): void {
+export function registerStream(
+  app: uWS.TemplatedApp,
+  keys: KeyCache,
+  hub: StatusHub,
+  slots: StreamSlots,
+  view: (r: StatusRecord) => Record<string, unknown>,
+): void {
   const endWith = (ws: uWS.WebSocket<StreamSocket>, code: number, reason: string) => {
     if (!ws.getUserData().closed) ws.end(code, reason);
   };
@@ -132,20 +161,25 @@ export function registerStream(app: uWS.TemplatedApp, s: Services, hub: StatusHu
   const authorize = (ws: uWS.WebSocket<StreamSocket>, key: string) => {
     const state = ws.getUserData();
     clearTimeout(state.authTimer);
-    const who = s.accounts.authenticate(key);
+    const who = keys.authenticate(key);
     if (!who) return endWith(ws, CLOSE.unauthorized, 'invalid or revoked API key');
     const accountId = who.account.id;
-    if (hub.subscribers(accountId) >= MAX_STREAMS_PER_ACCOUNT) {
+    // Counted across every ingress thread of the process (one shared counter per account).
+    if (!slots.tryOpen(accountId, MAX_STREAMS_PER_ACCOUNT)) {
       return endWith(ws, CLOSE.tooManyStreams, `this account already has ${MAX_STREAMS_PER_ACCOUNT} streams open`);
     }
     state.authenticated = true;
-    state.unsubscribe = hub.subscribe(accountId, (record) => {
+    const unsubscribe = hub.subscribe(accountId, (record) => {
       if (state.closed || overloaded(ws)) return;
       const message = JSON.stringify({ type: 'status', ...view(record) });
       // Pushes come from the tracker's callbacks, outside any uWS handler: cork so the frame
       // goes out in one write.
       ws.cork(() => ws.send(message));
     });
+    state.unsubscribe = () => {
+      unsubscribe();
+      slots.close(accountId);
+    };
     ws.send('{"type":"ready"}');
   };
 

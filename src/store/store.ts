@@ -142,6 +142,9 @@ interface QueuedWrite {
 /** A committed write still held in the overlay. */
 type Held = [key: Buffer, token: number];
 
+/** `meta` key of the key-revocation generation (see `keysGeneration`). */
+const KEYS_GENERATION = 'keys_generation';
+
 export class Store {
   readonly root: RootDatabase;
   readonly accounts: Database<AccountRecord, string>;
@@ -268,8 +271,18 @@ export class Store {
       const k = hash && this.apiKeys.get(hash);
       if (!hash || !k || k.revokedAt !== null) return false;
       this.apiKeys.putSync(hash, { ...k, revokedAt: at });
+      // In the same transaction: every thread's and process's key cache drops what it holds.
+      this.meta.putSync(KEYS_GENERATION, this.keysGeneration() + 1);
       return true;
     });
+  }
+
+  /**
+   * Bumped by every key revocation, in the revoking transaction; a key cache (`KeyCache`) trusts
+   * an entry only while the generation it was read under is current.
+   */
+  keysGeneration(): number {
+    return (this.meta.get(KEYS_GENERATION) as number | undefined) ?? 0;
   }
 
   /**

@@ -10,7 +10,10 @@
  * Node process metrics (event-loop delay, heap, GC, CPU) are process-wide, collected once, and
  * appended to every scrape.
  */
-import { collectDefaultMetrics, Counter, Gauge, Registry, type Histogram } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Histogram, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+
+/** One thread's metrics as prom-client serialises them (for aggregation across ingress threads). */
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 
 /** What the metrics read from the delivery engine (`Engine`). */
 export interface DeliverySource {
@@ -22,6 +25,8 @@ export interface DeliverySource {
   };
   readonly inFlight: number;
   health(): { slot: number; slotAgeMs: number; synced: boolean };
+  /** Fold counts kept elsewhere (the native client's) into `counters` before they are read. */
+  drainOutcomes?(): void;
 }
 
 /** What the metrics read from the confirmation tracker (`Tracker`). */
@@ -89,6 +94,7 @@ export class Metrics {
       'Transaction writes to a leader TPU over QUIC, by leader identity and result (ok: stream written; failed: dropped)',
       ['leader', 'result'],
       function* () {
+        engine.drainOutcomes?.();
         for (const [leader, c] of engine.counters.sends) {
           yield [{ leader, result: 'ok' }, c.ok];
           yield [{ leader, result: 'failed' }, c.failed];
@@ -133,6 +139,20 @@ export class Metrics {
   /** The Prometheus text exposition of this service and of the process. */
   async text(): Promise<string> {
     return (await this.registry.metrics()) + (await processMetrics().metrics());
+  }
+
+  /** This registry's values (not the process metrics), for another thread to aggregate. */
+  json(): Promise<MetricsJson> {
+    return this.registry.getMetricsAsJSON() as Promise<MetricsJson>;
+  }
+
+  /**
+   * The exposition of this registry summed with other threads' (counters and histograms add up;
+   * gauges are only registered on one thread), plus the process metrics.
+   */
+  async aggregatedText(others: MetricsJson[]): Promise<string> {
+    const merged = AggregatorRegistry.aggregate([await this.json(), ...others] as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+    return (await merged.metrics()) + (await processMetrics().metrics());
   }
 
   get contentType(): string {

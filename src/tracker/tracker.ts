@@ -22,7 +22,8 @@
 import { PubSub } from '../chain/pubsub.js';
 import type { Rpc, SignatureStatus } from '../chain/rpc.js';
 import type { Accounts } from '../accounts/accounts.js';
-import type { StatusRecord, Store, TxStatus } from '../store/store.js';
+import type { StatusRecord, TxStatus } from '../store/records.js';
+import type { Store } from '../store/store.js';
 
 export const STATUS_BATCH = 256;
 /** Slack added to an estimated blockhash lifetime (a client's node may be a few slots ahead). */
@@ -30,19 +31,12 @@ const ESTIMATE_SLACK_BLOCKS = 32;
 /** How long an outcome seen before its `watch` call is remembered. */
 const EARLY_OUTCOME_MS = 120_000;
 
-export interface WatchRequest {
+interface Watched {
   signature: string;
   accountId: string;
   tipLamports: bigint;
   /** process.hrtime.bigint() at request arrival; null when resumed after a restart. */
   receivedAt: bigint | null;
-  submittedAtMs: number;
-  /** Known last valid block height, or null to estimate from the current block height. */
-  lastValidBlockHeight: number | null;
-  durableNonce: boolean;
-}
-
-interface Watched extends WatchRequest {
   /** performance.now() when watching began. */
   since: number;
   lastValid: number | null;
@@ -113,21 +107,26 @@ export class Tracker {
     return this.watching.has(signature);
   }
 
-  /** Start watching (idempotent). */
-  watch(req: WatchRequest): void {
-    if (this.watching.has(req.signature)) return;
-    const estimated = req.lastValidBlockHeight === null && !req.durableNonce;
+  /**
+   * Start watching an accepted transaction (idempotent).
+   * @param receivedAt process.hrtime.bigint() at request arrival; null when resumed after a restart
+   */
+  watch(rec: StatusRecord, receivedAt: bigint | null): void {
+    if (this.watching.has(rec.signature)) return;
     const w: Watched = {
-      ...req,
+      signature: rec.signature,
+      accountId: rec.accountId,
+      tipLamports: rec.tipLamports,
+      receivedAt,
       since: performance.now(),
-      lastValid: req.durableNonce ? null : (req.lastValidBlockHeight ?? this.estimateLastValid()),
-      estimated,
+      lastValid: rec.durableNonce ? null : (rec.lastValidBlockHeight ?? this.estimateLastValid()),
+      estimated: rec.lastValidBlockHeight === null && !rec.durableNonce,
       outcome: null,
     };
-    this.watching.set(req.signature, w);
-    const seen = this.early.get(req.signature);
+    this.watching.set(rec.signature, w);
+    const seen = this.early.get(rec.signature);
     if (seen) {
-      this.early.delete(req.signature);
+      this.early.delete(rec.signature);
       this.settle(w, seen);
     }
   }
@@ -135,16 +134,8 @@ export class Tracker {
   /** Watch again everything the store says is still pending (after a restart). */
   resume(): number {
     let n = 0;
-    for (const [signature, p] of this.opts.store.pendingEntries()) {
-      this.watch({
-        signature,
-        accountId: p.accountId,
-        tipLamports: BigInt(p.tipLamports),
-        receivedAt: null,
-        submittedAtMs: p.submittedAt,
-        lastValidBlockHeight: p.lastValidBlockHeight,
-        durableNonce: p.durableNonce,
-      });
+    for (const rec of this.opts.store.pendingEntries()) {
+      this.watch(rec, null);
       n++;
     }
     return n;

@@ -13,6 +13,7 @@ import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { buildApp, MAX_BATCH, SEND_BODY_LIMIT } from '../../src/http/api.js';
+import { sentRecord } from '../../src/store/records.js';
 import { listen, type RunningServer } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
@@ -243,8 +244,10 @@ describe('GET /v1/status/{signature}', () => {
   function record(accountId: string, keyName = 'default') {
     const sig = web3Base58(Keypair.generate().secretKey); // 64 random bytes, base58
     store.insertStatus(
-      { signature: sig, accountId, keyName, status: 'sent', submittedAt: Date.UTC(2026, 10, 21, 10, 0, 0, 123), confirmedAt: null, latencyMs: null, slot: null, submitSlot: 77, expired: false, tipLamports: '1000000', recentBlockhash: 'h', durableNonce: false },
-      { accountId, submittedAt: 0, recentBlockhash: 'h', durableNonce: false, lastValidBlockHeight: null, tipLamports: '1000000' },
+      sentRecord({
+        signature: sig, accountId, keyName, submittedAt: Date.UTC(2026, 10, 21, 10, 0, 0, 123), submitSlot: 77, tipLamports: 1_000_000n,
+        recentBlockhash: web3Base58(Keypair.generate().publicKey.toBytes()), durableNonce: false, lastValidBlockHeight: null,
+      }),
     );
     return sig;
   }

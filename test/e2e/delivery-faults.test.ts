@@ -40,7 +40,7 @@ describe('anti-MEV routing', () => {
       expect(st.net.receivedBy(sig).map((r) => r.validator)).not.toContain('v3');
     }
     expect(st.net.receivedAt('v3').filter((r) => sigs.includes(r.signature!))).toHaveLength(0);
-    expect(st.svc.engine.counters.held).toBeGreaterThan(0); // v3 led some of those slots
+    expect(st.svc.engine.rebroadcaster.counters.held).toBeGreaterThan(0); // v3 led some of those slots
   });
 
   it('with anti_mev: false the same sandwicher may receive them', async () => {
@@ -151,12 +151,13 @@ describe('chain view', () => {
 });
 
 describe('send path', () => {
-  it('with sendThreads: 0 the HTTP thread writes the sends itself, with the same outcomes and counters', async () => {
-    s = await startStack({ localnet: { slotMs: 100, seed: 'inline' }, config: { sendThreads: 0 } });
+  it('with ingressThreads: 0 the main thread serves and writes the sends itself, with the same outcomes and counters', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'inline' }, config: { ingressThreads: 0 } });
     const st = s;
     const bot = account(st);
     const sigs = await sendOnePerSlot(st, bot.key, 6);
     for (const sig of sigs) expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
+    st.svc.engine.drainOutcomes();
     const ok = [...st.svc.engine.counters.sends.values()].reduce((a, c) => a + c.ok, 0);
     expect(ok).toBeGreaterThanOrEqual(sigs.length);
     const latency = await st.svc.engine.serviceLatency.get();

@@ -166,14 +166,14 @@ describe('delivery on the local cluster', () => {
 
   it('keeps warm connections to the upcoming leaders, so a send never waits for a handshake', async () => {
     await nextSlot(s);
-    const connected = new Set(s.svc.engine.pool.peerStats().filter((p) => p.connected).map((p) => p.target));
+    const connected = new Set(s.svc.engine.client.peerStats().filter((p) => p.connected).map((p) => p.target));
     // Four validators, pre-warm eight leaders ahead: all of them.
     for (const v of s.net.validators) expect(connected).toContain(v.tpuQuic);
-    const before = new Map(s.svc.engine.pool.peerStats().map((p) => [p.target, p.connects]));
+    const before = new Map(s.svc.engine.client.peerStats().map((p) => [p.target, p.connects]));
     const tx = await tipped(s, from, 300_000);
     expect((await send(s, bot.key, tx.base64)).status).toBe(200);
     await settled(s, bot.key, tx.signature);
-    for (const p of s.svc.engine.pool.peerStats()) expect(p.connects).toBe(before.get(p.target));
+    for (const p of s.svc.engine.client.peerStats()) expect(p.connects).toBe(before.get(p.target));
   });
 
   it('reports itself in sync on /health', async () => {

@@ -111,7 +111,8 @@ describe('request logs', () => {
     const line = (what: string) => byWhat.get(what)![0];
 
     expect(sent[0]!.requestId).toBe('bot-trace-0001');
-    expect(sent[1]!.requestId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    // Not the caller's 200-character id: one made by the thread that served it (prefix-thread-counter).
+    expect(sent[1]!.requestId).toMatch(/^[0-9a-f]{8}-\d+-[0-9a-z]+$/);
     expect(line('send')).toMatchObject({ level: 'info', method: 'POST', route: '/v1/send', path: '/v1/send', status: 200, account: bot.id, sig: good.signature });
     expect(line('send').us).toBeGreaterThan(0);
     expect(typeof line('send').time).toBe('number');

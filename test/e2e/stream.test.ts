@@ -152,7 +152,7 @@ describe('live status stream', () => {
     expect(await extra.closed).toEqual({ code: CLOSE.tooManyStreams, reason: `this account already has ${MAX_STREAMS_PER_ACCOUNT} streams open` });
     streams[0]!.ws.close();
     await streams[0]!.closed;
-    await waitFor('slot freed', () => s.svc.statusHub.subscribers(capped.id) < MAX_STREAMS_PER_ACCOUNT || undefined);
+    await waitFor('slot freed', () => s.svc.streamCount(capped.id) < MAX_STREAMS_PER_ACCOUNT || undefined);
     await ready(track(connect(s, { query: `api-key=${capped.key}` })));
   });
 
@@ -167,7 +167,7 @@ describe('live status stream', () => {
     // the pongs are what fills the pipe here; bounded at 50 MiB in case nothing ever trips.
     slow.ws.pause();
     const payload = Buffer.alloc(125, 7);
-    for (let sent = 0; s.svc.statusHub.subscribers(watcher.id) === 2; sent += 2000 * payload.length) {
+    for (let sent = 0; s.svc.streamCount(watcher.id) === 2; sent += 2000 * payload.length) {
       expect(sent).toBeLessThan(50 * 1024 * 1024);
       for (let i = 0; i < 2000; i++) slow.ws.ping(payload);
       await new Promise((r) => setTimeout(r, 5));
@@ -182,6 +182,6 @@ describe('live status stream', () => {
     expect((await send(s, watcher.key, tx.base64)).status).toBe(200);
     await statusOf(healthy, tx.signature, 'confirmed');
     expect((await fetch(`${s.svc.url}/health`)).status).toBe(200);
-    expect(s.svc.statusHub.subscribers(watcher.id)).toBe(1);
+    expect(s.svc.streamCount(watcher.id)).toBe(1);
   });
 });

@@ -8,8 +8,12 @@ import type { Delivery } from '../../src/delivery/delivery.js';
 export const unreachableDelivery: Delivery = {
   currentSlot: () => 0,
   isBlockhashExpired: () => false,
+  lastValidBlockHeight: () => null,
   simulate: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
-  submit: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
+  firstSend: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
+  accepted: () => {
+    throw new Error('delivery reached: this test expected a refusal before delivery');
+  },
   health: () => ({ synced: false, slot: 0, slotAgeMs: Infinity }),
   close: async () => {},
 };

@@ -1,0 +1,88 @@
+/**
+ * The chain view a first send needs, as one plain object computed once per slot by the process's
+ * one leader tracker: the slot and when it was seen, the block height, the live blockhashes, and
+ * for each routing policy (plain, anti-MEV) the leaders to write to. The main thread reads the
+ * tracker's own copy; each ingress worker thread holds a replica that the main thread refreshes
+ * by a message per slot (about 2.5 a second, whatever the request rate) — never a message per
+ * transaction.
+ *
+ * Everything here is decided per slot, not per transaction: who leads, who is blocked, which
+ * TPU addresses to write to. A request only reads it.
+ */
+import type { Leader } from './leaders.js';
+
+/** Where a policy's first send goes in the current slot. */
+export interface Route {
+  /** The current leader and the next distinct permitted leader(s) (`fanout`). */
+  first: Leader[];
+  /** If none of `first` accepted the stream: the leaders after those (one more round). */
+  next: Leader[];
+  /** The current leader is blocked under this policy: hold, release at the first permitted one. */
+  hold: boolean;
+}
+
+export interface ChainSnapshot {
+  slot: number;
+  /** Wall clock (ms since the Unix epoch) when `slot` was observed: comparable across threads. */
+  seenAtMs: number;
+  blockHeight: number;
+  /** The leader of `slot`, if the schedule is known. */
+  leader: string | null;
+  plain: Route;
+  antiMev: Route;
+  /** Blockhashes first seen since the previous snapshot, with their last valid block height. */
+  blockhashes: Array<[hash: string, lastValidBlockHeight: number]>;
+  /** Slot age beyond which the view is stale (health 503). */
+  staleMs: number;
+}
+
+/** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
+export const BLOCKHASH_VALIDITY_BLOCKS = 150;
+
+/**
+ * A thread's copy of the chain view: applies snapshots, answers the hot path's questions with a
+ * field read or one Map lookup.
+ */
+export class ChainViewReplica {
+  private snap: ChainSnapshot | null = null;
+  private readonly blockhashes = new Map<string, number>();
+
+  apply(s: ChainSnapshot): void {
+    this.snap = s;
+    for (const [h, lv] of s.blockhashes) this.blockhashes.set(h, lv);
+    // Forget hashes long dead (Map iterates in insertion order: oldest first).
+    for (const [h, lv] of this.blockhashes) {
+      if (lv >= s.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
+      this.blockhashes.delete(h);
+    }
+  }
+
+  get snapshot(): ChainSnapshot | null {
+    return this.snap;
+  }
+
+  currentSlot(): number {
+    return this.snap?.slot ?? 0;
+  }
+
+  slotAgeMs(): number {
+    return this.snap ? Date.now() - this.snap.seenAtMs : Infinity;
+  }
+
+  synced(): boolean {
+    return this.snap !== null && this.snap.leader !== null && this.slotAgeMs() <= this.snap.staleMs;
+  }
+
+  route(antiMev: boolean): Route | null {
+    return this.snap === null ? null : antiMev ? this.snap.antiMev : this.snap.plain;
+  }
+
+  lastValidBlockHeight(blockhash: string): number | null {
+    return this.blockhashes.get(blockhash) ?? null;
+  }
+
+  isBlockhashExpired(blockhash: string): boolean {
+    const lv = this.blockhashes.get(blockhash);
+    return lv !== undefined && this.snap !== null && this.snap.blockHeight > lv;
+  }
+}

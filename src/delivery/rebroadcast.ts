@@ -1,0 +1,132 @@
+/**
+ * The rebroadcast scheduler: one per process, on the main thread, fed with every accepted
+ * transaction (from this thread directly, from ingress threads in batches).
+ *
+ * Once per slot, every transaction with rounds left (or held for anti-MEV and now releasable)
+ * is written again to that slot's targets: all of them in ONE native call per routing policy
+ * (`QuicClient.sendMany`), not one call — let alone one cross-thread message — per transaction.
+ *
+ * Rounds: up to `max_retries`, never twice in one slot, until the tracker settles the
+ * transaction, its blockhash dies, or the rounds run out. A round counts only when it reached
+ * the leader of its slot: rounds spent while that leader was unreachable (down, refusing, in
+ * back-off) are free, up to `MAX_FREE_ROUNDS`, or a transaction accepted early in a dead
+ * leader's window would use its retries there and never reach the next leader.
+ */
+import type { QuicClient } from '../../native/index.js';
+import type { Route } from './chain-view.js';
+import type { Accepted } from './delivery.js';
+import { tpuTargets } from './first-send.js';
+
+/** Rounds a transaction may spend on unreachable leaders: two leader windows of 4 slots. */
+export const MAX_FREE_ROUNDS = 8;
+
+interface Flight {
+  wire: Buffer;
+  antiMev: boolean;
+  retriesLeft: number;
+  freeRoundsLeft: number;
+  lastSentSlot: number;
+  held: boolean;
+  /** Last valid block height; null for durable nonces and unknown blockhashes (the tracker expires those). */
+  lastValid: number | null;
+}
+
+export interface RoundCounters {
+  rebroadcasts: number;
+  released: number;
+  held: number;
+  heldExpired: number;
+  roundErrors: number;
+}
+
+export class Rebroadcaster {
+  private readonly flights = new Map<string, Flight>();
+  readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, roundErrors: 0 };
+
+  constructor(private readonly client: QuicClient) {}
+
+  get size(): number {
+    return this.flights.size;
+  }
+
+  /** Start rebroadcasting (or holding) an accepted transaction. */
+  add(a: Accepted): void {
+    const { maxRetries, antiMev } = a.options;
+    if (!a.held && maxRetries === 0) return;
+    if (a.held) this.counters.held++;
+    this.flights.set(a.record.signature, {
+      wire: a.wire,
+      antiMev,
+      retriesLeft: maxRetries,
+      freeRoundsLeft: maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
+      lastSentSlot: a.sentSlot,
+      held: a.held,
+      lastValid: a.record.durableNonce ? null : a.record.lastValidBlockHeight,
+    });
+  }
+
+  /** The tracker settled it (confirmed, failed, expired): no more rounds. */
+  settle(signature: string): void {
+    this.flights.delete(signature);
+  }
+
+  /**
+   * This slot's round: decide who is due in one pass, then one `sendMany` per policy.
+   * @param routes the slot's targets per policy (as first sends use them)
+   */
+  onSlot(slot: number, height: number, routes: { plain: Route; antiMev: Route }): void {
+    const due = { plain: [] as Array<[Flight, boolean]>, antiMev: [] as Array<[Flight, boolean]> };
+    for (const [sig, f] of this.flights) {
+      if (f.lastValid !== null && height > f.lastValid) {
+        this.flights.delete(sig);
+        if (f.held) this.counters.heldExpired++;
+        continue;
+      }
+      if (f.lastSentSlot >= slot) continue;
+      const route = f.antiMev ? routes.antiMev : routes.plain;
+      let retry: boolean;
+      if (f.held) {
+        if (route.hold) continue;
+        f.held = false;
+        this.counters.released++;
+        retry = false; // a held transaction's first send is not a retry
+      } else if (f.retriesLeft > 0) {
+        this.counters.rebroadcasts++;
+        retry = true;
+      } else {
+        this.flights.delete(sig);
+        continue;
+      }
+      f.lastSentSlot = slot;
+      (f.antiMev ? due.antiMev : due.plain).push([f, retry]);
+    }
+    this.round(slot, routes.plain, due.plain);
+    this.round(slot, routes.antiMev, due.antiMev);
+  }
+
+  private round(slot: number, route: Route, due: Array<[Flight, boolean]>): void {
+    if (due.length === 0) return;
+    const targets = tpuTargets(route.first);
+    if (targets.length === 0) {
+      for (const [f, retry] of due) if (retry) spend(f, false);
+      return;
+    }
+    // Index of the slot's own leader among the targets, if it has an address.
+    const current = route.first[0]?.slot === slot && route.first[0].tpuQuic ? 0 : -1;
+    this.client.sendMany(targets, due.map(([f]) => f.wire)).then(
+      (written) => {
+        for (let i = 0; i < due.length; i++) {
+          const [f, retry] = due[i]!;
+          if (retry) spend(f, current >= 0 && written[i * targets.length + current] === 1);
+        }
+      },
+      () => this.counters.roundErrors++,
+    );
+  }
+}
+
+/** Count a rebroadcast round: a real retry if it reached the slot's leader, else a free one while any are left. */
+function spend(f: Flight, reachedLeader: boolean): void {
+  if (reachedLeader || f.freeRoundsLeft === 0) f.retriesLeft--;
+  else f.freeRoundsLeft--;
+}

@@ -1,0 +1,41 @@
+/**
+ * Where a request's API key is read from (spec §5) and the 401s when it is missing or wrong.
+ * Resolution itself is the per-thread `KeyCache`.
+ */
+import type { KeyCache } from '../accounts/key-cache.js';
+import type { Caller } from '../submission/core.js';
+import { Refusal } from '../submission/refusals.js';
+import type { Ctx } from './request.js';
+
+/**
+ * The key in an `Authorization` header value: `Bearer <key>` (scheme case-insensitive, spaces
+ * around the key allowed); '' for a header of another form; undefined for no header.
+ */
+export function bearerKey(authorization: string): string | undefined {
+  if (authorization === '') return undefined;
+  if (authorization.length < 8 || authorization.slice(0, 6).toLowerCase() !== 'bearer') return '';
+  const sep = authorization.charCodeAt(6);
+  if (sep !== 0x20 && sep !== 0x09) return '';
+  const key = authorization.slice(7).trim();
+  return key === '' || /\s/.test(key) ? '' : key;
+}
+
+/**
+ * Resolve the caller. `allowQuery`: also accept the `api-key` / `api_key` query parameters
+ * (status and account endpoints, JSON-RPC; spec §5.2–5.3).
+ */
+export function authenticate(keys: KeyCache, ctx: Ctx, allowQuery: boolean): Caller {
+  let key = bearerKey(ctx.authorization);
+  if (key === '') throw new Refusal('AUTH_UNAUTHORIZED', 'Authorization header must be "Bearer <API key>"');
+  if (key === undefined && allowQuery) key = ctx.queryParam('api-key') ?? ctx.queryParam('api_key');
+  if (key === undefined || key === '') {
+    throw new Refusal(
+      'AUTH_UNAUTHORIZED',
+      allowQuery ? 'missing API key: use "Authorization: Bearer <key>" or the api-key query parameter' : 'missing "Authorization: Bearer <key>" header',
+    );
+  }
+  const who = keys.authenticate(key);
+  if (!who) throw new Refusal('AUTH_UNAUTHORIZED', 'invalid or revoked API key');
+  ctx.accountId = who.account.id;
+  return who;
+}

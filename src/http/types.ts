@@ -1,0 +1,36 @@
+/**
+ * What the HTTP modules share, in one place below all of them, so that routes, JSON-RPC, the
+ * stream and the OpenAPI document import from here and never from each other in a circle.
+ */
+import type { Accounts } from '../accounts/accounts.js';
+import type { KeyCache } from '../accounts/key-cache.js';
+import type { RateLimiter } from '../accounts/rate-limiter.js';
+import type { Config } from '../config.js';
+import type { Delivery } from '../delivery/delivery.js';
+import type { TipSet } from '../native.js';
+import type { Store } from '../store/store.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import type { Ctx, Reply } from './request.js';
+import type { StatusHub } from './stream.js';
+import type { StreamSlots } from './stream-slots.js';
+
+export interface Services {
+  config: Config;
+  accounts: Accounts;
+  store: Store;
+  limiter: RateLimiter;
+  tips: TipSet;
+  delivery: Delivery;
+  /** API key → account, cached; built from `accounts` when absent. */
+  keys?: KeyCache;
+  /** Status changes for `/v1/stream`; without it the stream endpoint is not served. */
+  statusHub?: StatusHub;
+  /** Open streams per account, shared by every thread (a new, private one when absent). */
+  streamSlots?: StreamSlots;
+  /** Logs and metrics; without it requests are counted but nothing is logged. */
+  telemetry?: Telemetry;
+  /** `GET /metrics` text; defaults to this thread's own registry (the main thread aggregates workers). */
+  metricsText?: () => Promise<string>;
+}
+
+export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;

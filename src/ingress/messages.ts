@@ -1,0 +1,43 @@
+/**
+ * Messages between the main thread and the ingress worker threads, all in one place. None is
+ * sent per transaction on the latency path: chain snapshots go out once per slot, accepted
+ * transactions come back in one message per event-loop turn of a worker (after their responses
+ * were written), status pushes go only to the workers holding a stream of that account.
+ */
+import type { Config } from '../config.js';
+import type { ChainSnapshot } from '../delivery/chain-view.js';
+import type { Accepted } from '../delivery/delivery.js';
+import type { StatusRecord } from '../store/records.js';
+import type { MetricsJson } from '../telemetry/metrics.js';
+
+/** What a worker is started with (`workerData`). */
+export interface IngressInit {
+  index: number;
+  config: Config;
+  /** Port to listen on (the first worker may get 0 and report the real one). */
+  port: number;
+  rpcUrl: string;
+  tipAddresses: string[];
+  /** QUIC identity seed: every thread's client is a handle to the one process-wide client. */
+  identity: Uint8Array;
+  /** The process's open-stream counters (`StreamSlots`), shared by every thread. */
+  streamSlots: SharedArrayBuffer;
+}
+
+export type ToWorker =
+  | { type: 'chain'; snapshot: ChainSnapshot }
+  | { type: 'status'; records: StatusRecord[] }
+  | { type: 'metrics'; id: number }
+  | { type: 'metrics-text'; id: number; text: string }
+  | { type: 'close' };
+
+export type FromWorker =
+  | { type: 'listening'; port: number }
+  | { type: 'failed'; message: string }
+  | { type: 'accepted'; batch: Accepted[] }
+  /** Open streams per account on this worker (sent whenever a stream opens or closes). */
+  | { type: 'streams'; streams: Array<[string, number]> }
+  /** A `/metrics` request on the worker: the main thread answers with the aggregated text. */
+  | { type: 'metrics-request'; id: number }
+  | { type: 'metrics'; id: number; json: MetricsJson }
+  | { type: 'closed' };

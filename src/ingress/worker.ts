@@ -1,0 +1,160 @@
+/**
+ * An ingress worker thread: a whole uWS app on the service's port (SO_REUSEPORT: the kernel
+ * spreads connections over the threads listening on it), doing everything a request needs on
+ * this thread — authentication (its own key cache), inspect, budget, record, first send.
+ *
+ * Shared with the other threads of the process without a message per request:
+ * - token buckets, the account-slot registry, usage counters, the status read-your-writes
+ *   overlay, and the QUIC client with its connections: process-wide native state;
+ * - accounts, keys and status records: the one LMDB environment, opened in this thread;
+ * - the chain view: a replica refreshed by the main thread's snapshot once per slot.
+ * Sent back to the main thread, batched per event-loop turn after the responses are written:
+ * the accepted transactions (for the one rebroadcast scheduler and the one tracker).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Accounts } from '../accounts/accounts.js';
+import { RateLimiter } from '../accounts/rate-limiter.js';
+import { Rpc } from '../chain/rpc.js';
+import { ChainViewReplica } from '../delivery/chain-view.js';
+import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from '../delivery/delivery.js';
+import { QUIC_QUEUE_PER_PEER } from '../delivery/engine.js';
+import { FirstSender } from '../delivery/first-send.js';
+import { buildApp } from '../http/api.js';
+import { listen, type RunningServer } from '../http/server.js';
+import { StatusHub } from '../http/stream.js';
+import { StreamSlots } from '../http/stream-slots.js';
+import { QuicClient } from '../../native/index.js';
+import { TipSet } from '../native.js';
+import { Store } from '../store/store.js';
+import { Telemetry } from '../telemetry/telemetry.js';
+import type { SimulationResult } from '../chain/rpc.js';
+import type { FromWorker, IngressInit, ToWorker } from './messages.js';
+
+const port = parentPort!;
+const init = workerData as IngressInit;
+const post = (m: FromWorker) => port.postMessage(m);
+
+/** `Delivery` on an ingress thread: the replica answers, the first send is written from here. */
+class IngressDelivery implements Delivery {
+  private batch: Accepted[] = [];
+  private flushScheduled = false;
+  private readonly rpc: Rpc;
+
+  constructor(
+    readonly view: ChainViewReplica,
+    readonly first: FirstSender,
+    rpcUrl: string,
+  ) {
+    this.rpc = new Rpc(rpcUrl);
+  }
+
+  currentSlot(): number {
+    return this.view.currentSlot();
+  }
+  isBlockhashExpired(blockhash: string): boolean {
+    return this.view.isBlockhashExpired(blockhash);
+  }
+  lastValidBlockHeight(blockhash: string): number | null {
+    return this.view.lastValidBlockHeight(blockhash);
+  }
+  async simulate(wire: Buffer): Promise<SimulationResult | null> {
+    const { value } = await this.rpc.simulateTransaction(wire);
+    return value.err === null || value.err === undefined ? null : value;
+  }
+  firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
+    return this.first.send(signature, wire, options, receivedAt);
+  }
+  accepted(a: Accepted): void {
+    hub.publish(a.record); // this thread's streams at once; the others through the main thread
+    this.batch.push(a);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // After this turn's responses are written: one message for everything accepted in it.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const batch = this.batch;
+      this.batch = [];
+      post({ type: 'accepted', batch });
+    });
+  }
+  health(): ChainHealth {
+    return { synced: this.view.synced(), slot: this.view.currentSlot(), slotAgeMs: this.view.slotAgeMs() };
+  }
+  async close(): Promise<void> {}
+}
+
+const { config } = init;
+const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
+const store = Store.open(config.dataDir);
+const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
+const tips = new TipSet(init.tipAddresses);
+// A handle to the process-wide client the engine created (its options, and connections, apply).
+const client = new QuicClient({ identity: init.identity, maxQueuePerPeer: QUIC_QUEUE_PER_PEER });
+const view = new ChainViewReplica();
+const first = new FirstSender(client, view);
+const delivery = new IngressDelivery(view, first, init.rpcUrl);
+const hub = new StatusHub();
+hub.onAccountsChange = (streams) => post({ type: 'streams', streams });
+telemetry.metrics.registry.registerMetric(first.serviceLatency);
+
+/** `/metrics` asked here: the main thread gathers every thread's values and answers. */
+let metricsIds = 0;
+const metricsWaiting = new Map<number, (text: string) => void>();
+const metricsText = (): Promise<string> =>
+  new Promise((resolve) => {
+    const id = metricsIds++;
+    metricsWaiting.set(id, resolve);
+    post({ type: 'metrics-request', id });
+  });
+
+let server: RunningServer | null = null;
+let app: ReturnType<typeof buildApp> | null = null;
+
+port.on('message', (m: ToWorker) => {
+  switch (m.type) {
+    case 'chain':
+      view.apply(m.snapshot);
+      break;
+    case 'status':
+      for (const r of m.records) hub.publish(r);
+      break;
+    case 'metrics':
+      void telemetry.metrics.json().then((json) => post({ type: 'metrics', id: m.id, json }));
+      break;
+    case 'metrics-text':
+      metricsWaiting.get(m.id)?.(m.text);
+      metricsWaiting.delete(m.id);
+      break;
+    case 'close':
+      server?.close();
+      server = null;
+      // Every open connection too: a worker whose loop still holds a uWS socket never exits.
+      app?.close();
+      app = null;
+      client.close();
+      void Promise.all([telemetry.close(), store.close()]).finally(() => {
+        post({ type: 'closed' });
+        port.close();
+      });
+      break;
+  }
+});
+
+try {
+  app = buildApp({
+    config,
+    accounts,
+    store,
+    limiter: new RateLimiter(config.plans),
+    tips,
+    delivery,
+    statusHub: hub,
+    streamSlots: new StreamSlots(init.streamSlots),
+    telemetry,
+    metricsText,
+  });
+  server = await listen(app, config.host, init.port);
+  post({ type: 'listening', port: server.port });
+} catch (e) {
+  post({ type: 'failed', message: (e as Error).message });
+}

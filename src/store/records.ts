@@ -1,0 +1,53 @@
+/**
+ * The one record of an accepted transaction, shared by every part of the service: the
+ * submission core writes it, the store persists it (as a fixed binary value, see
+ * `status-codec.ts`), the delivery engine and the tracker watch it, the status endpoint and the
+ * stream render it. Before this there were four copies of these fields (`SubmitRequest`,
+ * `StatusRecord`, `PendingRecord`, `WatchRequest`); now there is one.
+ */
+
+export type TxStatus = 'sent' | 'confirmed' | 'failed';
+
+/** What is known of a transaction the moment it is accepted. Never changes afterwards. */
+export interface Submission {
+  /** base58 of the first signature (64 bytes). */
+  signature: string;
+  accountId: string;
+  /** Friendly name of the API key that sent it (spec §2.4 `api_key_name`). */
+  keyName: string;
+  /** Lamports tipped to the service's tip addresses (points accrue from this on confirmation). */
+  tipLamports: bigint;
+  /** base58 of the message's recent blockhash (the nonce value for a durable-nonce transaction). */
+  recentBlockhash: string;
+  /** First instruction is AdvanceNonceAccount: it never expires by blockhash. */
+  durableNonce: boolean;
+  /** ms since the Unix epoch (wall clock at acceptance). */
+  submittedAt: number;
+  /** Cluster slot at submission (the `slot` of the send result). */
+  submitSlot: number;
+  /** Last valid block height of the blockhash when the service knew it at acceptance, else null. */
+  lastValidBlockHeight: number | null;
+}
+
+/** A submission and what became of it. `status === 'sent' && !expired` means still pending. */
+export interface StatusRecord extends Submission {
+  status: TxStatus;
+  /** ms since the Unix epoch; set for both terminal states. */
+  confirmedAt: number | null;
+  /** Set for confirmed transactions only. */
+  latencyMs: number | null;
+  /** Slot the transaction was processed in (null until landed). */
+  slot: number | null;
+  /** Set once the blockhash can no longer land and the transaction never did. */
+  expired: boolean;
+}
+
+/** A fresh record in state `sent`. */
+export function sentRecord(s: Submission): StatusRecord {
+  return { ...s, status: 'sent', confirmedAt: null, latencyMs: null, slot: null, expired: false };
+}
+
+/** Still waiting for an outcome (the tracker watches it, the engine may rebroadcast it). */
+export function isPending(r: StatusRecord): boolean {
+  return r.status === 'sent' && !r.expired;
+}

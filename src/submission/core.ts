@@ -1,0 +1,207 @@
+/**
+ * The one send pipeline. `POST /v1/send`, `POST /v1/send/batch` and JSON-RPC `sendTransaction`
+ * (on every path it is served) all call it; none of them knows what happens inside.
+ *
+ * One transaction, in order (fast path first, everything on the calling thread):
+ *   1. the native verdict (framing, sanitize, ed25519, tips) — computed by the caller, which
+ *      knows the encoding (base64 text, base58 text, a batch verified in one ed25519 batch);
+ *   2. admission: blockhash not known-expired, a tip to a tip address, the plan minimum;
+ *   3. one token of the account's send budget (native, lock-free, process-wide);
+ *   4. preflight simulation, only if asked (slow path: a round trip to the chain node);
+ *   5. the first send, written from this thread through the native QUIC client;
+ *   6. the record: one status put (first submission only: a resubmission is delivered again,
+ *      never recorded or counted twice), the usage count, and the hand-over to rebroadcast and
+ *      tracking (`Delivery.accepted`), which also feeds the status stream.
+ * Every refusal is a `Refusal` with a code from `refusals.ts`; front ends render it.
+ */
+import type { Accounts } from '../accounts/accounts.js';
+import { minTipLamports, pointsForTip, type PlanTable } from '../accounts/plans.js';
+import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
+import { DeliveryError, type Delivery, type SendOptions } from '../delivery/delivery.js';
+import type { InspectResult, VerifiedTransaction } from '../native.js';
+import { sentRecord, type StatusRecord } from '../store/records.js';
+import type { AccountRecord, KeyRecord, Store } from '../store/store.js';
+import { invalidTransaction, Refusal } from './refusals.js';
+
+/** Who a request comes from, once its API key is resolved. */
+export interface Caller {
+  key: KeyRecord;
+  account: AccountRecord;
+}
+
+export type Budget = 'send' | 'query';
+
+export interface SubmissionDeps {
+  plans: PlanTable;
+  lamportsPerPoint: number;
+  accounts: Accounts;
+  store: Store;
+  limiter: RateLimiter;
+  delivery: Delivery;
+  /** A 429 was answered from `budget` (metrics). */
+  onRateLimited?: (budget: Budget) => void;
+}
+
+/** The outcome of one accepted transaction. */
+export interface Sent {
+  signature: string;
+  slot: number;
+}
+
+/** One item of a batch, as spec §2.3 reports it. */
+export interface BatchItem {
+  index: number;
+  signature: string | null;
+  status: 'sent' | 'failed';
+  error?: string;
+}
+
+/** The 429 of a refused take from `budget`, with its headers. */
+export function rateRefusal(d: RateDecision, budget: Budget): Refusal {
+  const retry = Number.isFinite(d.retryAfterMs) ? Math.max(1, Math.ceil(d.retryAfterMs / 1000)) : 60;
+  const reason = Number.isFinite(d.retryAfterMs)
+    ? `${budget} budget of ${d.limit}/s exhausted; retry in ${Math.ceil(d.retryAfterMs)} ms`
+    : `${budget} request larger than the ${d.limit}/s budget can ever grant at once`;
+  return new Refusal(budget === 'send' ? 'SEND_RATE_LIMITED' : 'QUERY_RATE_LIMITED', reason, {
+    headers: { 'Retry-After': String(retry), ...rateHeaders(d) },
+  });
+}
+
+/** `RateLimit-*` headers of a decision (DECISIONS.md "Rate limits"). */
+export function rateHeaders(d: RateDecision): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(d.limit),
+    'RateLimit-Remaining': String(d.remaining),
+    'RateLimit-Reset': String(Math.max(0, Math.ceil(d.resetMs / 1000))),
+  };
+}
+
+export class SubmissionCore {
+  constructor(private readonly d: SubmissionDeps) {}
+
+  /** Take from an account's budget or throw its 429. */
+  take(account: AccountRecord, budget: Budget, n = 1): RateDecision {
+    const dec = budget === 'send' ? this.d.limiter.takeSend(account, n) : this.d.limiter.takeQuery(account);
+    if (!dec.granted) {
+      this.d.onRateLimited?.(budget);
+      throw rateRefusal(dec, budget);
+    }
+    return dec;
+  }
+
+  /**
+   * One transaction: admission, one send token, preflight if asked, first send, record.
+   * @param receivedAt process.hrtime.bigint() when the request arrived
+   */
+  async send(who: Caller, r: InspectResult, options: SendOptions, receivedAt: bigint): Promise<Sent & { rate: RateDecision }> {
+    if (!r.ok) throw invalidTransaction(r.error.code, r.error.message);
+    this.admit(r.tx, who.account);
+    const rate = this.take(who.account, 'send');
+    const sent = await this.deliver(who, r.tx, options, receivedAt);
+    return { ...sent, rate };
+  }
+
+  /**
+   * A batch: N send tokens at once (all or nothing, spec §8) before anything is verified, then
+   * each verified transaction through the single path; a refused item fails alone (spec §4.2
+   * rule 2).
+   * @param verify verdicts, one per input, from one ed25519 batch verification; null for an item
+   *   that is not a string
+   */
+  async sendBatch(
+    who: Caller,
+    count: number,
+    verify: () => Promise<(InspectResult | null)[]>,
+    options: SendOptions,
+    receivedAt: bigint,
+  ): Promise<{ results: BatchItem[]; rate: RateDecision }> {
+    const rate = this.take(who.account, 'send', count);
+    const verdicts = await verify();
+    const results = await Promise.all(
+      verdicts.map(async (v, index): Promise<BatchItem> => {
+        try {
+          if (v === null) throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
+          if (!v.ok) throw invalidTransaction(v.error.code, v.error.message);
+          this.admit(v.tx, who.account);
+          const { signature } = await this.deliver(who, v.tx, options, receivedAt);
+          return { index, signature, status: 'sent' };
+        } catch (e) {
+          if (!(e instanceof Refusal)) throw e;
+          // Only a delivery failure has a signature worth reporting: the transaction was valid.
+          const signature = e.code === 'DELIVERY_FAILED' && v?.ok ? v.tx.signature : null;
+          return { index, signature, status: 'failed', error: `${e.message}: ${e.reason}` };
+        }
+      }),
+    );
+    return { results, rate };
+  }
+
+  /** Blockhash, tip, plan minimum: what a verified transaction must still pass. */
+  private admit(tx: VerifiedTransaction, account: AccountRecord): void {
+    if (!tx.durableNonce && this.d.delivery.isBlockhashExpired(tx.recentBlockhash)) {
+      throw new Refusal('TX_BLOCKHASH_EXPIRED', `blockhash ${tx.recentBlockhash} has expired; sign with a recent blockhash`);
+    }
+    if (tx.tipLamports === 0n) {
+      throw new Refusal(
+        'TIP_REQUIRED',
+        tx.transfersViaLookup > 0
+          ? 'a transfer destination is loaded from an address lookup table; tip addresses must be static account keys'
+          : 'no System transfer to a tip address (GET /v1/tip-addresses)',
+      );
+    }
+    const plan = this.d.plans[account.plan];
+    const min = minTipLamports(plan, this.d.lamportsPerPoint);
+    if (tx.tipLamports < min) {
+      throw new Refusal(
+        'TIP_INSUFFICIENT',
+        `tip of ${tx.tipLamports} lamports (${pointsForTip(tx.tipLamports, this.d.lamportsPerPoint)} BP) is below the ${account.plan} minimum of ${plan.minTipBp} BP (${min} lamports)`,
+      );
+    }
+  }
+
+  /** Preflight if asked, first send, then record (first submission only) and hand over. */
+  private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<Sent> {
+    const { delivery, store } = this.d;
+    const wire = tx.wire!;
+    if (!options.skipPreflight) {
+      const failure = await delivery.simulate(wire);
+      if (failure !== null) {
+        throw new Refusal('TX_PREFLIGHT', `preflight simulation failed: ${JSON.stringify(failure.err)}${preflightDetail(failure.logs)}`, {
+          simulation: failure,
+        });
+      }
+    }
+    const known = store.getStatus(tx.signature);
+    let first;
+    try {
+      first = await delivery.firstSend(tx.signature, wire, options, receivedAt);
+    } catch (e) {
+      if (e instanceof DeliveryError) throw new Refusal('DELIVERY_FAILED', e.message);
+      throw e;
+    }
+    // Idempotent: a known signature is delivered again but never recorded or counted twice.
+    if (known === undefined) {
+      const record: StatusRecord = sentRecord({
+        signature: tx.signature,
+        accountId: who.account.id,
+        keyName: who.key.name,
+        tipLamports: tx.tipLamports,
+        recentBlockhash: tx.recentBlockhash,
+        durableNonce: tx.durableNonce,
+        submittedAt: Date.now(),
+        submitSlot: first.slot,
+        lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
+      });
+      store.insertStatus(record);
+      this.d.accounts.countSubmissions(who.account.id, 1);
+      delivery.accepted({ record, wire, options, receivedAt, sentSlot: first.held ? -1 : first.slot, held: first.held });
+    }
+    return { signature: tx.signature, slot: first.slot };
+  }
+}
+
+/** The last log line that says what went wrong, if any, in parentheses. */
+function preflightDetail(logs: string[] | null): string {
+  const line = (logs ?? []).filter((l) => /failed|error|insufficient/i.test(l)).slice(-1)[0];
+  return line ? ` (${line})` : '';
+}

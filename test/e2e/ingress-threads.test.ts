@@ -1,0 +1,136 @@
+/**
+ * Every core serves requests: the service with two ingress worker threads on one port
+ * (SO_REUSEPORT), on the local cluster. Connections are spread over the threads by the kernel;
+ * each response's `x-request-id` names the thread that made it (`<prefix>-<threadId>-<n>`), so
+ * the tests check that both threads really served, then assert the shared invariants:
+ * - an account's budgets hold across threads and keys (never more than capacity + rate × time);
+ * - a revoked key is refused by the very next request on every thread;
+ * - status pushes reach the account's streams on every thread.
+ */
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'undici';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
+import { waitFor } from '../helpers/localnet.js';
+import { account, payer, startStack, tipped, type Stack } from '../helpers/stack.js';
+import { web3Base58 } from '../helpers/transactions.js';
+
+const CONNECTIONS = 16;
+
+let s: Stack;
+/** One keep-alive connection each: each stays on the thread the kernel gave it. */
+let agents: Agent[];
+
+beforeAll(async () => {
+  s = await startStack({ config: { ingressThreads: 2 } });
+  agents = Array.from({ length: CONNECTIONS }, () => new Agent({ connections: 1, pipelining: 1 }));
+});
+
+afterAll(async () => {
+  await Promise.all(agents.map((a) => a.close()));
+  await s.close();
+});
+
+/** The thread id inside a request id we generated (`<hex prefix>-<threadId>-<counter>`). */
+function threadOf(requestId: string): number {
+  const m = /^[0-9a-f]{8}-(\d+)-[0-9a-z]+$/.exec(requestId);
+  if (!m) throw new Error(`not a generated request id: ${requestId}`);
+  return Number(m[1]);
+}
+
+async function call(agent: Agent, method: 'GET' | 'POST', path: string, key: string, body?: unknown) {
+  const r = await request(`${s.svc.url}${path}`, {
+    method,
+    dispatcher: agent,
+    headers: { authorization: `Bearer ${key}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await r.body.text();
+  return { status: r.statusCode, body: text, thread: threadOf(String(r.headers['x-request-id'])) };
+}
+
+/** A well-formed signature nobody submitted: a status query for it takes a token and answers 404. */
+const randomSignature = () => web3Base58(randomBytes(64));
+
+describe('two ingress threads', () => {
+  it('serve on one port: connections land on both threads', async () => {
+    const a = account(s, 'whale');
+    const threads = new Set<number>();
+    for (const agent of agents) threads.add((await call(agent, 'GET', `/v1/status/${randomSignature()}`, a.key)).thread);
+    expect(threads.size).toBe(2);
+    expect(s.svc.ingress).not.toBeNull();
+  });
+
+  it('hold an account query budget across threads and keys: never more than capacity + rate × elapsed', async () => {
+    const a = account(s, 'starter');
+    const second = s.svc.accounts.createKey(a.id, 'second').api_key;
+    const budget = Math.min(2 * DEFAULT_PLANS.starter.maxTps, DEFAULT_PLANS.starter.queryTps);
+    const t0 = performance.now();
+    const results = await Promise.all(
+      agents.flatMap((agent, i) => Array.from({ length: 4 }, () => call(agent, 'GET', `/v1/status/${randomSignature()}`, i % 2 ? second : a.key))),
+    );
+    const elapsedS = (performance.now() - t0) / 1000;
+    const granted = results.filter((r) => r.status === 404).length;
+    const refused = results.filter((r) => r.status === 429).length;
+    expect(granted + refused).toBe(results.length);
+    expect(new Set(results.map((r) => r.thread)).size).toBe(2);
+    expect(granted).toBeGreaterThanOrEqual(budget);
+    expect(granted).toBeLessThanOrEqual(budget + Math.ceil(budget * elapsedS));
+  });
+
+  it('hold an account send budget across threads and keys', async () => {
+    const a = account(s, 'starter');
+    const second = s.svc.accounts.createKey(a.id, 'second').api_key;
+    const from = await payer(s);
+    const txs = await Promise.all(Array.from({ length: 32 }, () => tipped(s, from, 1_000_000)));
+    const t0 = performance.now();
+    const results = await Promise.all(
+      txs.map((tx, i) => call(agents[i % CONNECTIONS]!, 'POST', '/v1/send', i % 2 ? second : a.key, { transaction: tx.base64 })),
+    );
+    const elapsedS = (performance.now() - t0) / 1000;
+    const rate = DEFAULT_PLANS.starter.maxTps;
+    const sent = results.filter((r) => r.status === 200).length;
+    expect(results.filter((r) => r.status !== 200 && r.status !== 429)).toEqual([]);
+    expect(new Set(results.map((r) => r.thread)).size).toBe(2);
+    expect(sent).toBeGreaterThanOrEqual(rate);
+    expect(sent).toBeLessThanOrEqual(rate + Math.ceil(rate * elapsedS));
+    // What every thread accepted is counted once, in one place.
+    await waitFor('usage counted', () => (s.svc.accounts.usage(a.id).total === sent ? true : undefined));
+  });
+
+  it('refuse a revoked key on the very next request of every thread', async () => {
+    const a = account(s, 'whale');
+    const doomed = s.svc.accounts.createKey(a.id, 'doomed').api_key;
+    const before = await Promise.all(agents.map((agent) => call(agent, 'GET', `/v1/status/${randomSignature()}`, doomed)));
+    expect(before.map((r) => r.status)).toEqual(agents.map(() => 404)); // authenticated (and cached) on every thread
+    expect(new Set(before.map((r) => r.thread)).size).toBe(2);
+    s.svc.accounts.revokeKey(a.id, 'doomed');
+    const after = await Promise.all(agents.map((agent) => call(agent, 'GET', `/v1/status/${randomSignature()}`, doomed)));
+    expect(after.map((r) => r.status)).toEqual(agents.map(() => 401));
+  });
+
+  it('push status changes to the account streams held by every thread', async () => {
+    const a = account(s, 'whale');
+    const streams: Array<{ ws: WebSocket; messages: any[] }> = [];
+    const threadsWithStreams = () => s.svc.ingress!.streamsByThread(a.id).filter((n) => n > 0).length;
+    // Open streams until both threads hold at least one (the kernel picks the thread per connection).
+    while (threadsWithStreams() < 2 && streams.length < 10) {
+      const ws = new WebSocket(`${s.svc.url.replace(/^http/, 'ws')}/v1/stream?api-key=${a.key}`);
+      const messages: any[] = [];
+      ws.on('message', (d) => messages.push(JSON.parse(String(d))));
+      streams.push({ ws, messages });
+      await waitFor('ready', () => (messages.some((m) => m.type === 'ready') ? true : undefined));
+      await waitFor('stream counted', () => (s.svc.streamCount(a.id) === streams.length ? true : undefined));
+    }
+    expect(threadsWithStreams()).toBe(2);
+    const from = await payer(s);
+    const tx = await tipped(s, from, 1_000_000);
+    expect((await call(agents[0]!, 'POST', '/v1/send', a.key, { transaction: tx.base64 })).status).toBe(200);
+    for (const { messages } of streams) {
+      await waitFor('sent pushed', () => (messages.some((m) => m.signature === tx.signature && m.status === 'sent') ? true : undefined));
+      await waitFor('confirmed pushed', () => (messages.some((m) => m.signature === tx.signature && m.status === 'confirmed') ? true : undefined), 20_000);
+    }
+    for (const { ws } of streams) ws.close();
+  });
+});

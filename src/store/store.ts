@@ -13,8 +13,9 @@
  * There is no pending table and no time index: a record is pending while `status === 'sent' &&
  * !expired` (one flags byte, read without decoding the rest), and both the tracker's resume and
  * retention scan the one table (~0.5 µs a record). A status record is a 64-byte key and a
- * ~120-byte value; with LMDB's node header and the slack of B-tree leaves filled in random key
- * order (about two-thirds full) it takes ~300 B on disk (`bench/status.ts` measures it).
+ * ~120-byte value, ~194 B in a leaf with LMDB's node header and slot; leaves filled in random
+ * key order stay about two-thirds full, so it takes ~308 B of the table's pages and ~342 B of
+ * data file at 1 M records (was ~1,300 B; `bench/status.ts` measures both).
  *
  * Durability. Account, key, points and plan changes are LMDB transactions (`transactionSync`
  * from the CLI, `transaction` from the server), each atomic, committed at once. Status records

@@ -36,7 +36,7 @@ it('a kill -9 loses at most the last commit window of status writes', async () =
     }
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await started;
+  await Promise.race([started, exited.then(() => Promise.reject(new Error('the writer exited before it was ready')))]);
   await new Promise((r) => setTimeout(r, 1500));
   const killAt = Date.now();
   child.kill('SIGKILL');

@@ -255,14 +255,24 @@ function startWorker(workerData: Record<string, unknown>): { worker: Worker; nex
   const waiting: ((m: Record<string, unknown>) => void)[] = [];
   let failed: Error | null = null;
   worker.on('message', (m: Record<string, unknown>) => (waiting.length ? waiting.shift()!(m) : inbox.push(m)));
-  worker.on('error', (e) => (failed = e));
-  const exited = new Promise<number>((r) => worker.once('exit', r));
+  const rejects: ((e: Error) => void)[] = [];
+  const fail = (e: Error): void => {
+    failed ??= e;
+    for (const r of rejects.splice(0)) r(e);
+  };
+  worker.on('error', fail);
+  const exited = new Promise<number>((r) =>
+    worker.once('exit', (code) => {
+      fail(new Error(`worker exited (code ${code}) before answering`));
+      r(code);
+    }),
+  );
   const next = (): Promise<Record<string, unknown>> => {
-    if (failed) return Promise.reject(failed);
     if (inbox.length) return Promise.resolve(inbox.shift()!);
+    if (failed) return Promise.reject(failed);
     return new Promise((resolve, reject) => {
       waiting.push(resolve);
-      worker.once('error', reject);
+      rejects.push(reject);
     });
   };
   return { worker, next, exited };

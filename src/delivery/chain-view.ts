@@ -9,7 +9,13 @@
  * Everything here is decided per slot, not per transaction: who leads, who is blocked, which
  * TPU addresses to write to. A request only reads it.
  */
-import type { Leader } from './leaders.js';
+/** The leader of one slot, and where its TPU listens. */
+export interface Leader {
+  slot: number;
+  identity: string;
+  /** TPU QUIC address "ip:port", or null if gossip doesn't advertise one. */
+  tpuQuic: string | null;
+}
 
 /** Where a policy's first send goes in the current slot. */
 export interface Route {

@@ -11,9 +11,8 @@
  */
 import { Histogram } from 'prom-client';
 import type { QuicClient } from '../../native/index.js';
-import type { ChainViewReplica, Route } from './chain-view.js';
+import type { ChainViewReplica, Leader, Route } from './chain-view.js';
 import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
-import type { Leader } from './leaders.js';
 
 /**
  * Bucket bounds of the service-added latency histogram, seconds: 50 µs to 100 ms, finest where

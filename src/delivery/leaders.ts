@@ -15,19 +15,13 @@
  */
 import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
-import { BLOCKHASH_VALIDITY_BLOCKS } from './chain-view.js';
+import { BLOCKHASH_VALIDITY_BLOCKS, type Leader } from './chain-view.js';
 
-export { BLOCKHASH_VALIDITY_BLOCKS };
+export { BLOCKHASH_VALIDITY_BLOCKS, type Leader };
 
 /** Slots fetched per `getSlotLeaders` call (the RPC's limit is 5000). */
 const WINDOW = 4096;
 
-export interface Leader {
-  slot: number;
-  identity: string;
-  /** TPU QUIC address "ip:port", or null if gossip doesn't advertise one. */
-  tpuQuic: string | null;
-}
 
 export interface LeaderTrackerOptions {
   rpcUrl: string;

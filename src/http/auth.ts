@@ -17,7 +17,11 @@ export function bearerKey(authorization: string): string | undefined {
   const sep = authorization.charCodeAt(6);
   if (sep !== 0x20 && sep !== 0x09) return '';
   const key = authorization.slice(7).trim();
-  return key === '' || /\s/.test(key) ? '' : key;
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    if (c === 0x20 || c === 0x09) return ''; // two words: not a key
+  }
+  return key;
 }
 
 /**

@@ -30,6 +30,12 @@ export class KeyCache {
     private readonly store: Store,
   ) {}
 
+  /** The revocation generation, read on a fresh snapshot (it changes whenever a key is revoked). */
+  generation(): number {
+    this.store.root.resetReadTxn();
+    return this.store.keysGeneration();
+  }
+
   /** The live key and its account, or undefined (→ 401). */
   authenticate(apiKey: string): { key: KeyRecord; account: NonNullable<ReturnType<Store['getAccount']>> } | undefined {
     if (apiKey.length === 0 || apiKey.length > 256) return undefined;

@@ -19,6 +19,7 @@
 import * as uWS from 'uWebSockets.js';
 import { KeyedListeners } from '../keyed-listeners.js';
 import type { KeyCache } from '../accounts/key-cache.js';
+import { bearerKey } from './auth.js';
 import type { StreamSlots } from './stream-slots.js';
 import type { StatusRecord } from '../store/records.js';
 
@@ -101,9 +102,16 @@ export class StatusHub {
   }
 }
 
+/**
+ * How often each thread looks for revoked keys among its open streams: a revocation closes
+ * them with 4001 within this (plus one check), on every thread. The look is one LMDB read of the
+ * revocation generation; the streams are re-checked only when it changed.
+ */
+export const REVOCATION_CHECK_MS = 250;
+
 /** Per-socket state. uWS owns the socket; after `close` no method of it may be called. */
 interface StreamSocket {
-  /** The key from the upgrade request (header or query), if any. */
+  /** The key from the upgrade request (header or query) or the auth message, once known. */
   key: string | undefined;
   authenticated: boolean;
   closed: boolean;
@@ -111,11 +119,9 @@ interface StreamSocket {
   unsubscribe: (() => void) | undefined;
 }
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
-
 function upgradeKey(req: uWS.HttpRequest): string | undefined {
-  const m = BEARER.exec(req.getHeader('authorization'));
-  if (m) return m[1];
+  const header = bearerKey(req.getHeader('authorization'));
+  if (header) return header;
   const query = req.getQuery();
   if (!query) return undefined;
   const params = new URLSearchParams(query);
@@ -158,6 +164,21 @@ export function registerStream(
     return true;
   };
 
+  // Revocation: a key revoked anywhere (this process or the admin CLI) closes its open streams.
+  const open = new Set<uWS.WebSocket<StreamSocket>>();
+  let generation = keys.generation();
+  const revocations = setInterval(() => {
+    if (open.size === 0) return;
+    const now = keys.generation();
+    if (now === generation) return;
+    generation = now;
+    for (const ws of open) {
+      const state = ws.getUserData();
+      if (!state.closed && state.key !== undefined && !keys.authenticate(state.key)) endWith(ws, CLOSE.unauthorized, 'API key revoked');
+    }
+  }, REVOCATION_CHECK_MS);
+  revocations.unref();
+
   const authorize = (ws: uWS.WebSocket<StreamSocket>, key: string) => {
     const state = ws.getUserData();
     clearTimeout(state.authTimer);
@@ -169,6 +190,8 @@ export function registerStream(
       return endWith(ws, CLOSE.tooManyStreams, `this account already has ${MAX_STREAMS_PER_ACCOUNT} streams open`);
     }
     state.authenticated = true;
+    state.key = key;
+    open.add(ws);
     const unsubscribe = hub.subscribe(accountId, (record) => {
       if (state.closed || overloaded(ws)) return;
       const message = JSON.stringify({ type: 'status', ...view(record) });
@@ -179,6 +202,7 @@ export function registerStream(
     state.unsubscribe = () => {
       unsubscribe();
       slots.close(accountId);
+      open.delete(ws);
     };
     ws.send('{"type":"ready"}');
   };

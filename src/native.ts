@@ -22,12 +22,20 @@ export interface VerifiedTransaction {
   tipAccount: string | undefined;
   transfersViaLookup: number;
   durableNonce: boolean;
+  /**
+   * Where the durable nonce account is (the first instruction's account 0, as the validator
+   * reads it), when `durableNonce`: its base58 address, or its entry in an address lookup table.
+   */
+  nonceAccount: NonceAccountRef | undefined;
   computeUnitLimit: number | undefined;
   computeUnitPrice: bigint | undefined;
   size: number;
   /** Wire bytes (present when the input was base64 text). */
   wire: Buffer | undefined;
 }
+
+/** A durable nonce account: a base58 address, or entry `index` of the lookup table `table`. */
+export type NonceAccountRef = string | { table: string; index: number };
 
 export type InspectResult =
   | { ok: true; tx: VerifiedTransaction }
@@ -58,6 +66,7 @@ export function toResult(i: Inspection): InspectResult {
       tipAccount: i.tipAccount ?? undefined,
       transfersViaLookup: i.transfersViaLookup!,
       durableNonce: i.durableNonce!,
+      nonceAccount: i.nonceAccount ?? (i.nonceLookup ? { table: i.nonceLookup.table, index: i.nonceLookup.index } : undefined),
       computeUnitLimit: i.computeUnitLimit ?? undefined,
       computeUnitPrice: i.computeUnitPrice ?? undefined,
       size: i.size!,
@@ -100,6 +109,25 @@ export function base58Decode(text: string): Buffer {
   } catch (e) {
     throw new LandfallError('BASE58_INVALID', (e as Error).message);
   }
+}
+
+/** Decoded base58 strings kept by `base58DecodeShared`, per thread. */
+const SHARED_DECODES = 4096;
+const sharedDecodes = new Map<string, Buffer>();
+
+/**
+ * `base58Decode` for hot paths that decode the same strings again and again — a send decodes its
+ * signature for the idempotence lookup and again for the status key, and every transaction of a
+ * slot carries the same blockhash — from a small per-thread memo (the bs58 decode costs ~5 µs; a
+ * hit costs a Map lookup). The Buffer returned is shared: callers must not modify it.
+ */
+export function base58DecodeShared(text: string): Buffer {
+  const hit = sharedDecodes.get(text);
+  if (hit !== undefined) return hit;
+  const bytes = base58Decode(text);
+  if (sharedDecodes.size >= SHARED_DECODES) sharedDecodes.clear(); // bounded; refills in a few requests
+  sharedDecodes.set(text, bytes);
+  return bytes;
 }
 export const ed25519Verify = addon.ed25519Verify;
 

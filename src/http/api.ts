@@ -9,7 +9,7 @@
  */
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
-import { base58Decode, inspectTransaction, inspectTransactionsAsync } from '../native.js';
+import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
@@ -132,7 +132,7 @@ function statusHandler(s: Wired): Handler {
     const sig = ctx.params[0] ?? '';
     let bytes: Buffer | undefined;
     try {
-      bytes = sig.length >= 64 && sig.length <= 88 ? base58Decode(sig) : undefined;
+      bytes = sig.length >= 64 && sig.length <= 88 ? base58DecodeShared(sig) : undefined;
     } catch {
       bytes = undefined;
     }

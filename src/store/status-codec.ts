@@ -27,7 +27,7 @@
  * (2^64 − 1) is never one, so it cannot be confused with a value.
  */
 import type { StatusRecord, TxStatus } from './records.js';
-import { base58Decode, base58Encode } from '../native.js';
+import { base58DecodeShared, base58Encode } from '../native.js';
 
 export const STATUS_CODEC_VERSION = 1;
 /** Signature bytes: the key of a status record. */
@@ -101,7 +101,7 @@ export function statusKey(signature: string): Buffer | undefined {
   if (signature.length < 64 || signature.length > 88) return undefined;
   let key: Buffer;
   try {
-    key = base58Decode(signature);
+    key = base58DecodeShared(signature);
   } catch {
     return undefined;
   }
@@ -127,7 +127,7 @@ export function encodeStatus(rec: StatusRecord): Buffer {
   if (keyNameBytes > MAX_STRING_BYTES) throw new RangeError(`status record: keyName is ${keyNameBytes} bytes (max ${MAX_STRING_BYTES})`);
   const code = STATUS_CODES[rec.status];
   if (code === undefined) throw new RangeError(`status record: unknown status ${JSON.stringify(rec.status)}`);
-  const blockhash = base58Decode(rec.recentBlockhash);
+  const blockhash = base58DecodeShared(rec.recentBlockhash);
   if (blockhash.length !== BLOCKHASH_BYTES) throw new RangeError(`status record: recentBlockhash is ${blockhash.length} bytes, not 32`);
   const tip = rec.tipLamports;
   if (typeof tip !== 'bigint' || tip < 0n || tip > U64_MAX) throw new RangeError(`status record: tipLamports must be a u64 bigint, got ${String(tip)}`);

@@ -126,4 +126,10 @@ export class Rpc {
       { encoding: 'base64', sigVerify: false, replaceRecentBlockhash: false, commitment: 'processed' },
     ]);
   }
+
+  /** Preflight: the node's simulation result, as it sent it, if the transaction fails; null if it would succeed. */
+  async simulationFailure(wire: Buffer): Promise<SimulationResult | null> {
+    const { value } = await this.simulateTransaction(wire);
+    return value.err === null || value.err === undefined ? null : value;
+  }
 }

@@ -140,9 +140,8 @@ export class Engine implements Delivery {
     return this.leaders.lastValidBlockHeight(blockhash);
   }
 
-  async simulate(wire: Buffer): Promise<SimulationResult | null> {
-    const { value } = await this.leaders.rpc.simulateTransaction(wire);
-    return value.err === null || value.err === undefined ? null : value;
+  simulate(wire: Buffer): Promise<SimulationResult | null> {
+    return this.leaders.rpc.simulationFailure(wire);
   }
 
   health(): ChainHealth {

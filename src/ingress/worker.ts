@@ -57,9 +57,8 @@ class IngressDelivery implements Delivery {
   lastValidBlockHeight(blockhash: string): number | null {
     return this.view.lastValidBlockHeight(blockhash);
   }
-  async simulate(wire: Buffer): Promise<SimulationResult | null> {
-    const { value } = await this.rpc.simulateTransaction(wire);
-    return value.err === null || value.err === undefined ? null : value;
+  simulate(wire: Buffer): Promise<SimulationResult | null> {
+    return this.rpc.simulationFailure(wire);
   }
   firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
     return this.first.send(signature, wire, options, receivedAt);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { base58Encode } from '../../src/native.js';
-import { sentRecord, type StatusRecord } from '../../src/store/records.js';
+import type { StatusRecord } from '../../src/store/records.js';
 import {
   decodeStatus,
   encodeStatus,
@@ -11,26 +11,10 @@ import {
   statusKey,
   submittedAtOf,
 } from '../../src/store/status-codec.js';
+import { randomSignature, statusRecord } from '../helpers/records.js';
 
-const signature = (): string => base58Encode(randomBytes(64));
-const blockhash = (): string => base58Encode(randomBytes(32));
-
-function record(over: Partial<StatusRecord> = {}): StatusRecord {
-  return {
-    ...sentRecord({
-      signature: signature(),
-      accountId: 'acc_7YzZ5xkWQ3rPm2hT9vLn',
-      keyName: 'default',
-      tipLamports: 1_000_000n,
-      recentBlockhash: blockhash(),
-      durableNonce: false,
-      submittedAt: Date.UTC(2026, 10, 23, 17, 0, 0, 123),
-      submitSlot: 301_234_567,
-      lastValidBlockHeight: 280_000_150,
-    }),
-    ...over,
-  };
-}
+const signature = randomSignature;
+const record = statusRecord;
 
 function roundTrip(r: StatusRecord): StatusRecord {
   return decodeStatus(r.signature, encodeStatus(r));

@@ -5,10 +5,11 @@ import { Worker } from 'node:worker_threads';
 import { open } from 'lmdb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { base58Encode, overlay } from '../../src/native.js';
-import { isPending, sentRecord, type StatusRecord } from '../../src/store/records.js';
+import { isPending, type StatusRecord } from '../../src/store/records.js';
 import { statusKey } from '../../src/store/status-codec.js';
 import { RELEASE_GRACE_MS, Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/tmp.js';
+import { randomSignature, statusRecord } from '../helpers/records.js';
 
 let tmp: ReturnType<typeof tempDir>;
 const opened: Store[] = [];
@@ -26,25 +27,8 @@ function openStore(dir = tmp.dir, commitWindowMs?: number): Store {
   return s;
 }
 
-const signature = (): string => base58Encode(randomBytes(64));
-const blockhash = (): string => base58Encode(randomBytes(32));
-
-function rec(over: Partial<StatusRecord> = {}): StatusRecord {
-  return {
-    ...sentRecord({
-      signature: signature(),
-      accountId: 'acc_7YzZ5xkWQ3rPm2hT9vLn',
-      keyName: 'default',
-      tipLamports: 1_000_000n,
-      recentBlockhash: blockhash(),
-      durableNonce: false,
-      submittedAt: 1_795_000_000_000,
-      submitSlot: 300_000_000,
-      lastValidBlockHeight: 280_000_150,
-    }),
-    ...over,
-  };
-}
+const signature = randomSignature;
+const rec = statusRecord;
 
 const committed = (s: Store, sig: string): Buffer | undefined => {
   s.root.resetReadTxn();

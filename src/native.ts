@@ -22,20 +22,12 @@ export interface VerifiedTransaction {
   tipAccount: string | undefined;
   transfersViaLookup: number;
   durableNonce: boolean;
-  /**
-   * Where the durable nonce account is (the first instruction's account 0, as the validator
-   * reads it), when `durableNonce`: its base58 address, or its entry in an address lookup table.
-   */
-  nonceAccount: NonceAccountRef | undefined;
   computeUnitLimit: number | undefined;
   computeUnitPrice: bigint | undefined;
   size: number;
   /** Wire bytes (present when the input was base64 text). */
   wire: Buffer | undefined;
 }
-
-/** A durable nonce account: a base58 address, or entry `index` of the lookup table `table`. */
-export type NonceAccountRef = string | { table: string; index: number };
 
 export type InspectResult =
   | { ok: true; tx: VerifiedTransaction }
@@ -66,7 +58,6 @@ export function toResult(i: Inspection): InspectResult {
       tipAccount: i.tipAccount ?? undefined,
       transfersViaLookup: i.transfersViaLookup!,
       durableNonce: i.durableNonce!,
-      nonceAccount: i.nonceAccount ?? (i.nonceLookup ? { table: i.nonceLookup.table, index: i.nonceLookup.index } : undefined),
       computeUnitLimit: i.computeUnitLimit ?? undefined,
       computeUnitPrice: i.computeUnitPrice ?? undefined,
       size: i.size!,

@@ -22,6 +22,12 @@ export interface VerifiedTransaction {
   tipAccount: string | undefined;
   transfersViaLookup: number;
   durableNonce: boolean;
+  /**
+   * The durable nonce account, base58, when `durableNonce`: the first instruction's account 0,
+   * as the validator reads it (a static key; SIMD-0242: one loaded from a lookup table does not
+   * make a durable-nonce transaction).
+   */
+  nonceAccount: string | undefined;
   computeUnitLimit: number | undefined;
   computeUnitPrice: bigint | undefined;
   size: number;
@@ -58,6 +64,7 @@ export function toResult(i: Inspection): InspectResult {
       tipAccount: i.tipAccount ?? undefined,
       transfersViaLookup: i.transfersViaLookup!,
       durableNonce: i.durableNonce!,
+      nonceAccount: i.nonceAccount ?? undefined,
       computeUnitLimit: i.computeUnitLimit ?? undefined,
       computeUnitPrice: i.computeUnitPrice ?? undefined,
       size: i.size!,

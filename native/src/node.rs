@@ -63,6 +63,9 @@ pub struct Inspection {
     pub transfers_via_lookup: Option<u32>,
     /// First instruction is AdvanceNonceAccount: the transaction does not expire by blockhash.
     pub durable_nonce: Option<bool>,
+    /// The durable nonce account, base58: the first instruction's account 0, as the validator
+    /// reads it (a static key). Set only when `durable_nonce` is.
+    pub nonce_account: Option<String>,
     pub compute_unit_limit: Option<u32>,
     /// Micro-lamports per compute unit.
     pub compute_unit_price: Option<BigInt>,
@@ -95,6 +98,7 @@ fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wi
             tip_account: rep.scan.first_tip_account.and_then(|i| tips.keys().get(i as usize)).map(|k| b58(k)),
             transfers_via_lookup: Some(rep.scan.transfers_via_lookup),
             durable_nonce: Some(rep.scan.durable_nonce),
+            nonce_account: rep.scan.nonce_account.map(|k| b58(&k)),
             compute_unit_limit: rep.scan.compute_unit_limit,
             compute_unit_price: rep.scan.compute_unit_price.map(BigInt::from),
             size: Some(rep.len as u32),
@@ -118,6 +122,7 @@ fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wi
             tip_account: None,
             transfers_via_lookup: None,
             durable_nonce: None,
+            nonce_account: None,
             compute_unit_limit: None,
             compute_unit_price: None,
             size: None,

@@ -52,6 +52,9 @@ pub struct Scan {
     pub transfers_via_lookup: u32,
     /// First instruction is System `AdvanceNonceAccount`: the blockhash is a durable nonce.
     pub durable_nonce: bool,
+    /// The durable nonce account (the first instruction's account 0, a static key) when
+    /// `durable_nonce`; the message's blockhash must equal the nonce it stores.
+    pub nonce_account: Option<[u8; 32]>,
     /// `SetComputeUnitLimit`, if present.
     pub compute_unit_limit: Option<u32>,
     /// `SetComputeUnitPrice` in micro-lamports per CU, if present.
@@ -101,10 +104,13 @@ pub fn scan(view: &TxView<'_>, tips: &TipSet) -> Scan {
                             .then_some((l, 2))
                     })
                 }
-                // As the validator's durable-nonce check: first instruction, and the nonce
-                // account (its first account) writable.
-                SYSTEM_ADVANCE_NONCE if n == 0 && !ix.accounts.is_empty() && writable(0) => {
+                // As the validator's durable-nonce check (`get_durable_nonce`): first
+                // instruction, and the nonce account (its first account) writable and a static
+                // key (SIMD-0242 `require_static_nonce_account`: one loaded from a lookup table
+                // does not make a durable-nonce transaction, so its blockhash is checked as usual).
+                SYSTEM_ADVANCE_NONCE if n == 0 && !ix.accounts.is_empty() && writable(0) && acc(0) < num_static => {
                     out.durable_nonce = true;
+                    out.nonce_account = Some(*view.static_key(acc(0)));
                     None
                 }
                 _ => None,

@@ -269,6 +269,8 @@ fn durable_nonce_and_compute_budget_are_reported() {
     ];
     let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
     assert!(s.durable_nonce);
+    // The nonce account is the first instruction's account 0 (static key 1 here).
+    assert_eq!(s.nonce_account, Some([8; 32]));
     assert_eq!((s.compute_unit_limit, s.compute_unit_price), (Some(200_000), Some(12_345)));
     // A read-only nonce account: the validator does not treat it as durable.
     let mut ro = t.clone();
@@ -278,9 +280,34 @@ fn durable_nonce_and_compute_budget_are_reported() {
     ro.ixs[1].program = 2;
     ro.ixs[2].program = 2;
     assert!(!inspect_bytes(&ro.build(), &tips).unwrap().scan.durable_nonce);
-    // AdvanceNonceAccount not first: not a durable-nonce transaction.
+    // AdvanceNonceAccount not first: not a durable-nonce transaction, and no nonce account.
     t.ixs.swap(0, 1);
-    assert!(!inspect_bytes(&t.build(), &tips).unwrap().scan.durable_nonce);
+    let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
+    assert!(!s.durable_nonce);
+    assert_eq!(s.nonce_account, None);
+}
+
+#[test]
+fn a_nonce_account_from_a_lookup_table_is_not_a_durable_nonce() {
+    // SIMD-0242 (`require_static_nonce_account`, active on mainnet): the validator's
+    // `get_durable_nonce` takes the nonce account only from the static keys; AdvanceNonceAccount
+    // on a loaded one leaves an ordinary transaction whose blockhash is checked as usual.
+    let tips = TipSet::new(vec![]);
+    let advance = 4u32.to_le_bytes().to_vec();
+    // Static keys [payer, nonce, SYSTEM]; loaded: 3 = table entry 5 (writable), 4 = entry 3 (read-only).
+    let mut t = Tx::new(vec![key(31)]);
+    t.v0 = true;
+    t.others = vec![[8; 32], SYSTEM];
+    t.readonly_unsigned = 1;
+    t.luts = vec![Lut { table: [0xa1; 32], writable: vec![5], readonly: vec![3] }];
+    t.ixs = vec![Ix { program: 2, accounts: vec![1, 0], data: advance.clone() }];
+    let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
+    assert_eq!((s.durable_nonce, s.nonce_account), (true, Some([8; 32])), "static nonce account");
+    for i in [3u8, 4] {
+        t.ixs = vec![Ix { program: 2, accounts: vec![i, 0], data: advance.clone() }];
+        let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
+        assert_eq!((s.durable_nonce, s.nonce_account), (false, None), "account index {i}");
+    }
 }
 
 #[test]

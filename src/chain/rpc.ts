@@ -46,6 +46,17 @@ export interface SignatureStatus {
   confirmationStatus?: 'processed' | 'confirmed' | 'finalized' | null;
 }
 
+/** `getMultipleAccounts` limit of an Agave node (`MAX_MULTIPLE_ACCOUNTS`). */
+export const MAX_MULTIPLE_ACCOUNTS = 100;
+
+/** An account as `getMultipleAccounts` returns it with `encoding: 'base64'`. */
+export interface AccountInfo {
+  lamports: number;
+  owner: string;
+  data: [string, 'base64'];
+  executable: boolean;
+}
+
 /** `simulateTransaction`'s value: `err` and `logs`, and the node's other fields (`unitsConsumed`, …) as sent. */
 export interface SimulationResult {
   err: unknown;
@@ -118,6 +129,11 @@ export class Rpc {
 
   getSignatureStatuses(signatures: string[], searchTransactionHistory = false): Promise<Context<(SignatureStatus | null)[]>> {
     return this.call('getSignatureStatuses', [signatures, { searchTransactionHistory }]);
+  }
+
+  /** Accounts at `addresses` (at most `MAX_MULTIPLE_ACCOUNTS`), in order, null where none exists; data in base64. */
+  getMultipleAccounts(addresses: string[], commitment: Commitment = 'processed'): Promise<Context<(AccountInfo | null)[]>> {
+    return this.call('getMultipleAccounts', [addresses, { encoding: 'base64', commitment }]);
   }
 
   simulateTransaction(wire: Buffer): Promise<Context<SimulationResult>> {

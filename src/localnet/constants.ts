@@ -24,6 +24,9 @@ export const PACKET_DATA_SIZE = 1232;
 /** `getSignatureStatuses` accepts at most this many signatures (`MAX_GET_SIGNATURE_STATUSES_QUERY_ITEMS`). */
 export const MAX_SIGNATURE_STATUSES = 256;
 
+/** `getMultipleAccounts` accepts at most this many addresses (`MAX_MULTIPLE_ACCOUNTS`). */
+export const MAX_MULTIPLE_ACCOUNTS = 100;
+
 /** `getSlotLeaders` returns at most this many (`MAX_GET_SLOT_LEADERS`). */
 export const MAX_SLOT_LEADERS = 5000;
 

@@ -8,7 +8,7 @@
  * account's earlier states for the last 33 slots); `simulateTransaction` and preflight execute
  * against the newest state, with the blockhash judged at the requested commitment's bank.
  */
-import { FEATURE_SET, MAX_SIGNATURE_STATUSES, MAX_SLOT_LEADERS, SHRED_VERSION, SOLANA_CORE_VERSION } from './constants.js';
+import { FEATURE_SET, MAX_MULTIPLE_ACCOUNTS, MAX_SIGNATURE_STATUSES, MAX_SLOT_LEADERS, SHRED_VERSION, SOLANA_CORE_VERSION } from './constants.js';
 import type { Cluster } from './cluster.js';
 import {
   context,
@@ -319,11 +319,20 @@ export const METHODS: Record<string, Method> = {
     const encoding = oneOf<AccountEncoding>(c, 'encoding', ['base58', 'base64', 'jsonParsed', 'binary'], 'binary');
     const slice = dataSlice(c.dataSlice);
     const slot = bankSlot(cluster.ledger, c);
-    const account = cluster.ledger.account(address, slot);
-    if (account && (encoding === 'base58' || encoding === 'binary') && (slice?.length ?? account.data.length) > MAX_BASE58_BYTES) {
-      throw new RpcError(INVALID_REQUEST, `Encoded binary (base 58) data should be less than ${MAX_BASE58_BYTES} bytes, please use Base64 encoding.`);
-    }
-    return { context: context(slot), value: account ? encodeAccount(account, encoding, slice) : null };
+    return { context: context(slot), value: encodedAccount(cluster.ledger, address, slot, encoding, slice) };
+  },
+
+  /** As Agave: at most 100 addresses, `base64` by default, one bank for all, `null` for a missing account. */
+  getMultipleAccounts: (params, { cluster }) => {
+    const p = positional(params, 2);
+    if (!Array.isArray(p[0])) throw invalidParams('Invalid params: expected an array of base58 public key strings');
+    if (p[0].length > MAX_MULTIPLE_ACCOUNTS) throw invalidParams(`Too many inputs provided; max ${MAX_MULTIPLE_ACCOUNTS}`);
+    const addresses = p[0].map(pubkey);
+    const c = config(p, 1);
+    const encoding = oneOf<AccountEncoding>(c, 'encoding', ['base58', 'base64', 'jsonParsed', 'binary'], 'base64');
+    const slice = dataSlice(c.dataSlice);
+    const slot = bankSlot(cluster.ledger, c);
+    return { context: context(slot), value: addresses.map((a) => encodedAccount(cluster.ledger, a, slot, encoding, slice)) };
   },
 
   /**
@@ -347,6 +356,21 @@ export const METHODS: Record<string, Method> = {
     return Number(cluster.ledger.minimumBalanceForRentExemption(len));
   },
 };
+
+/** One account as `getAccountInfo` and `getMultipleAccounts` answer it (Agave's `get_encoded_account`). */
+function encodedAccount(
+  ledger: Ledger,
+  address: string,
+  slot: number,
+  encoding: AccountEncoding,
+  slice: { offset: number; length: number } | undefined,
+): Record<string, unknown> | null {
+  const account = ledger.account(address, slot);
+  if (account && (encoding === 'base58' || encoding === 'binary') && (slice?.length ?? account.data.length) > MAX_BASE58_BYTES) {
+    throw new RpcError(INVALID_REQUEST, `Encoded binary (base 58) data should be less than ${MAX_BASE58_BYTES} bytes, please use Base64 encoding.`);
+  }
+  return account ? encodeAccount(account, encoding, slice) : null;
+}
 
 function dataSlice(v: unknown): { offset: number; length: number } | undefined {
   if (v === undefined || v === null) return undefined;

@@ -166,6 +166,45 @@ describe('accounts, airdrops and transactions', () => {
     expect(raw.text).toContain('"data":""');
   });
 
+  it('getMultipleAccounts: in request order, null for a missing one, base64 by default, at most 100', async () => {
+    const owner = await fundedKeypair(connection, 1);
+    const nonce = Keypair.generate();
+    const rent = await connection.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
+    const { blockhash } = await connection.getLatestBlockhash('confirmed');
+    const create = new Transaction({ feePayer: owner.publicKey, recentBlockhash: blockhash }).add(
+      SystemProgram.createNonceAccount({ fromPubkey: owner.publicKey, noncePubkey: nonce.publicKey, authorizedPubkey: owner.publicKey, lamports: rent }),
+    );
+    create.sign(owner, nonce);
+    await confirmed(connection, await connection.sendRawTransaction(create.serialize()));
+    const missing = Keypair.generate().publicKey;
+
+    // web3.js checks the response against its own schema.
+    const infos = await connection.getMultipleAccountsInfo([nonce.publicKey, missing, owner.publicKey], 'confirmed');
+    expect(infos[1]).toBeNull();
+    expect(infos[0]).toMatchObject({ owner: SystemProgram.programId, lamports: rent });
+    expect(infos[0]!.data.length).toBe(NONCE_ACCOUNT_LENGTH);
+    expect(infos[0]!.data).toEqual((await connection.getAccountInfo(nonce.publicKey, 'confirmed'))!.data);
+    expect(infos[2]).toMatchObject({ owner: SystemProgram.programId, lamports: LAMPORTS_PER_SOL - rent - 5000 * 2 });
+
+    // The default encoding is base64 (getAccountInfo's is base58), and the context is the bank's slot.
+    const raw = await rpc(net.rpcUrl, 'getMultipleAccounts', [[nonce.publicKey.toBase58(), missing.toBase58()], { commitment: 'confirmed' }]);
+    const { context, value } = raw.result as { context: { slot: number }; value: Array<Record<string, unknown> | null> };
+    expect(context.slot).toBeGreaterThan(0);
+    expect(value[0]!.data).toEqual([infos[0]!.data.toString('base64'), 'base64']);
+    expect(value[0]!.space).toBe(NONCE_ACCOUNT_LENGTH);
+    expect(value[1]).toBeNull();
+    const sliced = await rpc(net.rpcUrl, 'getMultipleAccounts', [[nonce.publicKey.toBase58()], { commitment: 'confirmed', dataSlice: { offset: 40, length: 32 } }]);
+    expect((sliced.result as { value: Array<{ data: [string, string] }> }).value[0]!.data).toEqual([infos[0]!.data.subarray(40, 72).toString('base64'), 'base64']);
+
+    // Agave's limit and messages.
+    const tooMany = await rpc(net.rpcUrl, 'getMultipleAccounts', [Array.from({ length: 101 }, () => missing.toBase58())]);
+    expect(tooMany.error).toEqual({ code: -32602, message: 'Too many inputs provided; max 100' });
+    const bad = await rpc(net.rpcUrl, 'getMultipleAccounts', [['not-a-key']]);
+    expect(bad.error?.code).toBe(-32602);
+    const big = await rpc(net.rpcUrl, 'getMultipleAccounts', [[nonce.publicKey.toBase58()], { encoding: 'base58', commitment: 'confirmed' }]);
+    expect((big.result as { value: Array<{ data: [string, string] }> }).value[0]!.data[1]).toBe('base58'); // 80 bytes ≤ 128: allowed
+  });
+
   it('reads at finalized see the state of 33 slots ago', async () => {
     const owner = await fundedKeypair(connection, 2);
     const [status] = (await connection.getSignatureStatuses([await connection.requestAirdrop(owner.publicKey, 1)])).value;

@@ -103,6 +103,7 @@ interface Facts {
   tipAccount?: string | undefined;
   transfersViaLookup?: number;
   durableNonce?: boolean;
+  nonceAccount?: VerifiedTransaction['nonceAccount'];
   computeUnitLimit?: number | undefined;
   computeUnitPrice?: bigint | undefined;
 }
@@ -147,6 +148,7 @@ function expectVerified(built: BuiltTx, facts: Facts = {}): VerifiedTransaction 
     tipAccount: undefined,
     transfersViaLookup: 0,
     durableNonce: false,
+    nonceAccount: undefined,
     computeUnitLimit: undefined,
     computeUnitPrice: undefined,
     ...facts,
@@ -158,6 +160,7 @@ function expectVerified(built: BuiltTx, facts: Facts = {}): VerifiedTransaction 
       tipAccount: t.tipAccount,
       transfersViaLookup: t.transfersViaLookup,
       durableNonce: t.durableNonce,
+      nonceAccount: t.nonceAccount,
       computeUnitLimit: t.computeUnitLimit,
       computeUnitPrice: t.computeUnitPrice,
     }).toEqual(expected);
@@ -298,12 +301,27 @@ describe('valid transactions: verdict ok and the facts web3.js states', () => {
       });
       const t = expectVerified(built, {
         durableNonce: true,
+        nonceAccount: nonceAccount.toBase58(),
         tipLamports: 77n,
         tipTransfers: 1,
         tipAccount: tip(2).toBase58(),
       });
       expect(t.recentBlockhash).toBe(nonceValue);
     }
+  });
+
+  it('not a durable nonce: the nonce account loaded from an address lookup table (SIMD-0242, static nonce account only)', () => {
+    const payer = Keypair.generate();
+    const nonceAccount = Keypair.generate().publicKey;
+    // web3.js loads a non-signer key from a table that holds it: entry 2 here.
+    const table = makeLookupTable([Keypair.generate().publicKey, Keypair.generate().publicKey, nonceAccount]);
+    const built = v0Tx([nonceAdvance(nonceAccount, payer.publicKey), transfer(payer.publicKey, tip(2), 77)], {
+      feePayer: payer,
+      lookupTables: [table],
+    });
+    const lookups = (built.compiled as MessageV0).addressTableLookups;
+    expect(lookups.map((l) => [l.accountKey.toBase58(), [...l.writableIndexes]])).toEqual([[table.key.toBase58(), [2]]]);
+    expectVerified(built, { durableNonce: false, nonceAccount: undefined, tipLamports: 77n, tipTransfers: 1, tipAccount: tip(2).toBase58() });
   });
 
   it('not a durable nonce: AdvanceNonceAccount second, or a nonce account being created', () => {

@@ -24,6 +24,11 @@ export interface Config {
   lamportsPerPoint: number;
   /** Status record retention, days. */
   retentionDays: number;
+  /**
+   * Transactions an account may have in flight (accepted, neither settled nor expired) at once,
+   * in seconds of its plan's send rate: the cap is `inFlightPerTps × max_tps` (at least 1).
+   */
+  inFlightPerTps: number;
   /** Chain node JSON-RPC URL; null runs the embedded local cluster. */
   rpcUrl: string | null;
   /** Chain node PubSub URL; null derives it from rpcUrl (ws[s]://, port + 1, as Agave serves it). */
@@ -60,6 +65,7 @@ export const DEFAULT_CONFIG: Config = {
   plans: DEFAULT_PLANS,
   lamportsPerPoint: DEFAULT_LAMPORTS_PER_POINT,
   retentionDays: 7,
+  inFlightPerTps: 20,
   rpcUrl: null,
   wsUrl: null,
   identityPath: null,
@@ -197,6 +203,7 @@ export function loadConfig(
     plans: validatePlans(merged.plans),
     lamportsPerPoint: positiveOf(merged.lamportsPerPoint, 'lamportsPerPoint', true),
     retentionDays: positiveOf(merged.retentionDays, 'retentionDays', false),
+    inFlightPerTps: positiveOf(merged.inFlightPerTps, 'inFlightPerTps', false),
     rpcUrl: urlOf(merged.rpcUrl, 'rpcUrl', ['http:', 'https:']),
     wsUrl: urlOf(merged.wsUrl, 'wsUrl', ['ws:', 'wss:']),
     identityPath: optionalString(merged.identityPath, 'identityPath'),

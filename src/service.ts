@@ -5,6 +5,7 @@
  */
 import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
+import { InFlight } from './accounts/in-flight.js';
 import { RateLimiter } from './accounts/rate-limiter.js';
 import { deriveWsUrl, type Config } from './config.js';
 import { Engine } from './delivery/engine.js';
@@ -44,6 +45,8 @@ export interface Service {
   statusHub: StatusHub;
   /** Open `/v1/stream` sockets of an account, on every thread. */
   streamCount(accountId: string): number;
+  /** Transactions of an account in flight (accepted, neither settled nor expired), every thread together. */
+  inFlightCount(accountId: string): number;
   /** The ingress worker threads (null when the main thread serves HTTP: `ingressThreads: 0`). */
   ingress: IngressPool | null;
   /** Service-added latency, every thread's first sends together (prom-client histogram values). */
@@ -100,6 +103,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     let ingress: IngressPool | null = null;
     const statusHub = new StatusHub();
     let settle: (c: StatusChange) => void = () => {};
+    // Counted by every thread's submission core, given back by the tracker (this thread).
+    const inFlight = new InFlight(config.plans, config.inFlightPerTps);
     const tracker = new Tracker({
       rpc: engine.leaders.rpc,
       wsUrl,
@@ -107,7 +112,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       accounts,
       tipAddresses,
       blockHeight: () => engine.leaders.currentBlockHeight(),
+      inFlight,
       onChange: (c) => {
+        if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');
         settle(c);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);
@@ -131,7 +138,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress = await IngressPool.start({
         threads: config.ingressThreads,
         port: config.port,
-        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer },
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer },
         engine,
         metrics: telemetry.metrics,
         onWorkerExit: (index, code) => telemetry.log.error({ thread: index, code }, 'ingress thread died; replaced'),
@@ -140,7 +147,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       cleanup.push(() => pool.close());
       port = pool.port;
     } else {
-      const app = buildApp({ config, accounts, store, limiter: new RateLimiter(config.plans), tips, delivery: engine, statusHub, streamSlots, telemetry });
+      const app = buildApp({ config, accounts, store, limiter: new RateLimiter(config.plans), tips, delivery: engine, statusHub, streamSlots, inFlight, telemetry });
       const server: RunningServer = await listen(app, config.host, config.port);
       cleanup.push(() => server.close());
       port = server.port;
@@ -165,6 +172,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       },
       statusHub,
       streamCount: (id) => streamSlots.count(id),
+      inFlightCount: (id) => inFlight.count(id),
       async serviceLatency() {
         const own = (await engine.serviceLatency.get()).values;
         if (!ingress) return own;

@@ -41,6 +41,11 @@ export interface Accepted {
   /** Slot of the first send, or -1 when held. */
   sentSlot: number;
   held: boolean;
+  /**
+   * A durable-nonce transaction's nonce account (from the native inspection), which the tracker
+   * checks off the hot path. Not part of the stored record: after a restart it is unknown.
+   */
+  nonceAccount?: string;
 }
 
 export interface ChainHealth {

@@ -162,7 +162,7 @@ export class Engine implements Delivery {
 
   accepted(a: Accepted): void {
     this.rebroadcaster.add(a);
-    this.tracker?.watch(a.record, a.receivedAt);
+    this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
     this.onAccepted?.(a.record);
   }
 
@@ -170,7 +170,7 @@ export class Engine implements Delivery {
   acceptedBatch(batch: Accepted[]): void {
     for (const a of batch) {
       this.rebroadcaster.add(a);
-      this.tracker?.watch(a.record, a.receivedAt);
+      this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
     }
   }
 

@@ -172,6 +172,7 @@ export function wire(services: Services): Wired {
     store: services.store,
     limiter: services.limiter,
     delivery: services.delivery,
+    inFlight: services.inFlight,
     onRateLimited: (budget) => telemetry.metrics.rateLimited(budget),
   });
   return { ...services, telemetry, keys, core };

@@ -3,6 +3,7 @@
  * stream and the OpenAPI document import from here and never from each other in a circle.
  */
 import type { Accounts } from '../accounts/accounts.js';
+import type { InFlight } from '../accounts/in-flight.js';
 import type { KeyCache } from '../accounts/key-cache.js';
 import type { RateLimiter } from '../accounts/rate-limiter.js';
 import type { Config } from '../config.js';
@@ -27,6 +28,8 @@ export interface Services {
   statusHub?: StatusHub;
   /** Open streams per account, shared by every thread (a new, private one when absent). */
   streamSlots?: StreamSlots;
+  /** Transactions in flight per account, shared by every thread; without it there is no cap. */
+  inFlight?: InFlight;
   /** Logs and metrics; without it requests are counted but nothing is logged. */
   telemetry?: Telemetry;
   /** `GET /metrics` text; defaults to this thread's own registry (the main thread aggregates workers). */

@@ -22,6 +22,8 @@ export interface IngressInit {
   identity: Uint8Array;
   /** The process's open-stream counters (`StreamSlots`), shared by every thread. */
   streamSlots: SharedArrayBuffer;
+  /** The process's in-flight counters (`InFlight`), shared by every thread. */
+  inFlight: SharedArrayBuffer;
 }
 
 export type ToWorker =

@@ -13,6 +13,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Accounts } from '../accounts/accounts.js';
+import { InFlight } from '../accounts/in-flight.js';
 import { RateLimiter } from '../accounts/rate-limiter.js';
 import { Rpc } from '../chain/rpc.js';
 import { ChainViewReplica } from '../delivery/chain-view.js';
@@ -149,6 +150,7 @@ try {
     delivery,
     statusHub: hub,
     streamSlots: new StreamSlots(init.streamSlots),
+    inFlight: new InFlight(config.plans, config.inFlightPerTps, init.inFlight),
     telemetry,
     metricsText,
   });

@@ -15,6 +15,7 @@
  * Every refusal is a `Refusal` with a code from `refusals.ts`; front ends render it.
  */
 import type { Accounts } from '../accounts/accounts.js';
+import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
 import { DeliveryError, type Delivery, type SendOptions } from '../delivery/delivery.js';
@@ -38,8 +39,10 @@ export interface SubmissionDeps {
   store: Store;
   limiter: RateLimiter;
   delivery: Delivery;
-  /** A 429 was answered from `budget` (metrics). */
-  onRateLimited?: (budget: Budget) => void;
+  /** Transactions in flight per account, process-wide, under the plan's cap; none: no cap. */
+  inFlight?: InFlight;
+  /** A 429 was answered from `budget`, or from the cap on transactions in flight (metrics). */
+  onRateLimited?: (budget: Budget | 'in_flight') => void;
 }
 
 /** The outcome of one accepted transaction. */
@@ -159,6 +162,22 @@ export class SubmissionCore {
     }
   }
 
+  /** Count a new transaction in flight for `account`, or throw the 429 of its cap. */
+  private holdInFlight(account: AccountRecord): void {
+    const cap = this.d.inFlight?.tryAdd(account) ?? null;
+    if (cap === null) return;
+    this.d.onRateLimited?.('in_flight');
+    const n = Math.max(cap, this.d.inFlight!.count(account.id));
+    throw new Refusal('SEND_RATE_LIMITED', `${n} transactions of this account are in flight (cap ${cap}); wait for some to settle`, {
+      headers: {
+        'Retry-After': String(IN_FLIGHT_RETRY_S),
+        'RateLimit-Limit': String(cap),
+        'RateLimit-Remaining': '0',
+        'RateLimit-Reset': String(IN_FLIGHT_RETRY_S),
+      },
+    });
+  }
+
   /** Preflight if asked, first send, then record (first submission only) and hand over. */
   private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<Sent> {
     const { delivery, store } = this.d;
@@ -172,10 +191,14 @@ export class SubmissionCore {
       }
     }
     const known = store.getStatus(tx.signature);
+    // A new signature takes a place among the account's transactions in flight (given back by
+    // the tracker when it settles or expires, or below if it is not accepted after all).
+    if (known === undefined) this.holdInFlight(who.account);
     let first;
     try {
       first = await delivery.firstSend(tx.signature, wire, options, receivedAt);
     } catch (e) {
+      if (known === undefined) this.d.inFlight?.release(who.account.id);
       if (e instanceof DeliveryError) throw new Refusal('DELIVERY_FAILED', e.message);
       throw e;
     }
@@ -194,11 +217,14 @@ export class SubmissionCore {
       });
       store.insertStatus(record);
       this.d.accounts.countSubmissions(who.account.id, 1);
-      delivery.accepted({ record, wire, options, receivedAt, sentSlot: first.held ? -1 : first.slot, held: first.held });
+      delivery.accepted({ record, wire, options, receivedAt, sentSlot: first.held ? -1 : first.slot, held: first.held, nonceAccount: tx.nonceAccount });
     }
     return { signature: tx.signature, slot: first.slot };
   }
 }
+
+/** Seconds a client is told to wait when its account has its cap of transactions in flight. */
+const IN_FLIGHT_RETRY_S = 1;
 
 /** The last log line that says what went wrong, if any, in parentheses. */
 function preflightDetail(logs: string[] | null): string {

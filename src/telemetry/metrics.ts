@@ -40,10 +40,14 @@ export interface TrackerSource {
     readonly poll: number;
     readonly sweepErrors: number;
     readonly lastSweepMs: number;
+    /** Durable-nonce transactions whose nonce account was checked, and those expired by a check. */
+    readonly nonceChecks: number;
+    readonly nonceExpired: number;
   };
 }
 
-export type Budget = 'send' | 'query';
+/** A token bucket, or the cap on transactions in flight (`in_flight`). */
+export type Budget = 'send' | 'query' | 'in_flight';
 
 let processRegistry: Registry | null = null;
 
@@ -62,16 +66,21 @@ export class Metrics {
   readonly registry = new Registry();
   /** route pattern → HTTP status → responses. */
   private readonly requests = new Map<string, Map<number, number>>();
-  private readonly limited: Record<Budget, number> = { send: 0, query: 0 };
+  private readonly limited: Record<Budget, number> = { send: 0, query: 0, in_flight: 0 };
 
   constructor() {
     const { requests, limited } = this;
     this.counter('landfall_http_requests_total', 'HTTP responses written, by route pattern and status code', ['route', 'code'], function* () {
       for (const [route, codes] of requests) for (const [code, n] of codes) yield [{ route, code: String(code) }, n];
     });
-    this.counter('landfall_rate_limited_total', 'Requests refused with 429 by an account token bucket, by budget (send, query)', ['budget'], function* () {
-      for (const budget of ['send', 'query'] as const) yield [{ budget }, limited[budget]];
-    });
+    this.counter(
+      'landfall_rate_limited_total',
+      'Requests refused with 429 by an account token bucket (budget send, query) or the cap on transactions in flight (in_flight)',
+      ['budget'],
+      function* () {
+        for (const budget of ['send', 'query', 'in_flight'] as const) yield [{ budget }, limited[budget]];
+      },
+    );
   }
 
   /** Count one response (hot path: two Map lookups and an add). */
@@ -81,7 +90,7 @@ export class Metrics {
     codes.set(status, (codes.get(status) ?? 0) + 1);
   }
 
-  /** Count one 429 from an account bucket. */
+  /** Count one 429 from an account bucket or the in-flight cap. */
   rateLimited(budget: Budget): void {
     this.limited[budget]++;
   }
@@ -132,6 +141,17 @@ export class Metrics {
     this.counter('landfall_tracker_sweep_errors_total', 'Tracker sweeps (getSignatureStatuses, expiry) that failed', [], function* () {
       yield [{}, stats.sweepErrors];
     });
+    this.counter('landfall_tracker_nonce_checks_total', "Checks of a durable-nonce transaction's nonce account by the tracker", [], function* () {
+      yield [{}, stats.nonceChecks];
+    });
+    this.counter(
+      'landfall_tracker_nonce_expired_total',
+      'Durable-nonce transactions expired because their nonce account cannot verify them (missing, not a nonce account, another nonce)',
+      [],
+      function* () {
+        yield [{}, stats.nonceExpired];
+      },
+    );
     this.gauge('landfall_tracker_pending', 'Transactions the tracker is still watching (sent, not settled or expired)', () => tracker.size);
     this.gauge('landfall_tracker_last_sweep_seconds', 'Duration of the last tracker sweep', () => stats.lastSweepMs / 1000);
   }

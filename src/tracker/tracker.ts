@@ -16,14 +16,27 @@
  * Expiry: a transaction whose blockhash's last valid block height is behind the cluster's block
  * height is checked one last time (`searchTransactionHistory`) and then marked expired. When the
  * blockhash was not known at submission, its lifetime is an estimate (see `estimateLastValid`),
- * confirmed with `isBlockhashValid` before anything is marked. Durable-nonce transactions never
- * expire by blockhash; they are watched until retention removes them.
+ * confirmed with `isBlockhashValid` before anything is marked.
+ *
+ * Durable-nonce transactions never expire by blockhash. Instead their nonce account is checked
+ * off the hot path (`checkNonces`, batched `getMultipleAccounts`): first about a second after
+ * acceptance, then every few seconds while they stay pending, a bounded number per sweep. If the
+ * account does not exist, is not a current, initialized nonce account of the System program, or
+ * holds another nonce than the message's blockhash (never had it, or moved on), the transaction
+ * can no longer land: after one last look (`searchTransactionHistory`) it is marked expired,
+ * with the reason in the change. After a restart the nonce account is unknown (it is not in the
+ * stored record), so a resumed durable-nonce transaction is only polled.
+ *
+ * In flight: every transaction the tracker stops watching (settled or expired) is given back to
+ * its account's in-flight count (`InFlight`), and what `resume` finds is counted in it.
  */
 import { PubSub } from '../chain/pubsub.js';
-import type { Rpc, SignatureStatus } from '../chain/rpc.js';
+import { MAX_MULTIPLE_ACCOUNTS, type AccountInfo, type Rpc, type SignatureStatus } from '../chain/rpc.js';
 import type { Accounts } from '../accounts/accounts.js';
+import type { InFlight } from '../accounts/in-flight.js';
 import type { StatusRecord, TxStatus } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import { nonceRefusal } from './nonce-check.js';
 
 export const STATUS_BATCH = 256;
 /** Slack added to an estimated blockhash lifetime (a client's node may be a few slots ahead). */
@@ -43,6 +56,16 @@ interface Watched {
   estimated: boolean;
   /** Outcome observed but not yet written (status record not visible yet). */
   outcome: Outcome | null;
+  /** A durable-nonce transaction whose nonce account is known: when to check it next. */
+  nonce: NonceCheck | null;
+}
+
+interface NonceCheck {
+  /** The nonce account, base58. */
+  account: string;
+  blockhash: string;
+  /** performance.now() of the next check. */
+  due: number;
 }
 
 export interface Outcome {
@@ -56,6 +79,8 @@ export interface Outcome {
 export interface StatusChange {
   record: StatusRecord;
   source: 'push' | 'poll' | 'expiry';
+  /** Why an expiry was decided, when it was not the blockhash's lifetime (for the log). */
+  reason?: string;
 }
 
 export interface TrackerOptions {
@@ -74,16 +99,26 @@ export interface TrackerOptions {
   pollAfterMs?: number;
   /** Called after each status change is written (terminal or expired). */
   onChange?: (change: StatusChange) => void;
+  /** Transactions in flight per account: given back when one settles or expires. */
+  inFlight?: InFlight;
+  /** First check of a durable-nonce transaction's nonce account, ms after acceptance (1000). */
+  nonceFirstCheckMs?: number;
+  /** Then every this many ms while it stays pending (5000). */
+  nonceRecheckMs?: number;
+  /** At most this many nonce transactions checked per sweep (1000: 10 `getMultipleAccounts` calls at most). */
+  nonceChecksPerSweep?: number;
 }
 
 export class Tracker {
   private readonly watching = new Map<string, Watched>();
+  /** The watched durable-nonce transactions whose nonce account is known. */
+  private readonly nonces = new Set<Watched>();
   /** Outcomes seen before their `watch` call, oldest first (insertion order). */
   private readonly early = new Map<string, Outcome>();
   private readonly pubsub: PubSub;
   private readonly timer: NodeJS.Timeout;
   private sweeping = false;
-  readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0 };
+  readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0, nonceChecks: 0, nonceExpired: 0 };
 
   constructor(private readonly opts: TrackerOptions) {
     this.pubsub = new PubSub(opts.wsUrl);
@@ -108,11 +143,17 @@ export class Tracker {
   }
 
   /**
-   * Start watching an accepted transaction (idempotent).
+   * Start watching an accepted transaction (idempotent). Its acceptance counted it in flight; a
+   * second acceptance of the same signature (two requests racing) counted it twice, so that one
+   * is given back here.
    * @param receivedAt process.hrtime.bigint() at request arrival; null when resumed after a restart
+   * @param nonceAccount a durable-nonce transaction's nonce account, to check off the hot path
    */
-  watch(rec: StatusRecord, receivedAt: bigint | null): void {
-    if (this.watching.has(rec.signature)) return;
+  watch(rec: StatusRecord, receivedAt: bigint | null, nonceAccount?: string): void {
+    if (this.watching.has(rec.signature)) {
+      this.opts.inFlight?.release(rec.accountId);
+      return;
+    }
     const w: Watched = {
       signature: rec.signature,
       accountId: rec.accountId,
@@ -122,8 +163,13 @@ export class Tracker {
       lastValid: rec.durableNonce ? null : (rec.lastValidBlockHeight ?? this.estimateLastValid()),
       estimated: rec.lastValidBlockHeight === null && !rec.durableNonce,
       outcome: null,
+      nonce:
+        rec.durableNonce && nonceAccount !== undefined
+          ? { account: nonceAccount, blockhash: rec.recentBlockhash, due: performance.now() + (this.opts.nonceFirstCheckMs ?? 1_000) }
+          : null,
     };
     this.watching.set(rec.signature, w);
+    if (w.nonce) this.nonces.add(w);
     const seen = this.early.get(rec.signature);
     if (seen) {
       this.early.delete(rec.signature);
@@ -131,14 +177,23 @@ export class Tracker {
     }
   }
 
-  /** Watch again everything the store says is still pending (after a restart). */
+  /** Watch again everything the store says is still pending (after a restart), counting it in flight. */
   resume(): number {
     let n = 0;
     for (const rec of this.opts.store.pendingEntries()) {
+      if (this.watching.has(rec.signature)) continue;
+      this.opts.inFlight?.add(rec.accountId);
       this.watch(rec, null);
       n++;
     }
     return n;
+  }
+
+  /** Stop watching `w` and give its place in flight back. */
+  private forget(w: Watched): void {
+    if (!this.watching.delete(w.signature)) return;
+    this.nonces.delete(w);
+    this.opts.inFlight?.release(w.accountId);
   }
 
   close(): void {
@@ -170,7 +225,7 @@ export class Tracker {
       w.outcome = o;
       return;
     }
-    this.watching.delete(w.signature);
+    this.forget(w);
     if (rec.status !== 'sent') return;
     const status: TxStatus = o.err === null ? 'confirmed' : 'failed';
     const confirmedAt = Date.now();
@@ -197,6 +252,12 @@ export class Tracker {
     try {
       await this.pollStatuses();
       await this.expire();
+      // Last, and on its own: a node without getMultipleAccounts must not stop the expiry above.
+      try {
+        await this.checkNonces();
+      } catch {
+        this.stats.sweepErrors++;
+      }
       const now = Date.now();
       const oldest = process.hrtime.bigint() - BigInt(EARLY_OUTCOME_MS) * 1_000_000n;
       for (const [sig, o] of this.early) {
@@ -260,13 +321,64 @@ export class Tracker {
     return value;
   }
 
-  private markExpired(w: Watched): void {
+  /**
+   * Check the nonce accounts of the durable-nonce transactions that are due (at most
+   * `nonceChecksPerSweep`), each distinct account read once, 100 per `getMultipleAccounts`. A
+   * transaction that can no longer land gets one last look through history and is expired.
+   */
+  private async checkNonces(): Promise<void> {
+    const now = performance.now();
+    const limit = this.opts.nonceChecksPerSweep ?? 1_000;
+    const due: Array<Watched & { nonce: NonceCheck }> = [];
+    for (const w of this.nonces) {
+      if (due.length >= limit) break;
+      if (w.nonce && !w.outcome && w.nonce.due <= now) due.push(w as Watched & { nonce: NonceCheck });
+    }
+    if (due.length === 0) return;
+    const refusals = new Map<Watched, string>();
+    const accounts = await this.readAccounts(due.map((w) => w.nonce.account));
+    for (const w of due) {
+      const refusal = nonceRefusal(w.nonce.account, accounts.get(w.nonce.account) ?? null, w.nonce.blockhash);
+      if (refusal !== null) refusals.set(w, refusal);
+    }
+    this.stats.nonceChecks += due.length;
+    const next = performance.now() + (this.opts.nonceRecheckMs ?? 5_000);
+    for (const w of due) w.nonce.due = next;
+    const failed = [...refusals.keys()];
+    for (let i = 0; i < failed.length; i += STATUS_BATCH) {
+      const batch = failed.slice(i, i + STATUS_BATCH);
+      // One last look, through history: the nonce moves on when the transaction itself lands.
+      const { value } = await this.opts.rpc.getSignatureStatuses(batch.map((w) => w.signature), true);
+      this.applyStatuses(batch, value);
+      for (const [j, w] of batch.entries()) {
+        if (!this.watching.has(w.signature) || value[j]) continue;
+        this.stats.nonceExpired++;
+        this.markExpired(w, refusals.get(w));
+      }
+    }
+  }
+
+  /** Accounts at `addresses` (each read once), `MAX_MULTIPLE_ACCOUNTS` per call, at `processed`. */
+  private async readAccounts(addresses: string[]): Promise<Map<string, AccountInfo | null>> {
+    const distinct = [...new Set(addresses)];
+    const out = new Map<string, AccountInfo | null>();
+    for (let i = 0; i < distinct.length; i += MAX_MULTIPLE_ACCOUNTS) {
+      const batch = distinct.slice(i, i + MAX_MULTIPLE_ACCOUNTS);
+      // processed: the newest state. A client signs with the nonce it just read from its node, so
+      // an account (or a nonce) only a confirmed read would not show yet must not expire it.
+      const { value } = await this.opts.rpc.getMultipleAccounts(batch, 'processed');
+      batch.forEach((a, j) => out.set(a, value[j] ?? null));
+    }
+    return out;
+  }
+
+  private markExpired(w: Watched, reason?: string): void {
     const rec = this.opts.store.getStatus(w.signature);
-    this.watching.delete(w.signature);
+    this.forget(w);
     if (!rec || rec.status !== 'sent') return;
     const next: StatusRecord = { ...rec, expired: true };
     void this.opts.store.updateStatus(next);
     this.stats.expired++;
-    this.opts.onChange?.({ record: next, source: 'expiry' });
+    this.opts.onChange?.({ record: next, source: 'expiry', ...(reason !== undefined && { reason }) });
   }
 }

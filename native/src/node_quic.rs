@@ -93,6 +93,10 @@ pub struct QuicClientOptions {
     pub idle_timeout_ms: Option<f64>,
     /// Keep-alive interval, ms, below the idle timeout (default 1000).
     pub keep_alive_ms: Option<f64>,
+    /// A connection whose validator has not been heard from (any packet) for longer than this
+    /// is stale: sends on it fail with `connection_stale` and it is dropped, ms (default 1.5 ×
+    /// the keep-alive interval; above it, at most the idle timeout).
+    pub alive_window_ms: Option<f64>,
     /// Handshake timeout, ms (default 2000).
     pub handshake_timeout_ms: Option<f64>,
     /// A transaction not written within this fails with `send_timeout`, ms (default 2000).
@@ -109,10 +113,13 @@ pub struct SendResult {
     /// The target as given ("ip:port").
     pub target: String,
     /// Written: `finish()` was called on the stream after the whole transaction was accepted by
-    /// the connection (QUIC then delivers it unless the connection dies; no peer ack awaited).
+    /// a connection whose validator was heard from within the alive window (QUIC then delivers
+    /// it unless the connection dies; no peer ack awaited).
     pub ok: bool,
     /// Why not: `queue_full`, `backoff`, `handshake_timeout`, `connect_failed`,
-    /// `connection_lost`, `stream_stopped`, `send_timeout`, `client_closed`.
+    /// `connection_lost`, `stream_stopped`, `send_timeout`, `client_closed`,
+    /// `connection_stale` (the validator went quiet: connection dropped), `deadline` (the
+    /// `sendFirst` deadline passed first; it will never be written).
     pub reason: Option<String>,
     /// The validator's QUIC close code (or stream stop code) behind the failure, if any
     /// (1 dropped, 2 disallowed, 4 too many, 5 invalid stream, ...).
@@ -175,6 +182,8 @@ pub struct PeerStats {
     pub consecutive_failures: u32,
     /// Back-off left, ms (0 when none).
     pub backoff_remaining_ms: f64,
+    /// Milliseconds since the validator was last heard from (any packet); null if never.
+    pub quiet_ms: Option<f64>,
 }
 
 /// A QUIC TPU client: one connection per validator TPU address, shared by every thread of the
@@ -192,10 +201,13 @@ impl QuicClient {
     pub fn new(opts: QuicClientOptions) -> Result<Self, JsCode> {
         let seed = parse_seed(&opts.identity)?;
         let d = quic::ClientConfig::default();
+        let idle_timeout = millis("idleTimeoutMs", opts.idle_timeout_ms, d.idle_timeout)?;
+        let keep_alive = millis("keepAliveMs", opts.keep_alive_ms, d.keep_alive)?;
         let cfg = quic::ClientConfig {
             max_queue_per_peer: whole("maxQueuePerPeer", opts.max_queue_per_peer, d.max_queue_per_peer as u64, 1_000_000)? as usize,
-            idle_timeout: millis("idleTimeoutMs", opts.idle_timeout_ms, d.idle_timeout)?,
-            keep_alive: millis("keepAliveMs", opts.keep_alive_ms, d.keep_alive)?,
+            idle_timeout,
+            keep_alive,
+            alive_window: millis("aliveWindowMs", opts.alive_window_ms, (keep_alive * 3 / 2).min(idle_timeout))?,
             handshake_timeout: millis("handshakeTimeoutMs", opts.handshake_timeout_ms, d.handshake_timeout)?,
             send_timeout: millis("sendTimeoutMs", opts.send_timeout_ms, d.send_timeout)?,
             backoff_base: millis("backoffBaseMs", opts.backoff_base_ms, d.backoff_base)?,
@@ -240,14 +252,33 @@ impl QuicClient {
     /// resolves as soon as ONE target has the transaction written, without waiting for slower
     /// or dead targets, or once every target has failed. Outcomes that come later are counted
     /// for `drainOutcomes`. Throws for bad arguments, as `send` does.
+    ///
+    /// With `deadlineMs` (1..=60000): resolves within that many ms whatever the targets do, and
+    /// the transaction is written by then or never — if it resolves with `target: null`, no
+    /// target has it and none will (the targets not heard back from are listed with
+    /// `deadline`).
     #[napi(ts_return_type = "Promise<FirstSend>")]
-    pub fn send_first<'env>(&self, env: &'env Env, targets: Vec<String>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
+    pub fn send_first<'env>(
+        &self,
+        env: &'env Env,
+        targets: Vec<String>,
+        tx: &[u8],
+        deadline_ms: Option<f64>,
+    ) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         check_tx(tx, None)?;
         let addrs = parse_addrs(&targets)?;
+        let budget = match deadline_ms {
+            None => None,
+            Some(ms) if ms.is_finite() && ms.fract() == 0.0 && (1.0..=60_000.0).contains(&ms) => Some(Duration::from_millis(ms as u64)),
+            Some(ms) => return Err(quic_error(&QuicError::InvalidConfig(format!("deadlineMs must be a whole number in 1..=60000 (got {ms})")))),
+        };
         let tx = Bytes::copy_from_slice(tx);
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
-        let dispatched = client.dispatch(&addrs, tx);
+        let dispatched = match budget {
+            Some(budget) => client.dispatch_by(&addrs, tx, budget),
+            None => client.dispatch(&addrs, tx),
+        };
         runtime().spawn(async move {
             let first = dispatched.first_written().await;
             // Name outcomes by the target text given (two spellings of one address stay apart).
@@ -352,6 +383,7 @@ fn to_peer_stats(p: quic::PeerStats) -> PeerStats {
         last_close_reason: p.last_close_reason,
         consecutive_failures: p.consecutive_failures,
         backoff_remaining_ms: p.backoff_remaining_ms as f64,
+        quiet_ms: p.quiet_ms.map(|q| q as f64),
     }
 }
 

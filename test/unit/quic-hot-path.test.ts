@@ -117,6 +117,22 @@ describe('sendFirst', () => {
     expect(first.elapsedUs).toBeGreaterThanOrEqual(first.failures[1]!.elapsedUs);
     expect(await client.sendFirst([], tx(3))).toMatchObject({ target: null, failures: [] });
   });
+
+  it('with deadlineMs, resolves by the deadline with the targets still handshaking failed as `deadline`', async () => {
+    const dead = await deadTarget();
+    const client = newClient({ handshakeTimeoutMs: 10_000 });
+    const first = await client.sendFirst([dead], tx(4), 150);
+    expect(first.target).toBeNull();
+    expect(first.failures.map((f) => [f.target, f.ok, f.reason])).toEqual([[dead, false, 'deadline']]);
+    expect(first.failures[0]!.detail).toBe('not written within the 150 ms deadline');
+    // Ordering, not speed: it settled at its deadline, long before the handshake could time out.
+    expect(first.elapsedUs).toBeGreaterThanOrEqual(150_000);
+    expect(first.elapsedUs).toBeLessThan(10_000_000);
+    // A live target under a deadline is written as usual.
+    const live = startServer();
+    expect((await client.sendFirst([live.addr], tx(5), 5_000)).target).toBe(live.addr);
+    for (const bad of [0, 1.5, -1, 60_001, Number.NaN]) expectCode(() => client.sendFirst([live.addr], tx(6), bad), 'QUIC_INVALID_OPTION');
+  });
 });
 
 describe('sendMany', () => {

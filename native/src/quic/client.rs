@@ -15,11 +15,29 @@
 //! validator that refuses or evicts us sees a handful of attempts, not one per transaction.
 //!
 //! "Written" means `finish()` was called on the stream after the whole transaction was accepted
-//! by the connection's send buffer (within flow control). QUIC delivers it reliably from there
-//! unless the connection dies; the client does not wait for the peer's acknowledgement, and a
-//! validator can still drop it after reading (it never says). Closing the client keeps that
-//! promise where it can: each connection stays up until the peer has acknowledged every written
-//! stream (at most `CLOSE_LINGER`), and only then closes.
+//! by the connection's send buffer (within flow control), on a connection known to be alive:
+//! the peer was heard from (any datagram: an ACK, the answer to a keep-alive PING) within
+//! `alive_window` (1.5 s, a little over the 1 s keep-alive interval; a connection the handshake
+//! just established counts, the handshake being a round trip). An open connection whose peer
+//! has gone quiet for longer — a validator killed or cut off without closing anything — would
+//! take the stream into its buffer all the same and never deliver it; the send fails with
+//! `connection_stale` instead, the connection is dropped and the peer goes into back-off (see
+//! `heard.rs` for how "heard from" is measured). QUIC delivers a written stream reliably from
+//! there unless the connection dies; the client does not wait for the peer's acknowledgement,
+//! and a validator can still drop it after reading (it never says). Closing the client keeps
+//! that promise where it can: each connection stays up until the peer has acknowledged every
+//! written stream (at most `CLOSE_LINGER`), and only then closes.
+//!
+//! Connections are dialled by a task of their own, never by a send: a send (or a prewarm) that
+//! finds no connection starts the handshake or joins the one under way, so a caller that stops
+//! waiting never cuts a handshake short, and the next send finds the connection it paid for.
+//!
+//! Deadlines ([`QuicClient::dispatch_by`], the hot path's first send): the transaction is
+//! written by the deadline or never. Its sends to the different peers share a [`Gate`]; a
+//! write claims the gate just before `finish()`, and a waiter that gives up at the deadline
+//! closes it, so past that point nothing can be finished (an unfinished stream is reset: the
+//! peer discards what it got). A caller answered "not written" can rely on it: the transaction
+//! was not delivered, and will not be.
 //!
 //! Three ways to await what was queued ([`Dispatched`]): every outcome in order
 //! ([`Dispatched::outcomes`], `send`), the first written one ([`Dispatched::first_written`],
@@ -30,6 +48,7 @@
 //! [`QuicClient::drain_outcomes`] hands those counts over for metrics: a caller that stopped
 //! waiting after the first write loses none of the later outcomes.
 
+use super::heard::{Heard, HeardSocket, LastHeard};
 use super::{check_range, runtime, tls, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
 use quinn::{
@@ -38,13 +57,13 @@ use quinn::{
 };
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// A connection that stayed up this long before closing was healthy: its close does not add to
 /// the previous failures' back-off.
@@ -64,8 +83,13 @@ pub struct ClientConfig {
     pub max_queue_per_peer: usize,
     /// Idle timeout offered to peers (at most 10 s).
     pub idle_timeout: Duration,
-    /// Keep-alive ping interval, below the idle timeout, so warm connections stay open.
+    /// Keep-alive ping interval, below the idle timeout, so warm connections stay open (and a
+    /// live peer is heard from at least this often).
     pub keep_alive: Duration,
+    /// A connection whose peer has not been heard from for longer than this is stale: a send
+    /// on it fails with `connection_stale`, and it is dropped. Above `keep_alive` (a live idle
+    /// peer answers its PING), at most `idle_timeout`.
+    pub alive_window: Duration,
     /// A connection not established within this fails with `handshake_timeout`
     /// (`tpu-client-next` uses 2 s).
     pub handshake_timeout: Duration,
@@ -86,6 +110,7 @@ impl Default for ClientConfig {
             max_queue_per_peer: 1024,
             idle_timeout: Duration::from_secs(10),
             keep_alive: Duration::from_secs(1),
+            alive_window: Duration::from_millis(1500),
             handshake_timeout: Duration::from_secs(2),
             send_timeout: Duration::from_secs(2),
             backoff_base: Duration::from_millis(200),
@@ -101,6 +126,7 @@ impl ClientConfig {
         check_range("maxQueuePerPeer", self.max_queue_per_peer, 1..=1_000_000)?;
         check_range("idleTimeoutMs", ms(self.idle_timeout), 2..=10_000)?;
         check_range("keepAliveMs", ms(self.keep_alive), 1..=ms(self.idle_timeout) - 1)?;
+        check_range("aliveWindowMs", ms(self.alive_window), ms(self.keep_alive) + 1..=ms(self.idle_timeout))?;
         check_range("handshakeTimeoutMs", ms(self.handshake_timeout), 1..=60_000)?;
         check_range("sendTimeoutMs", ms(self.send_timeout), 1..=60_000)?;
         check_range("backoffBaseMs", ms(self.backoff_base), 1..=60_000)?;
@@ -158,11 +184,16 @@ pub enum FailReason {
     SendTimeout,
     /// The client was closed.
     ClientClosed,
+    /// The connection was open but the peer had not been heard from within `alive_window`: it
+    /// is dropped, and the peer put in back-off.
+    ConnectionStale,
+    /// The caller's deadline passed before the transaction was written; it never will be.
+    Deadline,
 }
 
 impl FailReason {
     /// Every reason, in declaration order (the order [`QuicClient::drain_outcomes`] lists them).
-    pub const ALL: [FailReason; 10] = [
+    pub const ALL: [FailReason; 12] = [
         FailReason::Empty,
         FailReason::TooLarge,
         FailReason::QueueFull,
@@ -173,6 +204,8 @@ impl FailReason {
         FailReason::StreamStopped,
         FailReason::SendTimeout,
         FailReason::ClientClosed,
+        FailReason::ConnectionStale,
+        FailReason::Deadline,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -187,6 +220,8 @@ impl FailReason {
             FailReason::StreamStopped => "stream_stopped",
             FailReason::SendTimeout => "send_timeout",
             FailReason::ClientClosed => "client_closed",
+            FailReason::ConnectionStale => "connection_stale",
+            FailReason::Deadline => "deadline",
         }
     }
 }
@@ -285,6 +320,8 @@ pub struct PeerStats {
     pub consecutive_failures: u32,
     /// Milliseconds of back-off left (0 when none).
     pub backoff_remaining_ms: u64,
+    /// Milliseconds since the peer was last heard from (any datagram); None if never.
+    pub quiet_ms: Option<u64>,
 }
 
 /// Process-wide clients by identity public key. Weak: the registry never keeps a client alive;
@@ -315,6 +352,8 @@ struct Dialer {
     cfg: ClientConfig,
     endpoint: Endpoint,
     quinn: quinn::ClientConfig,
+    /// When each peer was last heard from, stamped by the endpoint's socket.
+    heard: Arc<Heard>,
 }
 
 struct PeerHandle {
@@ -323,8 +362,67 @@ struct PeerHandle {
 }
 
 enum Job {
-    Send { tx: Bytes, queued_at: Instant, reply: oneshot::Sender<SendOutcome> },
+    Send { tx: Bytes, queued_at: Instant, reply: oneshot::Sender<SendOutcome>, gate: Option<Arc<Gate>> },
     Prewarm,
+}
+
+/// The deadline of one transaction sent with [`QuicClient::dispatch_by`], shared by its sends
+/// to every peer and by its waiter: whether the transaction may still be written is decided
+/// here, once (see the module doc).
+pub struct Gate {
+    at: Instant,
+    /// The budget the deadline was set with, for messages.
+    budget: Duration,
+    /// `GATE_CLOSED` once the waiter gave up, plus the number of writes that claimed the gate.
+    state: AtomicU32,
+}
+
+const GATE_CLOSED: u32 = 1 << 31;
+
+impl Gate {
+    fn new(budget: Duration) -> Self {
+        Gate { at: Instant::now() + budget, budget, state: AtomicU32::new(0) }
+    }
+
+    /// Claim the right to finish one stream; false once the waiter has given up (the stream
+    /// must then be reset, never finished).
+    fn claim(&self) -> bool {
+        if Instant::now() >= self.at {
+            return false;
+        }
+        self.state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| (s & GATE_CLOSED == 0).then_some(s + 1))
+            .is_ok()
+    }
+
+    /// A claimed stream could not be finished after all (its connection broke): not written.
+    fn release(&self) {
+        self.state.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// The waiter gives up: no write may claim the gate from now on. True if one already had
+    /// (its outcome is then on its way).
+    fn close(&self) -> bool {
+        self.claims_in(self.state.fetch_or(GATE_CLOSED, Ordering::AcqRel)) > 0
+    }
+
+    /// Writes that claimed the gate and were not released.
+    fn claims(&self) -> u32 {
+        self.claims_in(self.state.load(Ordering::Acquire))
+    }
+
+    fn claims_in(&self, state: u32) -> u32 {
+        state & !GATE_CLOSED
+    }
+
+    /// Past the deadline, or given up: not worth starting a write.
+    fn passed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & GATE_CLOSED != 0 || Instant::now() >= self.at
+    }
+
+    fn missed(&self) -> Failure {
+        Failure::new(FailReason::Deadline, format!("not written within the {} ms deadline", self.budget.as_millis()))
+    }
 }
 
 impl QuicClient {
@@ -338,14 +436,17 @@ impl QuicClient {
             return Ok(live);
         }
         let quinn = tpu_client_config(seed, &cfg)?;
+        let heard = Arc::new(Heard::new());
         let endpoint = {
             let _enter = runtime().enter();
             let socket = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(QuicError::Bind)?;
-            Endpoint::new(EndpointConfig::default(), None, socket, Arc::new(TokioRuntime)).map_err(QuicError::Bind)?
+            let socket = quinn::Runtime::wrap_udp_socket(&TokioRuntime, socket).map_err(QuicError::Bind)?;
+            let socket = Arc::new(HeardSocket::new(socket, heard.clone()));
+            Endpoint::new_with_abstract_socket(EndpointConfig::default(), None, socket, Arc::new(TokioRuntime)).map_err(QuicError::Bind)?
         };
         let client = Arc::new(QuicClient {
             identity,
-            dialer: Arc::new(Dialer { cfg, endpoint, quinn }),
+            dialer: Arc::new(Dialer { cfg, endpoint, quinn, heard }),
             peers: Mutex::new(HashMap::new()),
             unpeered: Mutex::new(HashMap::new()),
         });
@@ -366,7 +467,7 @@ impl QuicClient {
     /// Send one transaction to one peer.
     pub async fn send(&self, addr: SocketAddr, tx: Bytes) -> SendOutcome {
         let started = Instant::now();
-        outcome(addr, started, self.submit(addr, tx, started)).await
+        outcome(addr, started, self.submit(addr, tx, started, None)).await
     }
 
     /// Send one transaction to several peers at once; outcomes in the order of `addrs`.
@@ -380,8 +481,19 @@ impl QuicClient {
     /// writes start.
     pub fn dispatch(&self, addrs: &[SocketAddr], tx: Bytes) -> Dispatched {
         let started = Instant::now();
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started))).collect();
-        Dispatched { started, pending }
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, None))).collect();
+        Dispatched { started, pending, gate: None }
+    }
+
+    /// [`dispatch`](QuicClient::dispatch) with a deadline `budget` from now: the transaction is
+    /// written to a peer by then or never (a send still queued, connecting or writing then
+    /// fails with `deadline`). [`Dispatched::first_written`] settles by the deadline at the
+    /// latest; once it has settled with nothing written, nothing will be.
+    pub fn dispatch_by(&self, addrs: &[SocketAddr], tx: Bytes, budget: Duration) -> Dispatched {
+        let started = Instant::now();
+        let gate = Arc::new(Gate::new(budget));
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Some(gate.clone())))).collect();
+        Dispatched { started, pending, gate: Some(gate) }
     }
 
     /// Send one transaction to several peers at once; settles as soon as one peer has it
@@ -398,9 +510,9 @@ impl QuicClient {
         let pending = txs
             .iter()
             .flat_map(|tx| addrs.iter().map(move |&addr| (addr, tx)))
-            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started)))
+            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, None)))
             .collect();
-        Dispatched { started, pending }
+        Dispatched { started, pending, gate: None }
     }
 
     /// Every transaction of `txs` to every peer of `addrs`; outcomes as [`dispatch_batch`]
@@ -446,11 +558,17 @@ impl QuicClient {
     /// Counters and connection state of every peer this client has been asked to reach.
     pub fn peer_stats(&self) -> Vec<PeerStats> {
         let peers = lock(&self.peers);
-        peers.values().map(|p| p.state.stats(p.queue.max_capacity() - p.queue.capacity())).collect()
+        peers.values().map(|p| p.state.stats(p.queue.max_capacity() - p.queue.capacity(), &self.dialer.heard)).collect()
     }
 
     /// Queue a transaction for `addr`, or refuse it at once.
-    fn submit(&self, addr: SocketAddr, tx: Bytes, started: Instant) -> Result<oneshot::Receiver<SendOutcome>, SendOutcome> {
+    fn submit(
+        &self,
+        addr: SocketAddr,
+        tx: Bytes,
+        started: Instant,
+        gate: Option<Arc<Gate>>,
+    ) -> Result<oneshot::Receiver<SendOutcome>, SendOutcome> {
         let invalid = if tx.is_empty() {
             Some(FailReason::Empty)
         } else if tx.len() > MAX_TX_SIZE {
@@ -464,7 +582,7 @@ impl QuicClient {
         }
         let (queue, state) = self.peer(addr);
         let (reply, pending) = oneshot::channel();
-        let refused = match queue.try_send(Job::Send { tx, queued_at: started, reply }) {
+        let refused = match queue.try_send(Job::Send { tx, queued_at: started, reply, gate }) {
             Ok(()) => return Ok(pending),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 state.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -481,7 +599,7 @@ impl QuicClient {
         let mut peers = lock(&self.peers);
         let handle = peers.entry(addr).or_insert_with(|| {
             let (queue, jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
-            let state = Arc::new(PeerState::new(addr));
+            let state = Arc::new(PeerState::new(addr, self.dialer.heard.register(addr)));
             runtime().spawn(run_peer(state.clone(), jobs, self.dialer.clone()));
             PeerHandle { queue, state }
         });
@@ -502,6 +620,8 @@ impl Drop for QuicClient {
 pub struct Dispatched {
     started: Instant,
     pending: Vec<(SocketAddr, Result<oneshot::Receiver<SendOutcome>, SendOutcome>)>,
+    /// The deadline of [`QuicClient::dispatch_by`].
+    gate: Option<Arc<Gate>>,
 }
 
 impl Dispatched {
@@ -518,36 +638,79 @@ impl Dispatched {
     /// peers are not waited for), or with every failure once all have failed. The outcomes not
     /// awaited any more still reach [`QuicClient::drain_outcomes`]: they are counted where they
     /// are decided, not here.
+    ///
+    /// With a deadline ([`QuicClient::dispatch_by`]), settles by then at the latest: if nothing
+    /// was written by the deadline, the gate is closed (nothing can be written any more) and
+    /// the peers not heard back from are listed as failed with `deadline` (their tasks count
+    /// them when they get to them).
     pub async fn first_written(self) -> FirstSend {
+        let Dispatched { started, pending, gate } = self;
         let mut failures = Vec::new();
-        let mut waiting = Vec::with_capacity(self.pending.len());
-        for (addr, p) in self.pending {
+        let mut waiting = Vec::with_capacity(pending.len());
+        for (addr, p) in pending {
             match p {
                 Ok(pending) => waiting.push((addr, pending)),
                 Err(refused) => failures.push(refused),
             }
         }
+        // Cleared once the gate is closed with a write already claimed: its reply is imminent.
+        let mut deadline = gate.as_ref().map(|g| tokio::time::Instant::from_std(g.at));
+        let mut closed = false;
+        // Nothing written by the deadline: those not heard back from are failed with `deadline`.
+        let missed = |waiting: Vec<(SocketAddr, oneshot::Receiver<SendOutcome>)>, mut failures: Vec<SendOutcome>, gate: &Gate| {
+            for (addr, _) in waiting {
+                let f = gate.missed();
+                failures.push(SendOutcome {
+                    addr,
+                    reason: Some(f.reason),
+                    code: None,
+                    detail: Some(f.detail),
+                    elapsed_us: micros(started),
+                    reused: false,
+                });
+            }
+            FirstSend { written: None, elapsed_us: micros(started), failures }
+        };
         while !waiting.is_empty() {
             // Whichever reply is in first. A handful of peers, so each wake-up polls them all;
             // a ready receiver is removed at once and never polled again.
-            let (i, reply) = std::future::poll_fn(|cx| {
+            let next = std::future::poll_fn(|cx| {
                 for (i, (_, pending)) in waiting.iter_mut().enumerate() {
                     if let Poll::Ready(reply) = Pin::new(pending).poll(cx) {
                         return Poll::Ready((i, reply));
                     }
                 }
                 Poll::Pending
-            })
-            .await;
+            });
+            let (i, reply) = match deadline {
+                None => next.await,
+                Some(at) => match tokio::time::timeout_at(at, next).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        let gate = gate.as_deref().expect("a deadline comes with its gate");
+                        closed = true;
+                        if !gate.close() {
+                            return missed(waiting, failures, gate);
+                        }
+                        // A write claimed the gate just in time: its outcome is imminent.
+                        deadline = None;
+                        continue;
+                    }
+                },
+            };
             let (addr, _) = waiting.swap_remove(i);
             // The task only drops the reply if the runtime is shutting down.
-            let o = reply.unwrap_or_else(|_| failed(addr, self.started, FailReason::ClientClosed));
+            let o = reply.unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed));
             if o.ok() {
                 return FirstSend { elapsed_us: o.elapsed_us, written: Some(o), failures };
             }
             failures.push(o);
+            if let Some(gate) = gate.as_deref().filter(|g| closed && g.claims() == 0) {
+                // The claimed write failed after all, and no other can claim any more.
+                return missed(waiting, failures, gate);
+            }
         }
-        FirstSend { written: None, elapsed_us: micros(self.started), failures }
+        FirstSend { written: None, elapsed_us: micros(started), failures }
     }
 }
 
@@ -569,6 +732,7 @@ fn micros(since: Instant) -> u64 {
 }
 
 /// A failure on its way to becoming a `SendOutcome`.
+#[derive(Clone)]
 struct Failure {
     reason: FailReason,
     code: Option<u64>,
@@ -618,12 +782,29 @@ struct Live {
     since: Instant,
 }
 
+/// How a handshake ended, as the sends waiting for it see it.
+type Dialed = Result<Connection, Failure>;
+
 #[derive(Default)]
 struct Link {
     live: Option<Live>,
     failures: u32,
     backoff_until: Option<Instant>,
     last_close: Option<Close>,
+    /// The handshake under way, if any: sends and prewarms join it instead of dialling again.
+    dialing: Option<watch::Receiver<Option<Dialed>>>,
+    /// The peer's task has ended (client closed): a handshake that completes now is closed.
+    shut: bool,
+}
+
+/// What a send (or prewarm) to a peer can use right now.
+enum Acquired {
+    /// The open connection, and the peer was heard from within `alive_window`.
+    Live(Connection),
+    /// None, and why: back-off, or the connection just found stale.
+    Failed(Failure),
+    /// The handshake under way (joined, or started by this call).
+    Dialing(watch::Receiver<Option<Dialed>>),
 }
 
 struct PeerState {
@@ -632,24 +813,89 @@ struct PeerState {
     /// Outcome counts for `drain_outcomes` (apart from `counters`, which `peer_stats` reports
     /// and never resets).
     tally: Tally,
+    /// When the peer was last heard from (stamped by the endpoint's socket).
+    heard: Arc<LastHeard>,
     link: Mutex<Link>,
 }
 
 impl PeerState {
-    fn new(addr: SocketAddr) -> Self {
-        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), link: Mutex::new(Link::default()) }
+    fn new(addr: SocketAddr, heard: Arc<LastHeard>) -> Self {
+        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, link: Mutex::new(Link::default()) }
     }
 
-    /// The open connection, if there is one. A connection found closed is recorded here (the
-    /// watcher task may not have run yet), so the caller sees the back-off at once.
-    fn live(&self, cfg: &ClientConfig) -> Option<Connection> {
+    /// The connection a send can use (see [`Acquired`]), deciding on the way:
+    /// - a connection found closed is recorded here (the watcher task may not have run yet), so
+    ///   the caller sees the back-off at once;
+    /// - an open connection whose peer has not been heard from within `alive_window` is stale:
+    ///   closed, recorded as a failure (back-off), and the caller gets `connection_stale`;
+    /// - with no connection and no back-off, a handshake is started (in a task of its own) if
+    ///   none is under way.
+    fn acquire(self: &Arc<Self>, dialer: &Arc<Dialer>) -> Acquired {
+        let cfg = &dialer.cfg;
         let mut link = lock(&self.link);
-        let conn = link.live.as_ref()?.conn.clone();
-        match conn.close_reason() {
-            None => Some(conn),
-            Some(err) => {
-                Self::closed(&mut link, &err, cfg);
-                None
+        if let Some(live) = &link.live {
+            let conn = live.conn.clone();
+            match conn.close_reason() {
+                Some(err) => Self::closed(&mut link, &err, cfg),
+                None => {
+                    // Fast path: one atomic load and a clock read per send.
+                    let quiet = dialer.heard.quiet_for(&self.heard, Instant::now());
+                    if quiet.is_some_and(|q| q <= cfg.alive_window) {
+                        return Acquired::Live(conn);
+                    }
+                    let lived = link.live.take().map(|l| l.since.elapsed());
+                    let detail = format!(
+                        "nothing heard from the peer for {} ms (alive window {} ms): connection dropped",
+                        quiet.map_or_else(|| "ever".to_owned(), |q| q.as_millis().to_string()),
+                        cfg.alive_window.as_millis()
+                    );
+                    Self::fail(&mut link, Close { code: None, reason: detail.clone() }, lived, cfg);
+                    drop(link);
+                    conn.close(VarInt::from_u32(0), b"stale");
+                    return Acquired::Failed(Failure::new(FailReason::ConnectionStale, detail));
+                }
+            }
+        }
+        if let Some(backoff) = Self::backoff_of(&link) {
+            return Acquired::Failed(backoff);
+        }
+        if let Some(dialing) = &link.dialing {
+            return Acquired::Dialing(dialing.clone());
+        }
+        if link.shut {
+            return Acquired::Failed(Failure::new(FailReason::ClientClosed, "client closed"));
+        }
+        let (done, dialing) = watch::channel(None);
+        link.dialing = Some(dialing.clone());
+        drop(link);
+        runtime().spawn(dial(dialer.clone(), self.clone(), done));
+        Acquired::Dialing(dialing)
+    }
+
+    /// A handshake's end, recorded under the lock together with the end of `dialing`, so a
+    /// send sees either the handshake under way or its result, never neither.
+    fn dialed(&self, result: Result<Connection, (Failure, Option<Close>)>, dialer: &Dialer) -> Dialed {
+        let mut link = lock(&self.link);
+        link.dialing = None;
+        match result {
+            Ok(conn) if link.shut => {
+                drop(link);
+                conn.close(VarInt::from_u32(0), b"client closed");
+                Err(Failure::new(FailReason::ClientClosed, "client closed"))
+            }
+            Ok(conn) => {
+                let now = Instant::now();
+                // The handshake is a round trip: the peer is alive as of now.
+                dialer.heard.touch(&self.heard, now);
+                link.live = Some(Live { conn: conn.clone(), since: now });
+                self.counters.connects.fetch_add(1, Ordering::Relaxed);
+                Ok(conn)
+            }
+            Err((failure, close)) => {
+                if let Some(close) = close {
+                    Self::fail(&mut link, close, None, &dialer.cfg);
+                }
+                Err(failure)
             }
         }
     }
@@ -683,13 +929,8 @@ impl PeerState {
         link.last_close = Some(close);
     }
 
-    fn connect_failed(&self, close: Close, cfg: &ClientConfig) {
-        Self::fail(&mut lock(&self.link), close, None, cfg);
-    }
-
     /// The back-off in force, as the failure a send gets during it.
-    fn backoff(&self) -> Option<Failure> {
-        let link = lock(&self.link);
+    fn backoff_of(link: &Link) -> Option<Failure> {
         let left = link.backoff_until?.checked_duration_since(Instant::now())?;
         let last = link.last_close.as_ref();
         Some(Failure {
@@ -701,11 +942,6 @@ impl PeerState {
                 last.map_or("a failure", |c| c.reason.as_str())
             ),
         })
-    }
-
-    fn install(&self, conn: Connection) {
-        lock(&self.link).live = Some(Live { conn, since: Instant::now() });
-        self.counters.connects.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Close the open connection once the peer has acknowledged `unacked` (or `CLOSE_LINGER`
@@ -737,7 +973,7 @@ impl PeerState {
         SendOutcome { addr: self.addr, reason, code, detail, elapsed_us: micros(queued_at), reused }
     }
 
-    fn stats(&self, queued: usize) -> PeerStats {
+    fn stats(&self, queued: usize, heard: &Heard) -> PeerStats {
         let link = lock(&self.link);
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let live = link.live.as_ref().filter(|l| l.conn.close_reason().is_none());
@@ -757,6 +993,7 @@ impl PeerState {
                 .backoff_until
                 .and_then(|u| u.checked_duration_since(Instant::now()))
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            quiet_ms: heard.quiet_for(&self.heard, Instant::now()).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         }
     }
 }
@@ -776,27 +1013,44 @@ async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: 
         };
         match job {
             Job::Prewarm => {
-                let _ = dialer.connection(&state).await;
+                // Starts the handshake if there is no connection (or drops a stale one: every
+                // slot's prewarm sweeps the next leaders' connections); never waits for it.
+                let _ = state.acquire(&dialer);
             }
-            Job::Send { tx, queued_at, reply } => {
-                let result = match dialer.connection(&state).await {
-                    Ok((conn, reused)) => {
-                        let written = write_tx(&conn, tx, dialer.cfg.send_timeout).await.map(|stream| {
-                            if unacked.len() >= UNACKED_PRUNE_AT {
-                                unacked.retain(|s| !settled(s));
-                            }
-                            unacked.push(stream);
-                        });
-                        state.outcome(queued_at, reused, written)
-                    }
-                    Err(f) => state.outcome(queued_at, false, Err(f)),
-                };
+            Job::Send { tx, queued_at, reply, gate } => {
+                let (reused, written) = send_one(&dialer, &state, tx, gate.as_deref(), &mut unacked).await;
                 // The caller may have stopped waiting; nothing to do then.
-                let _ = reply.send(result);
+                let _ = reply.send(state.outcome(queued_at, reused, written));
             }
         }
     }
+    lock(&state.link).shut = true;
     state.close_live(&mut unacked, b"client closed").await;
+}
+
+/// One queued transaction to this peer: a live connection (or the handshake's), then the
+/// write. With a gate, nothing is started past its deadline and no wait outlasts it.
+async fn send_one(
+    dialer: &Arc<Dialer>,
+    state: &Arc<PeerState>,
+    tx: Bytes,
+    gate: Option<&Gate>,
+    unacked: &mut Vec<SendStream>,
+) -> (bool, Result<(), Failure>) {
+    if let Some(g) = gate.filter(|g| g.passed()) {
+        return (false, Err(g.missed()));
+    }
+    let (conn, reused) = match dialer.connection(state, gate).await {
+        Ok(c) => c,
+        Err(f) => return (false, Err(f)),
+    };
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate).await.map(|stream| {
+        if unacked.len() >= UNACKED_PRUNE_AT {
+            unacked.retain(|s| !settled(s));
+        }
+        unacked.push(stream);
+    });
+    (reused, written)
 }
 
 /// Whether a written stream needs no more watching: acknowledged, stopped, or its connection
@@ -807,67 +1061,99 @@ fn settled(stream: &SendStream) -> bool {
 }
 
 impl Dialer {
-    /// The peer's open connection (`reused` = true), or a new one, or why there is none.
-    async fn connection(&self, state: &Arc<PeerState>) -> Result<(Connection, bool), Failure> {
-        if let Some(conn) = state.live(&self.cfg) {
-            return Ok((conn, true));
-        }
-        if let Some(backoff) = state.backoff() {
-            return Err(backoff);
-        }
-        let addr = state.addr;
+    /// The peer's live connection (`reused` = true), or the one the handshake this send started
+    /// or joined established, or why there is none. With a gate, waits for a handshake no
+    /// longer than its deadline; the handshake itself goes on, for the next send.
+    async fn connection(self: &Arc<Self>, state: &Arc<PeerState>, gate: Option<&Gate>) -> Result<(Connection, bool), Failure> {
+        let mut dialing = match state.acquire(self) {
+            Acquired::Live(conn) => return Ok((conn, true)),
+            Acquired::Failed(f) => return Err(f),
+            Acquired::Dialing(dialing) => dialing,
+        };
+        let done = async move { dialing.wait_for(Option::is_some).await.ok().and_then(|d| d.clone()) };
+        let dialed = match gate {
+            None => done.await,
+            Some(g) => tokio::time::timeout_at(tokio::time::Instant::from_std(g.at), done).await.map_err(|_| g.missed())?,
+        };
+        // The dial task only ends without a result if the runtime is shutting down.
+        dialed.unwrap_or_else(|| Err(Failure::new(FailReason::ClientClosed, "client closed"))).map(|conn| (conn, false))
+    }
+
+    /// One handshake with `addr`; a failure comes with the close to record (and back off on)
+    /// when it is the peer's doing.
+    async fn handshake(&self, addr: SocketAddr) -> Result<Connection, (Failure, Option<Close>)> {
+        let closed = || (Failure::new(FailReason::ClientClosed, "client closed"), None);
         let connecting = match self.endpoint.connect_with(self.quinn.clone(), addr, &tls::server_name(addr)) {
             Ok(c) => c,
-            Err(ConnectError::EndpointStopping) => return Err(Failure::new(FailReason::ClientClosed, "client closed")),
+            Err(ConnectError::EndpointStopping) => return Err(closed()),
             Err(e) => {
                 let detail = format!("cannot connect to {addr}: {e}");
-                state.connect_failed(Close { code: None, reason: detail.clone() }, &self.cfg);
-                return Err(Failure::new(FailReason::ConnectFailed, detail));
+                return Err((Failure::new(FailReason::ConnectFailed, detail.clone()), Some(Close { code: None, reason: detail })));
             }
         };
         match tokio::time::timeout(self.cfg.handshake_timeout, connecting).await {
-            Ok(Ok(conn)) => {
-                state.install(conn.clone());
-                runtime().spawn(watch(conn.clone(), state.clone(), self.cfg.clone()));
-                Ok((conn, false))
-            }
-            Ok(Err(ConnectionError::LocallyClosed)) => Err(Failure::new(FailReason::ClientClosed, "client closed")),
-            Ok(Err(e)) => {
-                let failure = Failure::from_connection(FailReason::ConnectFailed, &e);
-                state.connect_failed(Close::of(&e), &self.cfg);
-                Err(failure)
-            }
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(ConnectionError::LocallyClosed)) => Err(closed()),
+            Ok(Err(e)) => Err((Failure::from_connection(FailReason::ConnectFailed, &e), Some(Close::of(&e)))),
             Err(_) => {
                 let detail = format!("no handshake within {} ms", self.cfg.handshake_timeout.as_millis());
-                state.connect_failed(Close { code: None, reason: detail.clone() }, &self.cfg);
-                Err(Failure::new(FailReason::HandshakeTimeout, detail))
+                Err((Failure::new(FailReason::HandshakeTimeout, detail.clone()), Some(Close { code: None, reason: detail })))
             }
         }
     }
 }
 
+/// A peer's handshake, in a task of its own (see the module doc): its end is recorded in the
+/// peer's state and handed to every send waiting for it.
+async fn dial(dialer: Arc<Dialer>, state: Arc<PeerState>, done: watch::Sender<Option<Dialed>>) {
+    let result = dialer.handshake(state.addr).await;
+    let dialed = state.dialed(result, &dialer);
+    if let Ok(conn) = &dialed {
+        runtime().spawn(watch_close(conn.clone(), state.clone(), dialer.cfg.clone()));
+    }
+    done.send_replace(Some(dialed));
+}
+
 /// Notices a peer closing the connection while nothing is being sent, so the back-off starts
 /// then and not at the next send.
-async fn watch(conn: Connection, state: Arc<PeerState>, cfg: ClientConfig) {
+async fn watch_close(conn: Connection, state: Arc<PeerState>, cfg: ClientConfig) {
     let err = conn.closed().await;
     state.note_closed(conn.stable_id(), &err, &cfg);
 }
 
 /// One transaction on one new unidirectional stream: open, write, finish. Hands back the
-/// finished stream, whose acknowledgement a graceful close waits for.
-async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration) -> Result<SendStream, Failure> {
-    let deadline = tokio::time::Instant::now() + limit;
-    let timed_out = || Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis()));
+/// finished stream, whose acknowledgement a graceful close waits for. A gate's deadline, when
+/// it comes before `limit`, cuts the write short the same way, and the gate must be claimed
+/// before the stream is finished.
+async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>) -> Result<SendStream, Failure> {
+    let own = Instant::now() + limit;
+    let by_gate = gate.filter(|g| g.at < own);
+    let deadline = tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at));
+    let timed_out =
+        || by_gate.map_or_else(|| Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())), Gate::missed);
     let mut stream = match tokio::time::timeout_at(deadline, conn.open_uni()).await {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => return Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
         Err(_) => return Err(timed_out()),
     };
     match tokio::time::timeout_at(deadline, stream.write_chunk(tx)).await {
-        Ok(Ok(())) => match stream.finish() {
-            Ok(()) => Ok(stream),
-            Err(e) => Err(Failure::new(FailReason::ConnectionLost, format!("stream closed before finish: {e}"))),
-        },
+        Ok(Ok(())) => {
+            // The point of no return: a finished stream is delivered. Past the deadline, or once
+            // the waiter has given up, it must not be: reset, so the peer discards what it got.
+            if let Some(g) = gate.filter(|g| !g.claim()) {
+                let _ = stream.reset(VarInt::from_u32(0));
+                return Err(g.missed());
+            }
+            match stream.finish() {
+                Ok(()) => Ok(stream),
+                Err(e) => {
+                    if let Some(g) = gate {
+                        g.release();
+                    }
+                    Err(Failure::new(FailReason::ConnectionLost, format!("stream closed before finish: {e}")))
+                }
+            }
+        }
         Ok(Err(WriteError::Stopped(code))) => Err(Failure {
             reason: FailReason::StreamStopped,
             code: Some(code.into_inner()),
@@ -881,5 +1167,32 @@ async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration) -> Result<SendS
             let _ = stream.reset(VarInt::from_u32(0));
             Err(timed_out())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gate_lets_writes_claim_it_until_it_is_closed_or_its_deadline_passes() {
+        // Closed with nothing claimed: no write may claim it afterwards.
+        let gate = Gate::new(Duration::from_secs(60));
+        assert!(!gate.close());
+        assert!(!gate.claim());
+        assert!(gate.passed());
+        // A claim made in time is what a close then reports; a released claim is not.
+        let gate = Gate::new(Duration::from_secs(60));
+        assert!(gate.claim() && gate.claim());
+        gate.release();
+        assert_eq!(gate.claims(), 1);
+        assert!(gate.close());
+        assert_eq!(gate.claims(), 1);
+        assert!(!gate.claim());
+        // Past its deadline, a gate nobody closed refuses claims too.
+        let gate = Gate::new(Duration::ZERO);
+        assert!(gate.passed());
+        assert!(!gate.claim());
+        assert_eq!(gate.missed().reason, FailReason::Deadline);
     }
 }

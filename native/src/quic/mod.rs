@@ -20,6 +20,7 @@
 //! other threads are using with it.
 
 mod client;
+mod heard;
 mod lossy;
 mod server;
 mod tls;

@@ -1,0 +1,193 @@
+//! What the QUIC TPU client counts as written, when a peer vanishes without closing and when a
+//! caller has a deadline, over real UDP on loopback. A vanished peer is produced for real: the
+//! server's socket drops every datagram both ways (`packet_loss_pct: 100`), so its connection
+//! stays open on the client's side and simply never hears back — what a killed validator, a
+//! pulled cable or a firewall look like from here. Every test uses its own identity seeds
+//! (clients are shared per identity across the process, and tests run in parallel).
+
+use bytes::Bytes;
+use landfall_native::quic::{ClientConfig, FailReason, Faults, QuicClient, QuicServer, Received, ServerConfig};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Upper bound on any single wait, so a broken test fails instead of hanging.
+const WAIT: Duration = Duration::from_secs(20);
+
+fn seed(n: u8) -> [u8; 32] {
+    let mut s = [n; 32];
+    s[0] = 0xa3;
+    s
+}
+
+fn server(n: u8) -> (QuicServer, UnboundedReceiver<Received>) {
+    QuicServer::bind(&seed(n), ServerConfig { max_streams_per_100ms: 0, ..ServerConfig::default() }).expect("bind server")
+}
+
+fn client(n: u8, cfg: ClientConfig) -> Arc<QuicClient> {
+    QuicClient::new(&seed(n), cfg).expect("client")
+}
+
+/// Keep-alive 100 ms and a 300 ms alive window: the rule of the defaults (1 s, 1.5 s), ten times
+/// faster.
+fn quick() -> ClientConfig {
+    ClientConfig { keep_alive: Duration::from_millis(100), alive_window: Duration::from_millis(300), ..ClientConfig::default() }
+}
+
+fn payload(tag: u32, len: usize) -> Bytes {
+    let mut v = vec![0x3c; len];
+    v[..4].copy_from_slice(&tag.to_le_bytes());
+    Bytes::from(v)
+}
+
+async fn recv(rx: &mut UnboundedReceiver<Received>) -> Received {
+    tokio::time::timeout(WAIT, rx.recv()).await.expect("no transaction within the wait bound").expect("server closed")
+}
+
+/// Poll `cond` every 10 ms until it holds; panics after `WAIT`.
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn black_hole(srv: &QuicServer) {
+    srv.set_faults(Faults { packet_loss_pct: 100.0, ..Faults::default() });
+}
+
+#[tokio::test]
+async fn a_peer_gone_silent_is_not_written_to_its_connection_is_dropped_and_it_backs_off() {
+    let (srv, mut rx) = server(1);
+    let to = srv.local_addr();
+    let c = client(2, quick());
+    let first = c.send(to, payload(1, 200)).await;
+    assert!(first.ok(), "{first:?}");
+    recv(&mut rx).await;
+
+    // The validator vanishes without closing anything: the connection stays open here.
+    black_hole(&srv);
+    wait_until("the peer to be quiet past the alive window", || {
+        c.peer_stats()[0].quiet_ms.is_some_and(|q| q > 300)
+    })
+    .await;
+    let peer = &c.peer_stats()[0];
+    assert!(peer.connected, "still open as far as QUIC knows: {peer:?}");
+
+    // Its send buffer would take the stream; the client refuses to call that written.
+    let o = c.send(to, payload(2, 200)).await;
+    assert_eq!(o.reason, Some(FailReason::ConnectionStale), "{o:?}");
+    assert!(o.detail.as_deref().is_some_and(|d| d.contains("nothing heard from the peer")), "{o:?}");
+    let peer = &c.peer_stats()[0];
+    assert!(!peer.connected, "the stale connection is dropped: {peer:?}");
+    assert!(peer.backoff_remaining_ms > 0, "{peer:?}");
+    // Back-off: the next send fails at once, naming why.
+    let again = c.send(to, payload(3, 200)).await;
+    assert_eq!(again.reason, Some(FailReason::Backoff), "{again:?}");
+
+    // The validator comes back: once the back-off is over, a new handshake, and the first send
+    // on it counts as alive (the handshake is a round trip).
+    srv.set_faults(Faults::default());
+    wait_until("the back-off to end", || c.peer_stats()[0].backoff_remaining_ms == 0).await;
+    let back = c.send(to, payload(4, 200)).await;
+    assert!(back.ok(), "{back:?}");
+    assert!(!back.reused);
+    assert_eq!(recv(&mut rx).await.bytes, payload(4, 200));
+    assert_eq!(c.peer_stats()[0].connects, 2);
+    srv.close().await;
+}
+
+#[tokio::test]
+async fn an_idle_connection_to_a_live_peer_stays_alive_on_its_keep_alives() {
+    let (srv, mut rx) = server(3);
+    let to = srv.local_addr();
+    let c = client(4, quick());
+    assert!(c.send(to, payload(1, 100)).await.ok());
+    recv(&mut rx).await;
+    // Nothing sent for more than three alive windows: only the keep-alive PINGs and their ACKs.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let o = c.send(to, payload(2, 100)).await;
+    assert!(o.ok(), "{o:?}");
+    assert!(o.reused, "the same connection, still alive");
+    recv(&mut rx).await;
+    assert_eq!(srv.stats().connections_accepted, 1);
+    srv.close().await;
+}
+
+#[tokio::test]
+async fn a_deadline_send_settles_by_its_deadline_and_is_never_written_later() {
+    let (srv, mut rx) = server(5);
+    let to = srv.local_addr();
+    // Unreachable while the first send is made: its handshake gets no answer.
+    black_hole(&srv);
+    let cfg = ClientConfig { handshake_timeout: Duration::from_secs(10), ..ClientConfig::default() };
+    let c = client(6, cfg);
+    let budget = Duration::from_millis(200);
+    let first = tokio::time::timeout(WAIT, c.dispatch_by(&[to], payload(1, 100), budget).first_written())
+        .await
+        .expect("a deadline send must settle");
+    assert!(first.written.is_none());
+    let reasons: Vec<_> = first.failures.iter().map(|o| (o.addr, o.reason)).collect();
+    assert_eq!(reasons, vec![(to, Some(FailReason::Deadline))]);
+    // Ordering, not speed: it settled because the deadline passed, not because the handshake
+    // (10 s) gave up.
+    assert!(first.elapsed_us >= 200_000, "{first:?}");
+    assert!(first.elapsed_us < 10_000_000, "{first:?}");
+
+    // The handshake the send started goes on without it: once the path is back, it completes,
+    // and the next send uses that connection.
+    srv.set_faults(Faults::default());
+    wait_until("the handshake to complete", || c.peer_stats()[0].connected).await;
+    let next = c.send(to, payload(2, 100)).await;
+    assert!(next.ok() && next.reused, "{next:?}");
+    // One connection, so one writer in queue order: had the first transaction been written, it
+    // would have arrived before this one.
+    assert_eq!(recv(&mut rx).await.bytes, payload(2, 100));
+    assert_eq!(srv.stats().accepted_txs, 1, "the transaction answered as not written never arrives");
+    let counts = c.drain_outcomes();
+    let deadline = counts.iter().find(|o| o.reason == Some(FailReason::Deadline)).map(|o| o.count);
+    assert_eq!(deadline, Some(1), "{counts:?}");
+    srv.close().await;
+}
+
+#[tokio::test]
+async fn a_deadline_send_with_a_silent_and_a_live_target_is_written_to_the_live_one_at_once() {
+    let (silent, _silent_rx) = server(7);
+    let (live, mut rx) = server(8);
+    let c = client(9, quick());
+    // Both connected; then one goes silent past the alive window.
+    for srv in [&silent, &live] {
+        assert!(c.send(srv.local_addr(), payload(0, 50)).await.ok());
+    }
+    recv(&mut rx).await;
+    black_hole(&silent);
+    wait_until("the silent peer to be quiet past the window", || {
+        c.peer_stats().iter().any(|p| p.addr == silent.local_addr() && p.quiet_ms.is_some_and(|q| q > 300))
+    })
+    .await;
+    let first = c
+        .dispatch_by(&[silent.local_addr(), live.local_addr()], payload(1, 100), Duration::from_secs(5))
+        .first_written()
+        .await;
+    assert_eq!(first.written.as_ref().map(|o| o.addr), Some(live.local_addr()));
+    assert_eq!(recv(&mut rx).await.bytes, payload(1, 100));
+    // The silent one is refused for what it is (its outcome may come just after the live
+    // one's, from its own task).
+    let mut outcomes = Vec::new();
+    wait_until("the silent peer's outcome", || {
+        outcomes.extend(c.drain_outcomes());
+        outcomes.iter().any(|o| o.addr == silent.local_addr() && o.reason == Some(FailReason::ConnectionStale))
+    })
+    .await;
+    silent.close().await;
+    live.close().await;
+}
+
+#[test]
+fn the_alive_window_must_lie_between_the_keep_alive_and_the_idle_timeout() {
+    let at_keep_alive = ClientConfig { alive_window: Duration::from_secs(1), ..ClientConfig::default() };
+    assert_eq!(QuicClient::new(&seed(10), at_keep_alive).err().map(|e| e.code()), Some("QUIC_INVALID_OPTION"));
+    let past_idle = ClientConfig { alive_window: Duration::from_secs(11), ..ClientConfig::default() };
+    assert_eq!(QuicClient::new(&seed(10), past_idle).err().map(|e| e.code()), Some("QUIC_INVALID_OPTION"));
+}

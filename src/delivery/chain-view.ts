@@ -54,6 +54,9 @@ export class ChainViewReplica {
   private readonly blockhashes = new Map<string, number>();
 
   apply(s: ChainSnapshot): void {
+    // A slot lower than the last one only comes after a resync onto a restarted chain (or
+    // another node): the blockhashes known so far belong to the chain that is gone.
+    if (this.snap !== null && s.slot < this.snap.slot) this.blockhashes.clear();
     this.snap = s;
     for (const [h, lv] of s.blockhashes) this.blockhashes.set(h, lv);
     // Forget hashes long dead (Map iterates in insertion order: oldest first).

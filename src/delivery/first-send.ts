@@ -8,11 +8,42 @@
  * Targets come from the thread's chain view (`Route`, computed once per slot): the current and
  * next leader(s); if none accepted the stream, the leaders after those get one more try; if that
  * fails too, `DeliveryError` (→ 500 Delivery failed).
+ *
+ * Bounded: both rounds together answer within `FIRST_SEND_BUDGET_MS` whatever the leaders do
+ * (dead, silent, handshaking, backed up), and the native deadline makes "not written" final —
+ * a transaction answered 500 is not on any leader's connection and never will be. A stale chain
+ * view is refused before anything is sent (`StaleViewError`): its leaders and addresses may
+ * belong to a chain that is gone.
  */
 import { Histogram } from 'prom-client';
 import type { QuicClient } from '../../native/index.js';
 import type { ChainViewReplica, Leader, Route } from './chain-view.js';
 import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
+
+/**
+ * The whole first send, both rounds, answers within this (ms), whatever the leaders do. A warm
+ * write takes tens of µs; what the budget bounds is a handshake (a reconnect after a failure, a
+ * leader not yet prewarmed) and a leader connection that stopped taking streams. A trading bot
+ * would rather hear "500, retry" at once than wait seconds for a leader that may be gone.
+ */
+export const FIRST_SEND_BUDGET_MS = 500;
+
+/** The first round (current and next leader) may use this much of the budget (ms); the second round gets the rest. */
+export const FIRST_ROUND_MS = 300;
+
+/** The chain view is stale: the service does not know who leads now, or where. */
+export class StaleViewError extends DeliveryError {
+  constructor(
+    readonly slot: number,
+    readonly slotAgeMs: number,
+  ) {
+    super(
+      Number.isFinite(slotAgeMs)
+        ? `chain view stale: last slot ${slot} was seen ${Math.round(slotAgeMs)} ms ago; the chain node is unreachable, not advancing, or being resynced`
+        : 'chain view stale: no slot seen yet; the service has not synced with the chain',
+    );
+  }
+}
 
 /**
  * Bucket bounds of the service-added latency histogram, seconds: 50 µs to 100 ms, finest where
@@ -54,28 +85,42 @@ export class FirstSender {
   async send(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
     const route = this.view.route(options.antiMev);
     const slot = this.view.currentSlot();
-    if (route === null) throw new DeliveryError('no chain view yet: the service has not synced with the chain');
+    if (route === null || !this.view.synced()) {
+      throw new StaleViewError(slot, this.view.slotAgeMs());
+    }
     if (slot !== this.sentSlot) {
       this.sentSlot = slot;
       this.sentIn = new Set();
     }
     if (this.sentIn.has(signature)) return { slot, reached: 0, held: false };
     if (route.hold) return { slot, reached: 0, held: true };
-    if (!(await this.round(route.first, wire, receivedAt)) && !(await this.round(route.next, wire, receivedAt))) {
-      throw new DeliveryError(`no leader accepted the transaction (tried ${describe(route) || 'no leader with a TPU QUIC address'})`);
+    const started = performance.now();
+    const failures: string[] = [];
+    if (
+      !(await this.round(route.first, wire, receivedAt, FIRST_ROUND_MS, failures)) &&
+      !(await this.round(route.next, wire, receivedAt, FIRST_SEND_BUDGET_MS - (performance.now() - started), failures))
+    ) {
+      const tried = failures.length > 0 ? failures.join(', ') : describe(route) || 'no leader with a TPU QUIC address';
+      throw new DeliveryError(`no leader accepted the transaction within ${FIRST_SEND_BUDGET_MS} ms (tried ${tried})`);
     }
     this.sentIn.add(signature);
     return { slot, reached: 1, held: false };
   }
 
-  /** One round to `leaders`; true once one has the stream written. */
-  private async round(leaders: Leader[], wire: Buffer, receivedAt: bigint): Promise<boolean> {
+  /**
+   * One round to `leaders` with `budgetMs` to write to one of them; true once one has the
+   * stream written. The targets that failed go to `failures` as "address (reason)".
+   */
+  private async round(leaders: Leader[], wire: Buffer, receivedAt: bigint, budgetMs: number, failures: string[]): Promise<boolean> {
     let targets = this.targets.get(leaders);
     if (targets === undefined) this.targets.set(leaders, (targets = tpuTargets(leaders)));
-    if (targets.length === 0) return false;
+    if (targets.length === 0 || budgetMs < 1) return false;
     const t0 = process.hrtime.bigint();
-    const r = await this.client.sendFirst(targets, wire);
-    if (r.target === null) return false;
+    const r = await this.client.sendFirst(targets, wire, Math.floor(budgetMs));
+    if (r.target === null) {
+      for (const f of r.failures) failures.push(`${f.target} (${f.reason ?? 'failed'})`);
+      return false;
+    }
     this.serviceLatency.observe(Number(t0 - receivedAt) / 1e9 + r.elapsedUs / 1e6);
     return true;
   }

@@ -12,6 +12,11 @@
  * - Addresses: `getClusterNodes` (`tpuQuic`) every `nodesRefreshMs` (~30 s).
  * - Blockhashes: `getLatestBlockhash` once per observed slot (one call in flight at most), which
  *   also gives the block height (`lastValidBlockHeight − 150`).
+ * - Recovery: the first slot observed after the view went stale — a chain node back from a
+ *   restart, or a fail-over to another node, possibly with a lower slot — starts a resync: the
+ *   cluster nodes (TPU addresses) and the leader window are fetched again at once, and until
+ *   both are in, the view stays unsynced and no slot is announced, so no send goes to the
+ *   previous chain's ports.
  */
 import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
@@ -49,7 +54,7 @@ export class LeaderTracker {
   private fresh: Array<[string, number]> = [];
   private windowStart = 0;
   private window: string[] = [];
-  private windowFetch: Promise<void> | null = null;
+  private windowFetch: Promise<boolean> | null = null;
   private nodes = new Map<string, string | null>();
   private byTpu = new Map<string, string>();
   private readonly blockhashes = new Map<string, number>();
@@ -57,6 +62,9 @@ export class LeaderTracker {
   private blockhashFetch = false;
   private readonly timers: NodeJS.Timeout[] = [];
   private polling = false;
+  /** A slot came after the view went stale: addresses and leaders are refetched before it counts. */
+  private needResync = false;
+  private resyncing: Promise<void> | null = null;
   private closed = false;
   readonly staleMs: number;
   /** Errors of the background refreshes, counted (the next refresh retries). */
@@ -113,7 +121,7 @@ export class LeaderTracker {
   }
 
   synced(): boolean {
-    return this.slotAgeMs() <= this.staleMs && this.leaderAt(this.slot) !== null;
+    return this.slotAgeMs() <= this.staleMs && this.leaderAt(this.slot) !== null && !this.needResync;
   }
 
   currentBlockHeight(): number {
@@ -171,7 +179,7 @@ export class LeaderTracker {
     return this.pubsub.connected;
   }
 
-  private every(ms: number, f: () => Promise<void>): void {
+  private every(ms: number, f: () => Promise<unknown>): void {
     let running = false;
     const t = setInterval(() => {
       if (running || this.closed) return;
@@ -184,25 +192,50 @@ export class LeaderTracker {
 
   private observe(slot: number): void {
     if (!Number.isInteger(slot)) return;
+    const stale = this.slotAgeMs() > this.staleMs;
     // A lower slot is an old notification, unless the view is stale: then it is a restarted
     // chain or a fail-over to another node, and waiting for it to pass the old slot would keep
     // the service unsynced for as long.
     if (slot < this.slot) {
-      if (this.slotAgeMs() <= this.staleMs) return;
+      if (!stale) return;
       // Another chain's history: its heights and blockhashes start again.
       this.blockHeight = 0;
       this.blockhashes.clear();
     }
+    // Back after a stale spell (not the very first slot: `ready()` fetches everything then).
+    if (stale && this.slotSeenAt !== -Infinity) this.needResync = true;
     const advanced = slot !== this.slot;
     this.slot = slot;
     this.slotSeenAt = performance.now();
     this.slotSeenAtWall = Date.now();
+    if (this.needResync) {
+      this.resync();
+      if (advanced) void this.refreshBlockhash();
+      return;
+    }
     const left = this.windowStart + this.window.length - slot;
     if (left <= Math.min(WINDOW, this.window.length) / 4 || slot < this.windowStart) void this.refreshLeaders(slot);
     if (advanced) {
       void this.refreshBlockhash();
       this.opts.onSlot?.(slot);
     }
+  }
+
+  /**
+   * Refetch the cluster nodes and the leader window from the current slot, at once (the chain
+   * may have come back on other TPU ports, with another schedule); then announce the slot. A
+   * failed refetch leaves the view unsynced, and the next observed slot tries again.
+   */
+  private resync(): void {
+    if (this.resyncing !== null) return;
+    this.resyncing = (async () => {
+      // A window fetch of the previous chain may still be under way: let it end, then fetch anew.
+      await this.windowFetch;
+      const [nodes, leaders] = await Promise.all([this.refreshNodes(), this.refreshLeaders(this.slot)]);
+      if (!nodes || !leaders || this.closed) return;
+      this.needResync = false;
+      this.opts.onSlot?.(this.slot);
+    })().finally(() => (this.resyncing = null));
   }
 
   private async pollIfStale(): Promise<void> {
@@ -222,7 +255,8 @@ export class LeaderTracker {
     }
   }
 
-  private refreshLeaders(from: number): Promise<void> {
+  /** Fetch the leader window from `from`; resolves with whether it was fetched. */
+  private refreshLeaders(from: number): Promise<boolean> {
     this.windowFetch ??= (async () => {
       try {
         // The schedule is known for the current epoch and the next one: never ask past that.
@@ -231,8 +265,10 @@ export class LeaderTracker {
         const leaders = await this.rpc.getSlotLeaders(from, Math.max(1, Math.min(WINDOW, knownEnd - from)));
         this.windowStart = from;
         this.window = leaders;
+        return true;
       } catch {
         this.errors.leaders++;
+        return false;
       } finally {
         this.windowFetch = null;
       }
@@ -240,13 +276,16 @@ export class LeaderTracker {
     return this.windowFetch;
   }
 
-  private async refreshNodes(): Promise<void> {
+  /** Fetch the cluster nodes' TPU addresses; resolves with whether they were fetched. */
+  private async refreshNodes(): Promise<boolean> {
     try {
       const nodes = await this.rpc.getClusterNodes();
       this.nodes = new Map(nodes.map((n) => [n.pubkey, n.tpuQuic ?? null]));
       this.byTpu = new Map(nodes.flatMap((n) => (n.tpuQuic ? [[n.tpuQuic, n.pubkey] as const] : [])));
+      return true;
     } catch {
       this.errors.nodes++;
+      return false;
     }
   }
 
@@ -264,7 +303,8 @@ export class LeaderTracker {
         if (lv >= this.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
         this.blockhashes.delete(h);
       }
-      if (isNew) this.opts.onBlockhash?.();
+      // While resyncing nothing is announced; the resync's slot announcement carries it.
+      if (isNew && !this.needResync) this.opts.onBlockhash?.();
     } catch {
       this.errors.blockhash++;
     } finally {

@@ -55,24 +55,56 @@ export async function demoCommand(argv: string[], write: Write, tty: boolean): P
   const plan = planFor(rate, DEFAULT_CONFIG);
 
   const dataDir = mkdtempSync(join(tmpdir(), 'landfall-demo-'));
+  const removeDataDir = () => rmSync(dataDir, { recursive: true, force: true });
+  // The temporary directory goes however the demo ends. Ctrl-C (SIGINT), SIGTERM, SIGHUP, or a
+  // reader that went away (EPIPE on stdout, e.g. `landfall demo | head`) stop it, also during
+  // start-up: the service is closed once it has started and the directory removed. A second
+  // signal exits at once; the 'exit' listener still removes the directory then (and after an
+  // uncaught error), since those paths skip `finally`.
+  let interrupted = false;
+  let outputGone = false;
+  const interrupt = () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+  };
+  const onOutputError = (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+    outputGone = true;
+    interrupted = true;
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const sig of signals) process.on(sig, interrupt);
+  process.stdout.on('error', onOutputError);
+  process.on('exit', removeDataDir);
+  const out: Write = (s) => {
+    if (!outputGone) write(s);
+  };
   // The service's request log would scroll the table away: it goes to a file.
   const logFile = values.log ?? join(dataDir, 'service.log');
   const config: Config = { ...DEFAULT_CONFIG, port: 0, dataDir, logFile };
-  write(
-    `starting the local cluster (${config.localnet.validators} validators, ${config.localnet.slotMs} ms slots) and the service…\n` +
-      `service log: ${values.log ?? 'in the temporary data directory, removed at the end (--log FILE keeps it)'}\n`,
-  );
   let svc: Service | undefined;
   let client: LandfallClient | undefined;
+  let ran = false;
   try {
+    out(
+      `starting the local cluster (${config.localnet.validators} validators, ${config.localnet.slotMs} ms slots) and the service…\n` +
+        `service log: ${values.log ?? 'in the temporary data directory, removed at the end (--log FILE keeps it)'}\n`,
+    );
     svc = await startService(config);
-    client = new LandfallClient({ url: svc.url, apiKey: svc.accounts.createAccount('demo', plan).api_key });
-    await new Demo(svc, client, { durationS, rate, plan, write, tty }).run();
-    return 0;
+    if (!interrupted) {
+      client = new LandfallClient({ url: svc.url, apiKey: svc.accounts.createAccount('demo', plan).api_key });
+      ran = true;
+      await new Demo(svc, client, { durationS, rate, plan, write: out, tty, stopped: () => interrupted }).run();
+    }
+    // Stopped by Ctrl-C while it ran: a normal end. Stopped before it ran: 128 + SIGINT.
+    return ran ? 0 : 130;
   } finally {
     client?.close();
     await svc?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir();
+    for (const sig of signals) process.removeListener(sig, interrupt);
+    process.stdout.removeListener('error', onOutputError);
+    process.removeListener('exit', removeDataDir);
   }
 }
 
@@ -138,6 +170,8 @@ interface DemoOptions {
   plan: PlanName;
   write: Write;
   tty: boolean;
+  /** True once the demo was asked to stop (Ctrl-C, SIGTERM, the output closed). */
+  stopped: () => boolean;
 }
 
 class Demo {
@@ -175,11 +209,7 @@ class Demo {
 
     this.startedAt = Date.now();
     const durationMs = this.o.durationS * 1000;
-    let stopped = false;
-    const stop = () => {
-      stopped = true;
-    };
-    process.once('SIGINT', stop);
+    const stopped = this.o.stopped;
     const timers = [
       setInterval(() => this.sendOne(), 1000 / this.o.rate),
       setInterval(() => void this.refreshBlockhash(), BLOCKHASH_REFRESH_MS),
@@ -195,15 +225,14 @@ class Demo {
     ];
     if (this.o.tty) this.o.write('\x1b[?25l'); // hide the cursor while redrawing
     try {
-      await until(() => stopped || Date.now() - this.startedAt >= durationMs);
+      await until(() => stopped() || Date.now() - this.startedAt >= durationMs);
       clearInterval(timers[0]);
       await Promise.all(this.inFlightSends);
       this.event('sending stopped; waiting for transactions in flight');
       const settleBy = Date.now() + SETTLE_MS;
-      await until(() => stopped || this.tally.counts().sent === 0 || Date.now() >= settleBy);
+      await until(() => stopped() || this.tally.counts().sent === 0 || Date.now() >= settleBy);
     } finally {
       for (const t of timers) clearInterval(t);
-      process.removeListener('SIGINT', stop);
       this.draw();
       if (this.o.tty) this.o.write('\x1b[?25h');
     }

@@ -56,6 +56,18 @@ export interface Config {
   logLevel: LogLevel;
   /** Append the JSON log lines to this file; null writes them to stdout. */
   logFile: string | null;
+  /**
+   * Bearer token `/metrics` and the details of `/health` require (`Authorization: Bearer <token>`,
+   * at least 16 characters); null leaves them open to whoever reaches the listener.
+   */
+  metricsToken: string | null;
+  /**
+   * Port of a separate admin listener (on `adminHost`) serving `/metrics` and `/health` with its
+   * details; the API port then serves no `/metrics` and a bare `/health`. null: no admin listener.
+   */
+  adminPort: number | null;
+  /** Host of the admin listener. */
+  adminHost: string;
 }
 
 export const DEFAULT_CONFIG: Config = {
@@ -76,6 +88,9 @@ export const DEFAULT_CONFIG: Config = {
   localnet: { validators: 4, slotMs: 400 },
   logLevel: 'info',
   logFile: null,
+  metricsToken: null,
+  adminPort: null,
+  adminHost: '127.0.0.1',
 };
 
 /** Parse the JSON file at `path`, or a clear configuration error naming it as `what`. */
@@ -161,6 +176,14 @@ function portOf(v: unknown, name: string): number {
   return n;
 }
 
+function metricsTokenOf(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v !== 'string' || v.length < 16 || v.length > 256 || !/^[\x21-\x7e]+$/.test(v)) {
+    throw new LandfallError('CONFIG_INVALID', 'metricsToken must be 16 to 256 visible ASCII characters (no spaces)');
+  }
+  return v;
+}
+
 function stringOf(v: unknown, name: string): string {
   if (typeof v !== 'string' || v.length === 0) {
     throw new LandfallError('CONFIG_INVALID', `${name} must be a non-empty string, got ${JSON.stringify(v)}`);
@@ -172,7 +195,8 @@ function stringOf(v: unknown, name: string): string {
  * Build the configuration.
  * @param flags values from the command line (highest precedence)
  * @param env environment (`LANDFALL_PORT`, `LANDFALL_HOST`, `LANDFALL_DATA`, `LANDFALL_CONFIG`,
- *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`, `LANDFALL_LOG_LEVEL`, `LANDFALL_LOG_FILE`)
+ *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`, `LANDFALL_LOG_LEVEL`, `LANDFALL_LOG_FILE`,
+ *   `LANDFALL_METRICS_TOKEN`, `LANDFALL_ADMIN_PORT`)
  */
 export function loadConfig(
   flags: Partial<Record<keyof Config | 'config', unknown>> = {},
@@ -195,6 +219,8 @@ export function loadConfig(
   if (env.LANDFALL_WS_URL !== undefined) merged.wsUrl = env.LANDFALL_WS_URL;
   if (env.LANDFALL_LOG_LEVEL !== undefined) merged.logLevel = env.LANDFALL_LOG_LEVEL;
   if (env.LANDFALL_LOG_FILE !== undefined) merged.logFile = env.LANDFALL_LOG_FILE;
+  if (env.LANDFALL_METRICS_TOKEN !== undefined) merged.metricsToken = env.LANDFALL_METRICS_TOKEN;
+  if (env.LANDFALL_ADMIN_PORT !== undefined) merged.adminPort = env.LANDFALL_ADMIN_PORT;
   for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== 'config') merged[k] = v;
   return {
     port: portOf(merged.port, 'port'),
@@ -214,5 +240,8 @@ export function loadConfig(
     localnet: localnetOf(merged.localnet),
     logLevel: logLevelOf(merged.logLevel),
     logFile: optionalString(merged.logFile, 'logFile'),
+    metricsToken: metricsTokenOf(merged.metricsToken),
+    adminPort: merged.adminPort === null || merged.adminPort === undefined ? null : portOf(merged.adminPort, 'adminPort'),
+    adminHost: stringOf(merged.adminHost, 'adminHost'),
   };
 }

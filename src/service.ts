@@ -10,6 +10,7 @@ import { RateLimiter } from './accounts/rate-limiter.js';
 import { deriveWsUrl, type Config } from './config.js';
 import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
+import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/api.js';
 import { listen, type RunningServer } from './http/server.js';
 import { IngressPool } from './ingress/pool.js';
@@ -30,6 +31,8 @@ export interface Service {
   config: Config;
   url: string;
   port: number;
+  /** The admin listener (`/metrics`, `/health` details), when `adminPort` is set. */
+  adminUrl: string | null;
   store: Store;
   accounts: Accounts;
   engine: Engine;
@@ -152,12 +155,35 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       cleanup.push(() => server.close());
       port = server.port;
     }
-    telemetry.log.info({ url: `http://${config.host}:${port}`, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    let adminUrl: string | null = null;
+    if (config.adminPort !== null) {
+      // /metrics and /health's details on their own port, served by this thread (it gathers the
+      // ingress threads' metrics itself).
+      const pool = ingress;
+      const adminApp = buildAdminApp(telemetry, {
+        health: () => engine.health(),
+        metricsText: async () => (pool ? telemetry.metrics.aggregatedText(await pool.gather()) : telemetry.metrics.text()),
+        metricsContentType: telemetry.metrics.contentType,
+        token: config.metricsToken,
+        startedAt: Date.now(),
+      });
+      const admin = await listen(adminApp, config.adminHost, config.adminPort);
+      cleanup.push(() => {
+        admin.close();
+        adminApp.close();
+      });
+      adminUrl = `http://${config.adminHost}:${admin.port}`;
+    }
+    telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
+      telemetry.log.warn({ host: config.host }, '/metrics is open on a non-loopback address: set metricsToken or adminPort');
+    }
 
     return {
       config,
       url: `http://${config.host}:${port}`,
       port,
+      adminUrl,
       store,
       accounts,
       engine,
@@ -191,6 +217,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await runCleanup(cleanup);
     throw e;
   }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 /** Undo in reverse order; every step runs even if an earlier one fails. */

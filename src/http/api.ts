@@ -7,15 +7,17 @@
  *   api.ts (routes) → json-rpc.ts, stream.ts, openapi.ts → auth.ts, request.ts, types.ts
  *   → submission/ → accounts/, store/, delivery/, native
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
+import type { ChainHealth } from '../delivery/delivery.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
 import { Telemetry } from '../telemetry/telemetry.js';
-import { authenticate } from './auth.js';
+import { authenticate, bearerKey } from './auth.js';
 import { rpcHandler } from './json-rpc.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, parseJson, requireJson, type Reply } from './request.js';
@@ -33,7 +35,7 @@ export const BATCH_BODY_LIMIT = 256 * 1024;
 export type Wired = Services & { telemetry: Telemetry; keys: KeyCache; core: SubmissionCore };
 
 /** One HTTP route: the pattern doubles as the metrics label, so the label set stays bounded. */
-interface RouteSpec {
+export interface RouteSpec {
   method: 'get' | 'post';
   pattern: string;
   /** Body size limit; null for routes without a body. */
@@ -41,8 +43,8 @@ interface RouteSpec {
   handler: Handler;
 }
 
-/** Wrap a handler: capture the request, optionally start the body, render refusals. */
-function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler'>) {
+/** Wrap a handler: capture the request, refuse unsafe framing, optionally start the body, render refusals. */
+export function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler'>) {
   const params = spec.pattern.split('/').filter((p) => p.startsWith(':')).length;
   const { pattern, body: bodyLimit, handler } = spec;
   const fail = (ctx: Ctx, e: unknown) => {
@@ -55,6 +57,7 @@ function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler
   };
   return (res: uWS.HttpResponse, req: uWS.HttpRequest) => {
     const ctx = new Ctx(res, req, params, pattern, t);
+    if (ctx.framingError !== null) return ctx.replyError(new Refusal('REQUEST_FRAMING', ctx.framingError));
     if (bodyLimit !== null) ctx.startBody(bodyLimit);
     try {
       const r = handler(ctx);
@@ -68,6 +71,23 @@ function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler
 
 // ---- send and batch --------------------------------------------------------------------------
 
+const SEND_FIELDS = ['transaction', 'options'] as const;
+const BATCH_FIELDS = ['transactions', 'options'] as const;
+
+/**
+ * Refuse a body field the endpoint does not know, as unknown option keys are refused: a
+ * `skip_preflight` put next to `transaction` instead of inside `options` must not be silently
+ * ignored (and the OpenAPI document's request bodies are closed, so the two agree).
+ */
+function onlyFields(body: Record<string, unknown>, allowed: readonly string[], code: 'TX_INVALID' | 'REQUEST_INVALID'): void {
+  for (const k in body) {
+    if (allowed.includes(k)) continue;
+    const folded = k.toLowerCase().replace(/[-_]/g, '');
+    const option = folded === 'skippreflight' || folded === 'maxretries' || folded === 'antimev';
+    throw new Refusal(code, `unknown field ${JSON.stringify(k)}${option ? ' (send options go inside "options")' : ''}; the body takes ${allowed.join(' and ')}`);
+  }
+}
+
 function sendHandler(s: Wired): Handler {
   return async (ctx) => {
     const who = authenticate(s.keys, ctx, false);
@@ -76,6 +96,7 @@ function sendHandler(s: Wired): Handler {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new Refusal('TX_INVALID', 'body must be a JSON object {"transaction": "<base64>"}');
     }
+    onlyFields(body as Record<string, unknown>, SEND_FIELDS, 'TX_INVALID');
     const { transaction, options } = body as Record<string, unknown>;
     if (typeof transaction !== 'string') throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
     const opts = parseSendOptions(options);
@@ -95,6 +116,7 @@ function batchHandler(s: Wired): Handler {
     if (!Array.isArray(txs)) throw new Refusal('REQUEST_INVALID', 'transactions must be an array of base64 strings');
     if (txs.length === 0) throw new Refusal('REQUEST_INVALID', 'transactions must not be empty');
     if (txs.length > MAX_BATCH) throw new Refusal('REQUEST_INVALID', `batch of ${txs.length} exceeds the maximum of ${MAX_BATCH} transactions`);
+    onlyFields(body as Record<string, unknown>, BATCH_FIELDS, 'REQUEST_INVALID');
     const opts = parseSendOptions((body as Record<string, unknown>).options);
     // One ed25519 batch on a libuv pool thread (the event loop keeps serving while it verifies),
     // run only once the budget has granted all N tokens.
@@ -126,18 +148,41 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
   };
 }
 
+/** Base58 digits (no 0, O, I, l), by char code. */
+const BASE58_DIGIT = (() => {
+  const t = new Uint8Array(128);
+  for (const c of '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz') t[c.charCodeAt(0)] = 1;
+  return t;
+})();
+
+/** 64 to 88 base58 characters (the OpenAPI document's `Signature` pattern), without a regex. */
+function isSignatureShaped(sig: string): boolean {
+  if (sig.length < 64 || sig.length > 88) return false;
+  for (let i = 0; i < sig.length; i++) {
+    const c = sig.charCodeAt(i);
+    if (c >= 128 || BASE58_DIGIT[c] === 0) return false;
+  }
+  return true;
+}
+
 function statusHandler(s: Wired): Handler {
   return (ctx) => {
     const who = authenticate(s.keys, ctx, true);
     const sig = ctx.params[0] ?? '';
+    // The format is exactly the document's `Signature` pattern (64–88 base58 characters), so
+    // the document and the server agree on what is a 400. A string of that format that does not
+    // decode to 64 bytes is no transaction's signature: 404, with the reason saying why.
+    if (!isSignatureShaped(sig)) throw new Refusal('STATUS_SIGNATURE_INVALID', 'signature must be 64 to 88 base58 characters');
     let bytes: Buffer | undefined;
     try {
-      bytes = sig.length >= 64 && sig.length <= 88 ? base58DecodeShared(sig) : undefined;
+      bytes = base58DecodeShared(sig);
     } catch {
       bytes = undefined;
     }
-    if (!bytes || bytes.length !== 64) throw new Refusal('STATUS_SIGNATURE_INVALID', 'signature must be the base58 encoding of 64 bytes');
     const d = s.core.take(who.account, 'query');
+    if (!bytes || bytes.length !== 64) {
+      throw new Refusal('STATUS_NOT_FOUND', `no transaction has this signature: it decodes to ${bytes?.length ?? 0} bytes, not 64`);
+    }
     let rec: StatusRecord | undefined;
     try {
       rec = s.store.getStatus(sig);
@@ -179,7 +224,7 @@ export function wire(services: Services): Wired {
 }
 
 /** A constant reply, rendered once. */
-function constant(status: number, body: string, contentType = 'application/json'): Handler {
+export function constant(status: number, body: string, contentType = 'application/json'): Handler {
   const reply: Reply = { status, body, contentType };
   return () => reply;
 }
@@ -201,6 +246,9 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     internalError: (ctx, e) => t.internalError(ctx, e),
   });
   const metricsText = s.metricsText ?? (() => t.metrics.text());
+  const ops = operationRoutes({ health: () => s.delivery.health(), metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
+  // With an admin listener, /metrics and /health's details are served there only (service.ts).
+  const adminElsewhere = s.config.adminPort !== null;
   const routes: RouteSpec[] = [
     { method: 'post', pattern: '/v1/send', body: SEND_BODY_LIMIT, handler: sendHandler(s) },
     { method: 'post', pattern: '/v1/send/batch', body: BATCH_BODY_LIMIT, handler: batchHandler(s) },
@@ -210,23 +258,19 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
     { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
     { method: 'get', pattern: '/v1/openapi.json', body: null, handler: constant(200, JSON.stringify(OPENAPI)) },
-    {
-      method: 'get',
-      pattern: '/health',
-      body: null,
-      handler: () => {
-        const h = s.delivery.health();
-        return {
-          status: h.synced ? 200 : 503,
-          body: { status: h.synced ? 'ok' : 'unsynced', uptime_s: Math.round((Date.now() - startedAt) / 1000), chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) } },
-        };
-      },
-    },
+    adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
     { method: 'get', pattern: '/ping', body: null, handler: constant(200, 'pong', 'text/plain') },
-    { method: 'get', pattern: '/metrics', body: null, handler: async () => ({ status: 200, body: await metricsText(), contentType: t.metrics.contentType }) },
+    ...(adminElsewhere ? [] : [ops.metrics]),
   ];
   for (const r of routes) app[r.method](r.pattern, route(t, r));
-  if (s.statusHub) registerStream(app, s.keys, s.statusHub, s.streamSlots ?? new StreamSlots(), statusView);
+  if (s.statusHub) {
+    registerStream(app, s.keys, s.statusHub, s.streamSlots ?? new StreamSlots(), statusView);
+    // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
+    // any other GET falls through its WebSocket route to this one (registered after it).
+    const plainGet: RouteSpec = { method: 'get', pattern: '/v1/stream', body: null, handler: streamWithoutUpgrade };
+    app.get(plainGet.pattern, route(t, plainGet));
+    routes.push(plainGet); // for the 405 below
+  }
   // A known path with the wrong method: 405 with Allow (after the routes, which win).
   for (const r of routes) {
     const allow = r.method.toUpperCase();
@@ -241,15 +285,84 @@ export function buildApp(services: Services): uWS.TemplatedApp {
       }),
     );
   }
-  app.any(
-    '/*',
-    route(t, {
-      pattern: '/*',
+  app.any('/*', route(t, NOT_FOUND));
+  return app;
+}
+
+/**
+ * `GET /v1/stream` that uWS did not upgrade: no handshake at all is 426 (with `Upgrade:
+ * websocket`, RFC 9110); a handshake without a usable key is 400 (RFC 6455).
+ */
+const streamWithoutUpgrade: Handler = (ctx) => {
+  if (ctx.upgrade === '' && ctx.webSocketKey === '') {
+    throw new Refusal('STREAM_UPGRADE_REQUIRED', '/v1/stream is a WebSocket: send the upgrade request (Upgrade: websocket, Sec-WebSocket-Key)', {
+      headers: { Upgrade: 'websocket', Connection: 'Upgrade' },
+    });
+  }
+  throw new Refusal('REQUEST_INVALID', 'WebSocket handshake: Sec-WebSocket-Key must be 24 characters (base64 of 16 random bytes)');
+};
+
+/** Any path no route matched. */
+export const NOT_FOUND: Pick<RouteSpec, 'pattern' | 'body' | 'handler'> = {
+  pattern: '/*',
+  body: null,
+  handler: (ctx) => {
+    throw new Refusal('ROUTE_NOT_FOUND', `no route ${ctx.method} ${ctx.url}`);
+  },
+};
+
+// ---- operations: /health and /metrics ------------------------------------------------------------
+
+export interface OperationsSources {
+  health: () => ChainHealth;
+  metricsText: () => Promise<string>;
+  metricsContentType: string;
+  /** `metricsToken`: `/metrics` and `/health`'s details need `Authorization: Bearer <token>`; null: open. */
+  token: string | null;
+  startedAt: number;
+}
+
+/**
+ * `/health` and `/metrics`, for the API app or the admin app (`admin.ts`). With a token, `/metrics`
+ * without it is 401 and `/health` without it tells only ok/unsynced (its status code is the same
+ * either way, so a load balancer's probe needs no token); the comparison is on SHA-256 digests
+ * in constant time.
+ */
+export function operationRoutes(o: OperationsSources): { health: RouteSpec; bareHealth: Handler; metrics: RouteSpec } {
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  const expected = o.token === null ? null : digest(o.token);
+  const granted = (ctx: Ctx): boolean => {
+    if (expected === null) return true;
+    const key = bearerKey(ctx.authorization);
+    return key !== undefined && key !== '' && timingSafeEqual(digest(key), expected);
+  };
+  const bareHealth: Handler = () => {
+    const synced = o.health().synced;
+    return { status: synced ? 200 : 503, body: { status: synced ? 'ok' : 'unsynced' } };
+  };
+  return {
+    bareHealth,
+    health: {
+      method: 'get',
+      pattern: '/health',
       body: null,
       handler: (ctx) => {
-        throw new Refusal('ROUTE_NOT_FOUND', `no route ${ctx.method} ${ctx.url}`);
+        if (!granted(ctx)) return bareHealth(ctx);
+        const h = o.health();
+        return {
+          status: h.synced ? 200 : 503,
+          body: { status: h.synced ? 'ok' : 'unsynced', uptime_s: Math.round((Date.now() - o.startedAt) / 1000), chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) } },
+        };
       },
-    }),
-  );
-  return app;
+    },
+    metrics: {
+      method: 'get',
+      pattern: '/metrics',
+      body: null,
+      handler: async (ctx) => {
+        if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');
+        return { status: 200, body: await o.metricsText(), contentType: o.metricsContentType };
+      },
+    },
+  };
 }

@@ -21,6 +21,7 @@ export interface Schema {
   description?: string;
   properties?: Record<string, Schema>;
   required?: string[];
+  dependentRequired?: Record<string, string[]>;
   additionalProperties?: boolean | Schema;
   items?: Schema;
   prefixItems?: Schema[];
@@ -161,6 +162,8 @@ const bearer: Security = [{ bearer: [] }];
 const anyKey: Security = [{ bearer: [] }, { apiKey: [] }, { apiKeyUnderscore: [] }];
 /** A key where the caller has one; some calls need none ({} = no requirement). */
 const optionalKey: Security = [...anyKey, {}];
+/** `/metrics` and `/health`'s details: open unless `metricsToken` is configured. */
+const operationsKey: Security = [{}, { metricsToken: [] }];
 
 // ---- JSON-RPC --------------------------------------------------------------------------------
 
@@ -205,7 +208,7 @@ function rpcResponses(): Record<string, Response> {
 }
 
 function rpcSchemas(): Record<string, Schema> {
-  const id: Schema = { type: ['string', 'integer', 'null'], description: 'Echoed; null when the request could not be read' };
+  const id: Schema = { type: ['string', 'number', 'null'], description: 'Echoed as sent (any JSON string or number); null when the request could not be read' };
   const codes = Object.values(RPC_CODES);
   return {
     SendTransactionConfig: {
@@ -307,8 +310,12 @@ export const OPENAPI: OpenApiDocument = {
       'Solana transaction delivery: POST a signed transaction that tips one of the tip addresses; Landfall verifies it, ' +
       'sends it to the current and upcoming leaders over QUIC, rebroadcasts until it lands or expires, and reports its ' +
       'own telemetry. Every error response of the REST API is `{"success": false, "error": {"code", "message", "reason"}}`; ' +
-      'every response carries `x-request-id` (the caller\'s, if it sent one, else a fresh UUID). Any path not listed is ' +
-      'a `404` (`NotFound`); a listed path with another method is a `405` with `Allow` (`MethodNotAllowed`).',
+      'every response carries `x-request-id` (the caller\'s, if it sent one, else one the server makes), and one that keeps ' +
+      'the connection also `Keep-Alive: timeout=5` (the server closes idle connections 8-12 s after their last response). ' +
+      'Any path not listed is a `404` (`NotFound`); a listed path with another method is a `405` with `Allow` ' +
+      '(`MethodNotAllowed`). A request with repeated or conflicting framing headers (two `Content-Length` or ' +
+      '`Transfer-Encoding` lines, or a `Transfer-Encoding` other than `chunked`) is refused on every path with `400 ' +
+      'Invalid request` (`BadFraming`) and its connection closed.',
   },
   servers: [{ url: '/', description: 'This server' }],
   tags: [
@@ -364,9 +371,9 @@ export const OPENAPI: OpenApiDocument = {
         parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
         responses: {
           200: { description: 'The status record', headers: RATE_HEADERS, content: json(schema('StatusRecord')) },
-          400: errorResponse(400, [MSG.invalidSignature], 'Not the base58 encoding of 64 bytes'),
+          400: errorResponse(400, [MSG.invalidSignature], 'Not 64 to 88 base58 characters'),
           401: ref('responses', 'Unauthorized'),
-          404: errorResponse(404, [MSG.notFound], 'Not submitted through this account'),
+          404: errorResponse(404, [MSG.notFound], 'Not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)'),
           429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted', RETRY_HEADERS),
           500: ref('responses', 'InternalError'),
         },
@@ -404,7 +411,9 @@ export const OPENAPI: OpenApiDocument = {
         operationId: 'stream',
         summary: 'Live status stream (WebSocket)',
         description:
-          'A WebSocket upgrade. Authenticate on the upgrade (Authorization header, `api-key` or `api_key` query parameter) ' +
+          'A WebSocket upgrade: the server upgrades a GET that carries a 24-character `Sec-WebSocket-Key`; without any ' +
+          'handshake headers it answers `426` (with `Upgrade: websocket`), with an unusable key `400`. ' +
+          'Authenticate on the upgrade (Authorization header, `api-key` or `api_key` query parameter) ' +
           'or with a first text message `{"type":"auth","api_key":"<key>"}` within 5 s. The server sends `{"type":"ready"}`, ' +
           'then one `StreamStatus` message per status change of the account\'s transactions (`sent` on acceptance, then ' +
           '`confirmed`, `failed`, or `expired: true`). Refusals close the socket: ' +
@@ -413,8 +422,14 @@ export const OPENAPI: OpenApiDocument = {
         tags: ['query'],
         security: optionalKey,
         parameters: [
-          { name: 'Upgrade', in: 'header', required: true, description: 'websocket', schema: { const: 'websocket' } },
-          { name: 'Sec-WebSocket-Key', in: 'header', required: true, description: 'RFC 6455 handshake key', schema: { type: 'string' } },
+          { name: 'Upgrade', in: 'header', required: false, description: 'websocket (RFC 6455); the server decides on the key alone', schema: { type: 'string' } },
+          {
+            name: 'Sec-WebSocket-Key',
+            in: 'header',
+            required: true,
+            description: 'RFC 6455 handshake key: base64 of 16 random bytes (the server checks its length)',
+            schema: { type: 'string', minLength: 24, maxLength: 24 },
+          },
         ],
         responses: {
           101: {
@@ -424,6 +439,11 @@ export const OPENAPI: OpenApiDocument = {
               'Sec-WebSocket-Accept': { description: 'RFC 6455 handshake answer', schema: { type: 'string' } },
             },
           },
+          400: errorResponse(400, [MSG.invalidRequest], 'A handshake (Upgrade or Sec-WebSocket-Key sent) without a 24-character key'),
+          426: errorResponse(426, [MSG.upgradeRequired], 'A plain GET: no Upgrade and no Sec-WebSocket-Key', {
+            ...REQUEST_ID,
+            Upgrade: ref('headers', 'UpgradeWebsocket'),
+          }),
         },
       },
     },
@@ -431,8 +451,12 @@ export const OPENAPI: OpenApiDocument = {
       get: {
         operationId: 'health',
         summary: 'Liveness and chain-sync state',
+        description:
+          'The status code (200 in sync, 503 stale) needs no credentials. The details (uptime, slot) are left out when ' +
+          '`metricsToken` is configured and the request does not carry it, and on the API port when `adminPort` is ' +
+          'configured (they are served on the admin listener).',
         tags: ['operations'],
-        security: [],
+        security: operationsKey,
         responses: {
           200: { description: 'Serving, chain view fresh', headers: REQUEST_ID, content: json(schema('Health')) },
           503: { description: 'Serving, but the chain view is stale', headers: REQUEST_ID, content: json(schema('Health')) },
@@ -452,9 +476,16 @@ export const OPENAPI: OpenApiDocument = {
       get: {
         operationId: 'metrics',
         summary: 'Prometheus metrics (text exposition format 0.0.4)',
+        description:
+          'Open by default (bind the service to a private address). With `metricsToken` configured it needs ' +
+          '`Authorization: Bearer <metricsToken>` (401 otherwise); with `adminPort` configured it is served only on the ' +
+          'admin listener (404 on the API port).',
         tags: ['operations'],
-        security: [],
-        responses: { 200: { description: 'The metrics', headers: REQUEST_ID, content: { 'text/plain': { schema: { type: 'string' } } } } },
+        security: operationsKey,
+        responses: {
+          200: { description: 'The metrics', headers: REQUEST_ID, content: { 'text/plain': { schema: { type: 'string' } } } },
+          401: errorResponse(401, [MSG.unauthorized], '`metricsToken` is configured and the request does not carry it'),
+        },
       },
     },
     '/v1/openapi.json': {
@@ -472,6 +503,7 @@ export const OPENAPI: OpenApiDocument = {
       bearer: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <API key>` (every authenticated endpoint)' },
       apiKey: { type: 'apiKey', in: 'query', name: 'api-key', description: 'Status, account, JSON-RPC and the stream; a key in a URL may end up in logs' },
       apiKeyUnderscore: { type: 'apiKey', in: 'query', name: 'api_key', description: 'Same as api-key' },
+      metricsToken: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <metricsToken>` for /metrics and /health details, when the operator configured one' },
     },
     headers: {
       RequestId: { description: "The request's id: the caller's x-request-id (1-128 visible ASCII) or a fresh UUID", required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } },
@@ -480,20 +512,37 @@ export const OPENAPI: OpenApiDocument = {
       RateLimitReset: { description: 'Seconds until that budget is full again', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       RetryAfter: { description: 'Seconds to wait before retrying', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
       Allow: { description: 'The method this path accepts', required: true, schema: { enum: ['GET', 'POST'] } },
+      UpgradeWebsocket: { description: 'The protocol to upgrade to', required: true, schema: { const: 'websocket' } },
     },
     parameters: {},
     responses: {
       Unauthorized: errorResponse(401, [MSG.unauthorized], 'Missing, malformed, invalid or revoked API key'),
-      PayloadTooLarge: errorResponse(413, [MSG.payloadTooLarge], 'Body over the limit (refused while it streams in; the connection is closed)'),
+      PayloadTooLarge: errorResponse(
+        413,
+        [MSG.payloadTooLarge],
+        'Body over the limit: answered as soon as the declared or streamed size passes it (with `Connection: close`), then the ' +
+          'rest of the body is read and discarded, for at most 10 s and 64 MiB, before the connection is closed',
+      ),
       UnsupportedMediaType: errorResponse(415, [MSG.unsupportedMediaType], 'Content-Type is not application/json'),
       InternalError: errorResponse(500, [MSG.internal], 'An internal error (a database fault, a bug)'),
       NotFound: errorResponse(404, [MSG.notFound], 'No such route'),
       MethodNotAllowed: errorResponse(405, [MSG.methodNotAllowed], 'A known path with another method', { ...REQUEST_ID, Allow: ref('headers', 'Allow') }),
+      BadFraming: errorResponse(400, [MSG.invalidRequest], 'Repeated or conflicting Content-Length / Transfer-Encoding (the connection is closed)'),
     },
     schemas: {
-      Signature: { type: 'string', pattern: `^${BASE58}{64,88}$`, description: 'Base58 of the first 64-byte signature' },
+      Signature: {
+        type: 'string',
+        pattern: `^${BASE58}{64,88}$`,
+        description: 'Base58 of the first 64-byte signature. A string of this form that does not decode to 64 bytes is no signature: the status endpoint answers it 404',
+      },
       Address: { type: 'string', pattern: `^${BASE58}{32,44}$`, description: 'Base58 of a 32-byte public key' },
-      Base64Transaction: { type: 'string', description: 'Base64 of the signed wire-format transaction (legacy or v0, at most 1232 bytes)', maxLength: 1644 },
+      Base64Transaction: {
+        type: 'string',
+        description: 'Base64 (standard alphabet, padded) of the signed wire-format transaction (legacy or v0, at most 1232 bytes)',
+        minLength: 1,
+        maxLength: 1644,
+        pattern: '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$',
+      },
       SendOptions: {
         type: 'object',
         additionalProperties: false,
@@ -508,7 +557,7 @@ export const OPENAPI: OpenApiDocument = {
         type: 'object',
         required: ['transaction'],
         additionalProperties: false,
-        properties: { transaction: schema('Base64Transaction'), options: schema('SendOptions') },
+        properties: { transaction: schema('Base64Transaction'), options: { oneOf: [schema('SendOptions'), { type: 'null', description: 'Every default' }] } },
       },
       SendResult: {
         type: 'object',
@@ -525,8 +574,14 @@ export const OPENAPI: OpenApiDocument = {
         required: ['transactions'],
         additionalProperties: false,
         properties: {
-          transactions: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: schema('Base64Transaction') },
-          options: schema('SendOptions'),
+          transactions: {
+            type: 'array',
+            minItems: 1,
+            maxItems: MAX_BATCH,
+            description: 'Base64Transaction items; an item that is not one (any JSON value) fails alone in its result item, inside the 200 (spec §4.2 rule 2)',
+            items: {},
+          },
+          options: { oneOf: [schema('SendOptions'), { type: 'null', description: 'Every default' }] },
         },
       },
       BatchItem: {
@@ -601,7 +656,9 @@ export const OPENAPI: OpenApiDocument = {
       },
       Health: {
         type: 'object',
-        required: ['status', 'uptime_s', 'chain'],
+        description: 'uptime_s and chain are the details: both or neither (see the operation)',
+        required: ['status'],
+        dependentRequired: { uptime_s: ['chain'], chain: ['uptime_s'] },
         additionalProperties: false,
         properties: {
           status: { enum: ['ok', 'unsynced'] },

@@ -25,6 +25,7 @@ export const MSG = {
   methodNotAllowed: 'Method not allowed',
   payloadTooLarge: 'Payload too large',
   unsupportedMediaType: 'Unsupported media type',
+  upgradeRequired: 'Upgrade required',
 } as const;
 
 /** JSON-RPC error codes: the protocol's, Agave's, and Landfall's own (in the server-error range). */
@@ -77,6 +78,10 @@ export const REFUSALS = {
   REQUEST_TOO_LARGE: { status: 413, message: MSG.payloadTooLarge, rpc: RPC_CODES.invalidRequest },
   REQUEST_MEDIA_TYPE: { status: 415, message: MSG.unsupportedMediaType, rpc: RPC_CODES.invalidRequest },
   REQUEST_METHOD: { status: 405, message: MSG.methodNotAllowed, rpc: RPC_CODES.invalidRequest },
+  /** Repeated or conflicting framing headers (Content-Length, Transfer-Encoding): answered, then the connection is closed. */
+  REQUEST_FRAMING: { status: 400, message: MSG.invalidRequest, rpc: RPC_CODES.invalidRequest },
+  /** A plain GET of the WebSocket endpoint `/v1/stream`, without `Upgrade: websocket`. */
+  STREAM_UPGRADE_REQUIRED: { status: 426, message: MSG.upgradeRequired, rpc: RPC_CODES.invalidRequest },
   ROUTE_NOT_FOUND: { status: 404, message: MSG.notFound, rpc: RPC_CODES.methodNotFound },
   STATUS_SIGNATURE_INVALID: { status: 400, message: MSG.invalidSignature, rpc: RPC_CODES.invalidParams },
   STATUS_NOT_FOUND: { status: 404, message: MSG.notFound, rpc: RPC_CODES.invalidParams },

@@ -5,7 +5,8 @@
  * probe routes `/ping`, `/health`, `/metrics`, which clients and scrapers hit all the time),
  * carrying the request id, method, route, path, status, time in µs, the account id, the
  * transaction signature and, for a refusal, its reason. Never an API key (the query string is
- * not logged, and no reason quotes a key) and never transaction bytes (only the signature).
+ * not logged, and anything key-shaped in the path, the request id, the method or a reason that
+ * quotes client input is redacted) and never transaction bytes (only the signature).
  *
  * Hot path: the line's object is only built when its level is enabled; pino serialises a flat
  * object of strings and numbers on its fast path, into a buffer written asynchronously in 4 KiB
@@ -15,6 +16,20 @@ import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config.js';
 import type { Ctx, RequestObserver } from '../http/request.js';
 import { Metrics } from './metrics.js';
+
+/** `lf_` (or `lf%5F`) and what follows in base58: an API key, or a piece of one. */
+const KEY_SHAPE = /lf(?:_|%5f)[1-9A-HJ-NP-Za-km-z]*/gi;
+
+/**
+ * `s` with anything shaped like an API key (`lf_` + base58) replaced by `lf_[REDACTED]`: a client
+ * may put its key where it does not belong (a path, a header, a parameter the reason quotes).
+ * Fast path: no regex unless `s` has an underscore or a percent sign, which a key (or its
+ * URL-encoded prefix) must have.
+ */
+export function redactKeys(s: string): string {
+  if (s.indexOf('_') === -1 && s.indexOf('%') === -1) return s;
+  return s.replace(KEY_SHAPE, 'lf_[REDACTED]');
+}
 
 /** Longest a buffered log line waits before it is written. */
 const FLUSH_MS = 200;
@@ -63,15 +78,17 @@ export class Telemetry implements RequestObserver {
     if (!this.log.isLevelEnabled(level)) return;
     this.log[level](
       {
-        req: ctx.requestId,
-        method: ctx.method,
+        // What the client wrote itself (its request id, method, path, and reasons that quote its
+        // input) may hold a key: redacted.
+        req: redactKeys(ctx.requestId),
+        method: redactKeys(ctx.method),
         route: ctx.route,
-        path: ctx.url,
+        path: redactKeys(ctx.url),
         status,
         us: Math.round(Number(process.hrtime.bigint() - ctx.receivedAt) / 1000),
         account: ctx.accountId ?? undefined,
         sig: ctx.signature ?? undefined,
-        reason: reason ?? undefined,
+        reason: reason === null ? undefined : redactKeys(reason),
       },
       'request',
     );
@@ -79,7 +96,7 @@ export class Telemetry implements RequestObserver {
 
   /** An unexpected exception in a handler (a bug): its stack, with the request id to find it by. */
   internalError(ctx: Ctx, e: unknown): void {
-    this.log.error({ req: ctx.requestId, err: e }, 'internal error');
+    this.log.error({ req: redactKeys(ctx.requestId), err: e }, 'internal error');
   }
 
   /** Write out what is buffered and release the file (never stdout). */

@@ -122,7 +122,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual(
       ['/', '/health', '/metrics', '/ping', '/v1/account', '/v1/openapi.json', '/v1/rpc', '/v1/send', '/v1/send/batch', '/v1/status/{signature}', '/v1/stream', '/v1/tip-addresses'].sort(),
     );
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKey', 'apiKeyUnderscore', 'bearer']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKey', 'apiKeyUnderscore', 'bearer', 'metricsToken']);
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'query', name: 'api-key' });
     expect(doc.components.securitySchemes.apiKeyUnderscore).toMatchObject({ type: 'apiKey', in: 'query', name: 'api_key' });
   });
@@ -233,6 +233,9 @@ describe('real responses match the document', () => {
     const { response, at } = documented('/v1/stream', 'get', upgrade.statusCode!);
     for (const name of Object.keys(response.headers)) expectValid([...at, 'headers', name, 'schema'], upgrade.headers[name.toLowerCase()], `101 header ${name}`);
     covered.add('get /v1/stream 101');
+    // Not upgraded: a plain GET (426), a key that is no handshake key (400).
+    expect((await call('/v1/stream', 'get', '/v1/stream')).status).toBe(426);
+    expect((await call('/v1/stream', 'get', '/v1/stream', { headers: { 'sec-websocket-key': 'short' } })).status).toBe(400);
 
     const waitMessage = async (pred: (m: any) => boolean) => {
       for (let i = 0; i < 400 && !messages.some(pred); i++) await new Promise((r) => setTimeout(r, 25));
@@ -250,12 +253,12 @@ describe('real responses match the document', () => {
     ws.close();
   });
 
-  it('health 503 and 500 Internal error, on an API whose chain view is down and whose database fails', async () => {
+  it('health 503, metrics 401 and 500 Internal error, on an API with a metrics token whose chain view is down and whose database fails', async () => {
     const tmp = tempDir();
     const store = Store.open(tmp.dir);
     const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
     const app = buildApp({
-      config: { ...DEFAULT_CONFIG, dataDir: tmp.dir },
+      config: { ...DEFAULT_CONFIG, dataDir: tmp.dir, metricsToken: 'a-metrics-token-of-the-test' },
       accounts,
       store,
       limiter: new RateLimiter(DEFAULT_PLANS, 60_000),
@@ -270,6 +273,11 @@ describe('real responses match the document', () => {
       const h = documented('/health', 'get', 503);
       expect((await conforms(health, h.response, h.at, 'health 503')).status).toBe('unsynced');
       covered.add('get /health 503');
+      const metrics = await fetch(`${base}/metrics`);
+      expect(metrics.status).toBe(401);
+      const m = documented('/metrics', 'get', 401);
+      await conforms(metrics, m.response, m.at, 'metrics 401');
+      covered.add('get /metrics 401');
 
       const key = accounts.createAccount('db').api_key;
       await store.root.close();

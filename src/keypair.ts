@@ -4,7 +4,7 @@
  * checks, generates and writes them.
  */
 import { createPrivateKey, createPublicKey, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { readJsonFile } from './config.js';
 import { LandfallError } from './errors.js';
@@ -41,8 +41,21 @@ export function readKeypairFile(path: string): Buffer {
   return keypairOf(readJsonFile(path, 'keypair file'), `keypair file ${path}`);
 }
 
-/** Write secret keys: mode 0600, and `wx` fails rather than overwrite a file created concurrently. */
+/**
+ * Write secret keys: mode 0600, whole or not at all, and never over a file created concurrently.
+ * Written to a temporary file first and then linked into place (`link` fails if `path` exists):
+ * on a full disk a direct write would leave an empty or cut file that every later start refuses
+ * to read, even once there is space again.
+ */
 export function writeSecretJson(path: string, value: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, JSON.stringify(value), { mode: 0o600, flag: 'wx' });
+  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    writeFileSync(tmp, JSON.stringify(value), { mode: 0o600, flag: 'wx' });
+    linkSync(tmp, path);
+  } catch (e) {
+    throw new LandfallError('CONFIG_INVALID', `cannot write ${path}: ${(e as Error).message}`);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }

@@ -9,11 +9,16 @@
  * `close()` it writes the absolute counts of the accounts that changed (`usage.takeDirty`) to
  * LMDB. A `kill -9` therefore loses at most the last second of counts; other processes (the
  * CLI) read the persisted record, at most that old.
+ *
+ * While the store cannot write (disk full, a failed commit: `StoreHealth`), the counts of the
+ * accounts whose write failed are written again by the next persist, and a tip's points are
+ * credited again every `CREDIT_RETRY_MS` until the account update commits (a failed LMDB
+ * transaction changed nothing, so nothing is credited twice).
  */
 import { randomBytes } from 'node:crypto';
 import { LandfallError } from '../errors.js';
 import { accountSlot, accountSlotKey, base58Encode, usage as usageCounters, utcDay } from '../native.js';
-import type { AccountRecord, KeyRecord, Store, UsageRecord } from '../store/store.js';
+import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store, type UsageRecord } from '../store/store.js';
 import { generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import {
   isPlanName,
@@ -26,6 +31,8 @@ import {
 
 /** How often the persisting `Accounts` writes changed usage counts to LMDB. */
 export const USAGE_PERSIST_MS = 1000;
+/** How often a credit the store could not commit is tried again. */
+export const CREDIT_RETRY_MS = 1000;
 const KEY_NAME_RE = /^[\w.\-@ ]{1,64}$/;
 
 /** `2026-11-21T10:14:00`: ISO-8601 UTC without zone designator (spec §2.5). */
@@ -72,6 +79,9 @@ export class Accounts {
   private readonly usageSlots = new Map<string, number>();
   private persistTimer: NodeJS.Timeout | null = null;
   private persisting: Promise<void> = Promise.resolve();
+  /** Usage indexes whose last write failed: written again by the next persist. */
+  private readonly unpersisted = new Set<number>();
+  private closed = false;
 
   constructor(
     readonly store: Store,
@@ -80,7 +90,10 @@ export class Accounts {
     this.now = opts.now ?? Date.now;
     if (opts.persistUsage) {
       this.persistTimer = setInterval(() => {
-        this.persistUsage().catch((e) => process.stderr.write(`landfall: usage persist failed: ${(e as Error).message}\n`));
+        this.persistUsage().catch((e) => {
+          // The store logs its own unavailability once; anything else is worth a line here.
+          if (!(e instanceof StoreUnavailableError)) process.stderr.write(`landfall: usage persist failed: ${(e as Error).message}\n`);
+        });
       }, USAGE_PERSIST_MS);
       this.persistTimer.unref();
     }
@@ -88,6 +101,7 @@ export class Accounts {
 
   /** Stop the usage timer and persist the last counts (with `persistUsage`). */
   async close(): Promise<void> {
+    this.closed = true;
     if (!this.persistTimer) return;
     clearInterval(this.persistTimer);
     this.persistTimer = null;
@@ -214,16 +228,24 @@ export class Accounts {
   persistUsage(): Promise<void> {
     const run = this.persisting.catch(() => undefined).then(async () => {
       const day = utcDay(this.now());
-      const writes: Promise<boolean>[] = [];
-      for (const index of usageCounters.takeDirty()) {
+      const writes: Promise<unknown>[] = [];
+      const indexes = new Set([...this.unpersisted, ...usageCounters.takeDirty()]);
+      this.unpersisted.clear();
+      for (const index of indexes) {
         const accountId = accountSlotKey(index);
         const u = accountId === null ? null : usageCounters.get(index, day);
         // Only this store's accounts (a test process may run several stores side by side).
         if (accountId === null || !u || !this.store.getAccount(accountId)) continue;
         const rec: UsageRecord = { total: u.total, day, today: u.today };
-        writes.push(this.store.putUsage(accountId, rec));
+        writes.push(
+          this.store.putUsage(accountId, rec).catch((e: unknown) => {
+            this.unpersisted.add(index); // not written: the next persist writes the counts then current
+            throw e;
+          }),
+        );
       }
-      await Promise.all(writes);
+      const failed = (await Promise.allSettled(writes)).find((r) => r.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
     });
     this.persisting = run;
     return run;
@@ -237,11 +259,24 @@ export class Accounts {
     const pts = pointsForTip(tipLamports, this.opts.lamportsPerPoint);
     if (pts <= 0) return this.store.getAccount(accountId);
     const t = this.now();
-    return this.store.updateAccount(accountId, (a) => {
+    const credit = (a: AccountRecord): AccountRecord => {
       const points = a.points + pts;
       const plan = planForPoints(points, a.plan, this.opts.plans);
       return { ...a, points, plan, planUpgradedAt: plan === a.plan ? a.planUpgradedAt : t };
-    });
+    };
+    for (;;) {
+      try {
+        return await this.store.updateAccount(accountId, credit);
+      } catch (e) {
+        // The store cannot write now: the credit waits for it (a failed transaction credited
+        // nothing). Given up only when this Accounts closes.
+        if (!(e instanceof StoreUnavailableError) || this.closed) {
+          this.store.log.error({ account: accountId, points: pts, err: (e as Error).message }, 'points not credited');
+          return undefined;
+        }
+        await new Promise((r) => setTimeout(r, CREDIT_RETRY_MS).unref());
+      }
+    }
   }
 
   /** The account record of spec §2.5. */

@@ -19,7 +19,7 @@
  */
 import { QuicClient } from '../../native/index.js';
 import type { SimulationResult } from '../chain/rpc.js';
-import type { StatusRecord } from '../store/records.js';
+import type { PendingRecord, StatusRecord } from '../store/records.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
 import { Blocklist } from './blocklist.js';
 import { ChainViewReplica, type ChainSnapshot, type Route } from './chain-view.js';
@@ -164,6 +164,24 @@ export class Engine implements Delivery {
     this.rebroadcaster.add(a);
     this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
     this.onAccepted?.(a.record);
+  }
+
+  /**
+   * After a restart: send a pending transaction from the store again, through the rebroadcast
+   * scheduler's next round, if its bytes were kept (records migrated from the old layout have
+   * none: they are only tracked) and it can still land — a durable nonce, or a blockhash whose
+   * last valid block height the chain has not passed (an unknown one: not known to be expired).
+   * Call once the chain view is ready. Returns whether it will be sent.
+   */
+  resume(rec: PendingRecord): boolean {
+    if (rec.resend === null) return false;
+    if (!rec.durableNonce) {
+      const last = rec.lastValidBlockHeight;
+      const dead = last !== null ? this.leaders.currentBlockHeight() > last : this.leaders.isBlockhashExpired(rec.recentBlockhash);
+      if (dead) return false;
+    }
+    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight);
+    return true;
   }
 
   /** Accepted transactions from an ingress thread (one message per batch, off the latency path). */

@@ -11,8 +11,14 @@
  * the leader of its slot: rounds spent while that leader was unreachable (down, refusing, in
  * back-off) are free, up to `MAX_FREE_ROUNDS`, or a transaction accepted early in a dead
  * leader's window would use its retries there and never reach the next leader.
+ *
+ * After a restart (`resume`), a pending transaction whose bytes the store kept is sent again in
+ * the first round (the first permitted leader's, for anti-MEV), then gets its `max_retries`
+ * rounds afresh: the rounds it had used are not stored (a write per slot per transaction), and
+ * the send it was acknowledged for may have died with the process.
  */
 import type { QuicClient } from '../../native/index.js';
+import type { Resend } from '../store/records.js';
 import type { Route } from './chain-view.js';
 import type { Accepted } from './delivery.js';
 import { tpuTargets } from './first-send.js';
@@ -27,6 +33,8 @@ interface Flight {
   freeRoundsLeft: number;
   lastSentSlot: number;
   held: boolean;
+  /** Held until the first round after a restart (`resume`), rather than for anti-MEV. */
+  resumed: boolean;
   /** Last valid block height; null for durable nonces and unknown blockhashes (the tracker expires those). */
   lastValid: number | null;
 }
@@ -37,11 +45,13 @@ export interface RoundCounters {
   held: number;
   heldExpired: number;
   roundErrors: number;
+  /** Pending transactions sent again after a restart. */
+  resent: number;
 }
 
 export class Rebroadcaster {
   private readonly flights = new Map<string, Flight>();
-  readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, roundErrors: 0 };
+  readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, roundErrors: 0, resent: 0 };
 
   constructor(private readonly client: QuicClient) {}
 
@@ -61,7 +71,28 @@ export class Rebroadcaster {
       freeRoundsLeft: maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
       lastSentSlot: a.sentSlot,
       held: a.held,
+      resumed: false,
       lastValid: a.record.durableNonce ? null : a.record.lastValidBlockHeight,
+    });
+  }
+
+  /**
+   * A pending transaction found in the store after a restart: sent in the next round (held
+   * until then, so anti-MEV still waits for a permitted leader; the send is not a retry), then
+   * `resend.maxRetries` rounds. A signature already in flight is left alone.
+   * @param lastValid its blockhash's last valid block height (null: durable nonce or unknown)
+   */
+  resume(signature: string, resend: Resend, lastValid: number | null): void {
+    if (this.flights.has(signature)) return;
+    this.flights.set(signature, {
+      wire: resend.wire,
+      antiMev: resend.antiMev,
+      retriesLeft: resend.maxRetries,
+      freeRoundsLeft: resend.maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
+      lastSentSlot: -1,
+      held: true,
+      resumed: true,
+      lastValid,
     });
   }
 
@@ -79,7 +110,7 @@ export class Rebroadcaster {
     for (const [sig, f] of this.flights) {
       if (f.lastValid !== null && height > f.lastValid) {
         this.flights.delete(sig);
-        if (f.held) this.counters.heldExpired++;
+        if (f.held && !f.resumed) this.counters.heldExpired++;
         continue;
       }
       if (f.lastSentSlot >= slot) continue;
@@ -88,7 +119,8 @@ export class Rebroadcaster {
       if (f.held) {
         if (route.hold) continue;
         f.held = false;
-        this.counters.released++;
+        if (f.resumed) this.counters.resent++;
+        else this.counters.released++;
         retry = false; // a held transaction's first send is not a retry
       } else if (f.retriesLeft > 0) {
         this.counters.rebroadcasts++;

@@ -42,6 +42,21 @@ export interface StatusRecord extends Submission {
   expired: boolean;
 }
 
+/**
+ * What a restarted service needs to send a pending transaction again: its wire bytes and the
+ * send options rebroadcasting honours. Stored in the status value's tail only while the
+ * transaction is pending (`status-codec.ts`), never part of what the API shows.
+ */
+export interface Resend {
+  wire: Buffer;
+  antiMev: boolean;
+  /** Rebroadcast rounds after a send (`max_retries`). */
+  maxRetries: number;
+}
+
+/** A pending record as the store hands it back after a restart, with its resend tail if it has one. */
+export type PendingRecord = StatusRecord & { resend: Resend | null };
+
 /** A fresh record in state `sent`. */
 export function sentRecord(s: Submission): StatusRecord {
   return { ...s, status: 'sent', confirmedAt: null, latencyMs: null, slot: null, expired: false };

@@ -20,13 +20,23 @@
  * |  58 |   32 | recentBlockhash, raw                                                 |
  * |  90 |  1+n | accountId, u8 length + UTF-8                                         |
  * |     |  1+m | keyName, u8 length + UTF-8                                           |
+ * |     |    1 | resend tail, only with flags bit 4: bit 0 antiMev, bits 4–7 maxRetries |
+ * |     |    2 | wire length, u16                                                     |
+ * |     |    w | the transaction's wire bytes (≤ 1232)                                |
+ *
+ * The resend tail (flags bit 4) lets a restarted service send a pending transaction again
+ * (`resendOf`, `Engine.resume`). It is written only while the record is pending (`sent`, not
+ * expired): the update that settles or expires a transaction rewrites the value without it, so a
+ * settled record takes exactly the bytes it took before the tail existed (`FIXED_BYTES` + its
+ * two strings). A value without the bit (every record before it, and every settled one) decodes
+ * as before; a reader that does not know the bit ignores the bytes after the key name.
  *
  * The flags byte comes first so a scan for pending records (`isPendingValue`) and the retention
  * scan (`submittedAtOf`) read one field without decoding the rest. Integers are written as two
  * u32 halves (no BigInt on the hot path) and must be non-negative safe integers; `NULL_U64`
  * (2^64 − 1) is never one, so it cannot be confused with a value.
  */
-import type { StatusRecord, TxStatus } from './records.js';
+import type { Resend, StatusRecord, TxStatus } from './records.js';
 import { base58DecodeShared, base58Encode } from '../native.js';
 
 export const STATUS_CODEC_VERSION = 1;
@@ -54,6 +64,13 @@ export const MAX_STRING_BYTES = 255;
 const STATUS_MASK = 0b11;
 const FLAG_EXPIRED = 0b100;
 const FLAG_DURABLE_NONCE = 0b1000;
+const FLAG_RESEND = 0b1_0000;
+/** The resend tail's fixed part: options byte and u16 wire length. */
+const RESEND_HEADER_BYTES = 3;
+/** Largest wire transaction (Solana's packet data size); the native inspection enforces it too. */
+export const MAX_WIRE_BYTES = 1232;
+const RESEND_ANTI_MEV = 0b1;
+const RESEND_RETRIES_SHIFT = 4;
 const STATUS_CODES: Record<TxStatus, number> = { sent: 0, confirmed: 1, failed: 2 };
 const STATUS_NAMES: readonly TxStatus[] = ['sent', 'confirmed', 'failed'];
 
@@ -114,13 +131,14 @@ export function signatureOfKey(key: Uint8Array): string {
 }
 
 /**
- * Encode a record's value (the signature is the key, not part of it).
+ * Encode a record's value (the signature is the key, not part of it), with the resend tail when
+ * `resend` is given and the record is pending (a settled or expired record never keeps it).
  * Throws `RangeError` on a field that does not fit its slot (a bug upstream, never user input).
  *
  * @example
  * db.put(statusKey(rec.signature)!, encodeStatus(rec));
  */
-export function encodeStatus(rec: StatusRecord): Buffer {
+export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer {
   const accountBytes = Buffer.byteLength(rec.accountId, 'utf8');
   const keyNameBytes = Buffer.byteLength(rec.keyName, 'utf8');
   if (accountBytes > MAX_STRING_BYTES) throw new RangeError(`status record: accountId is ${accountBytes} bytes (max ${MAX_STRING_BYTES})`);
@@ -132,10 +150,14 @@ export function encodeStatus(rec: StatusRecord): Buffer {
   const tip = rec.tipLamports;
   if (typeof tip !== 'bigint' || tip < 0n || tip > U64_MAX) throw new RangeError(`status record: tipLamports must be a u64 bigint, got ${String(tip)}`);
 
-  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes);
+  const tail = resend && code === STATUS_CODES.sent && !rec.expired ? resend : null;
+  if (tail) checkResend(tail);
+  const tailBytes = tail ? RESEND_HEADER_BYTES + tail.wire.length : 0;
+
+  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes + tailBytes);
   const v = viewOf(out);
   v.setUint8(OFF_VERSION, STATUS_CODEC_VERSION);
-  v.setUint8(OFF_FLAGS, code | (rec.expired ? FLAG_EXPIRED : 0) | (rec.durableNonce ? FLAG_DURABLE_NONCE : 0));
+  v.setUint8(OFF_FLAGS, code | (rec.expired ? FLAG_EXPIRED : 0) | (rec.durableNonce ? FLAG_DURABLE_NONCE : 0) | (tail ? FLAG_RESEND : 0));
   writeU64(v, OFF_SUBMITTED_AT, rec.submittedAt, 'submittedAt');
   writeU64OrNull(v, OFF_CONFIRMED_AT, rec.confirmedAt, 'confirmedAt');
   v.setFloat64(OFF_LATENCY, rec.latencyMs === null ? NaN : rec.latencyMs);
@@ -148,8 +170,46 @@ export function encodeStatus(rec: StatusRecord): Buffer {
   out[off++] = accountBytes;
   off += out.write(rec.accountId, off, 'utf8');
   out[off++] = keyNameBytes;
-  out.write(rec.keyName, off, 'utf8');
+  off += out.write(rec.keyName, off, 'utf8');
+  if (tail) {
+    out[off++] = (tail.antiMev ? RESEND_ANTI_MEV : 0) | (tail.maxRetries << RESEND_RETRIES_SHIFT);
+    v.setUint16(off, tail.wire.length);
+    off += 2;
+    tail.wire.copy(out, off);
+  }
   return out;
+}
+
+function checkResend(r: Resend): void {
+  if (!Buffer.isBuffer(r.wire) || r.wire.length === 0 || r.wire.length > MAX_WIRE_BYTES) {
+    throw new RangeError(`status record: resend wire must be 1..${MAX_WIRE_BYTES} bytes, got ${Buffer.isBuffer(r.wire) ? r.wire.length : typeof r.wire}`);
+  }
+  if (!Number.isInteger(r.maxRetries) || r.maxRetries < 0 || r.maxRetries > 15) {
+    throw new RangeError(`status record: resend maxRetries must be an integer 0..15, got ${r.maxRetries}`);
+  }
+}
+
+/**
+ * The resend tail of a value (a copy of the wire bytes: scans hand out borrowed buffers), or
+ * null when it has none (settled, expired, migrated from the old layout, or written before the
+ * tail existed).
+ */
+export function resendOf(value: Uint8Array): Resend | null {
+  if (((value[OFF_FLAGS] ?? 0) & FLAG_RESEND) === 0) return null;
+  const b = asBuffer(value);
+  let off = OFF_STRINGS;
+  off += 1 + b[off]!; // accountId
+  off += 1 + b[off]!; // keyName
+  if (off + RESEND_HEADER_BYTES > b.length) return null;
+  const options = b[off]!;
+  const length = b.readUInt16BE(off + 1);
+  off += RESEND_HEADER_BYTES;
+  if (length === 0 || off + length > b.length) return null;
+  return {
+    wire: Buffer.from(b.subarray(off, off + length)),
+    antiMev: (options & RESEND_ANTI_MEV) !== 0,
+    maxRetries: options >> RESEND_RETRIES_SHIFT,
+  };
 }
 
 /** Decode a value written by `encodeStatus`; `signature` is its key's base58. */

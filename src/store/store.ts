@@ -22,7 +22,7 @@
  * are not committed one transaction per event-loop turn (lmdb-js's default, where each commit
  * and its sync cost the write thread ~170 µs per record at 400 req/s): `insertStatus` and
  * `updateStatus` hold the encoded value for a commit window of `COMMIT_WINDOW_MS` (cut short
- * once `MAX_GROUP` wait) and then issue them in one event turn, so lmdb-js commits them in one
+ * once `MAX_GROUP` wait) and then issue them as one lmdb-js `batch`, which it commits as one
  * transaction with one (overlapping) sync. Measured with `bench/commit-grouping.ts` (4 000 puts
  * at 400/s, one per event turn; CPU of the libuv pool, where lmdb-js commits and syncs, from
  * /proc/self/task/<tid>/schedstat; shared 2-core machine, load ~2.7):
@@ -60,17 +60,52 @@
  * the overlay. `getStatus` reads the overlay first; on a miss in both it renews its read snapshot
  * once, so a record released meanwhile is found in LMDB.
  *
- * Files: the data directory is created 0700, the LMDB files 0600 (they hold key hashes).
+ * Disk full and failed commits. LMDB is never allowed to write into a full filesystem: before
+ * every write it issues (a status window, usage counts, an account update, a retention slice,
+ * the CLI's transactions) the store checks the free space of the data directory's filesystem
+ * (`statfs`, ~1 µs) and writes nothing while it is at or below a reserve (10 % of the
+ * filesystem, at most 32 MiB). The reason is lmdb-js 3.5.6 itself: a page write that fails with
+ * ENOSPC formats its error message into a 100-byte `malloc` that the message overruns
+ * (`mdb.c`, "Attempting to write page at position …"), corrupting the heap; the process then
+ * aborts at some later `free` (measured: 3 of 6 runs of a script filling a 1 MiB tmpfs until the
+ * first failed commit died with "corrupted size vs. prev_size"). It also
+ * opens with `eventTurnBatching: false`: with lmdb-js's default event-turn batching a failed
+ * commit also rejects an internal promise no caller can handle, and Node exits on it. (Without
+ * it, the puts of one turn may be split over several commits, so each window is an explicit
+ * `batch`: one transaction, whose promise the store handles.)
+ * A commit that fails anyway (EIO, a filesystem filled by another process between the check and
+ * the write) is caught, its `commitError` handled, and logged at `error`.
+ *
+ * Either way the store becomes unavailable for the whole process (`StoreHealth`, shared with
+ * every thread): the submission core refuses sends (`500 Delivery failed`, reason "store
+ * unavailable: …", `Retry-After`) so nothing is sent that cannot be recorded; reads go on; the
+ * main thread's probe (`startProbe`, every second) makes it available again once the
+ * filesystem has more than 1.5 × the reserve free and a probe write committed. Status writes
+ * that could not be committed — the window that failed, and the tracker's updates made while
+ * unavailable — are kept in memory and in the overlay (so what a client was answered is what it
+ * reads) and committed by the first window after the store is available again; a newer write of
+ * the same record by any thread supersedes them. They are the records a `kill -9` loses if the
+ * process dies before space returns (the durability window, stretched for as long as the store
+ * is unavailable). Past `MAX_RETAINED` held writes per thread the oldest are dropped from the
+ * overlay and logged, so the overlay never serves without bound what may never commit. Usage
+ * counts and account updates that fail are retried by their owners (`Accounts`).
+ *
+ * Files: the data directory is created 0700, the LMDB files 0600 (they hold key hashes). A new
+ * store is not created on a filesystem at or below the reserve: LMDB would die of SIGBUS
+ * touching its freshly mapped lock file there (measured on a full tmpfs), so this is a clear
+ * error instead.
  */
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statfsSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { open, type Database, type DatabaseOptions, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import type { PlanName } from '../accounts/plans.js';
 import { overlay } from '../native.js';
-import type { StatusRecord } from './records.js';
-import { decodeStatus, encodeStatus, isPendingValue, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
+import type { PendingRecord, Resend, StatusRecord } from './records.js';
+import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
+import { StoreHealth } from './store-health.js';
 
-export type { StatusRecord, Submission, TxStatus } from './records.js';
+export type { PendingRecord, Resend, StatusRecord, Submission, TxStatus } from './records.js';
 
 export interface AccountRecord {
   id: string;
@@ -103,6 +138,29 @@ export interface StoreOptions {
   readOnly?: boolean;
   /** Status writes are grouped into one commit per window of this many ms. */
   commitWindowMs?: number;
+  /** The process-wide store state shared by every thread (default: this store's own). */
+  health?: StoreHealth;
+  /** Where write failures are logged (pino's logger fits; default: stderr). */
+  log?: StoreLog;
+  /** Free bytes at or below which nothing is written (default: `reserveFor` the filesystem's size). */
+  reserveBytes?: number;
+}
+
+/** The two levels the store logs at. */
+export interface StoreLog {
+  error(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+const STDERR_LOG: StoreLog = {
+  error: (obj, msg) => process.stderr.write(`landfall: ${msg} ${JSON.stringify(obj)}\n`),
+  info: () => {},
+};
+
+/** A write the store did not make: unavailable (disk full, a failed commit), or closed. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  readonly code = 'STORE_UNAVAILABLE';
 }
 
 /** One slice of the retention scan (`pruneStatusSlice`). */
@@ -121,6 +179,18 @@ export const COMMIT_WINDOW_MS = 50;
 export const MAX_GROUP = 2000;
 /** A committed write stays in the overlay this long (up to twice) for stale read snapshots. */
 export const RELEASE_GRACE_MS = 100;
+/** At most this much free space is kept back on a large filesystem. */
+export const RESERVE_MAX_BYTES = 32 * 1024 * 1024;
+/** Share of a small filesystem kept back. */
+const RESERVE_FRACTION = 0.1;
+/** Free space must exceed the reserve by this factor before the probe makes the store available. */
+const RECOVER_FACTOR = 1.5;
+/** How often the main thread's probe checks the store (and a thread retries its held writes). */
+export const PROBE_MS = 1000;
+/** Status writes a thread holds while the store is unavailable before it drops the oldest. */
+export const MAX_RETAINED = 100_000;
+/** `meta` key the probe writes. */
+const PROBE_KEY = 'store_probe';
 /** Records moved per write transaction when migrating an old layout. */
 const MIGRATION_SLICE = 10_000;
 const DIR_MODE = 0o700;
@@ -138,6 +208,46 @@ interface QueuedWrite {
   key: Buffer;
   value: Buffer;
   token: number;
+}
+
+/** The writes of one window and the promise their callers hold. */
+interface Group {
+  writes: QueuedWrite[];
+  promise: Promise<boolean>;
+  /** true once committed; false if dropped (the store logged why). */
+  resolve: (committed: boolean) => void;
+  /** A commit of this group failed or was not attempted: it is held for a later window. */
+  held: boolean;
+}
+
+/** The reserve of free space for a filesystem of `totalBytes`: 10 %, at most 32 MiB. */
+export function reserveFor(totalBytes: number): number {
+  return Math.min(RESERVE_MAX_BYTES, Math.floor(totalBytes * RESERVE_FRACTION));
+}
+
+/** Free and total bytes of the filesystem holding `path` (what an unprivileged writer may use). */
+export function filesystemSpace(path: string): { free: number; total: number } {
+  const s = statfsSync(path);
+  return { free: s.bavail * s.bsize, total: s.blocks * s.bsize };
+}
+
+/** `12.3 MiB`. */
+function mib(n: number): string {
+  return `${(n / 1048576).toFixed(n < 10 * 1048576 ? 2 : 1)} MiB`;
+}
+
+/** An lmdb-js write error as `ENOSPC (No space left on device)`. */
+function describeWriteError(e: unknown): string {
+  const err = e as { code?: unknown; message?: string };
+  const message = (err.message ?? String(e)).split(': Attempting to write page')[0]!;
+  const name = typeof err.code === 'number' ? Object.entries(osConstants.errno).find(([, n]) => n === err.code)?.[0] : typeof err.code === 'string' ? err.code : undefined;
+  return name && !message.startsWith(name) ? `${name} (${message})` : message;
+}
+
+/** A commit lmdb-js could not make (as opposed to an error thrown by a transaction's own code). */
+function isCommitFailure(e: unknown): boolean {
+  const err = e as { commitError?: unknown; code?: unknown } | null;
+  return err !== null && typeof err === 'object' && (err.commitError !== undefined || typeof err.code === 'number');
 }
 
 /** A committed write still held in the overlay. */
@@ -164,11 +274,20 @@ export class Store {
   /** Status records moved from the old layout when this store was opened (0 if none). */
   readonly migrated: number;
 
+  /** Whether the store can commit: one state for every thread of the process. */
+  readonly health: StoreHealth;
+  readonly log: StoreLog;
   private readonly commitWindowMs: number;
-  private queue: QueuedWrite[] = [];
+  private readonly reserveBytes: number | undefined;
+  /** The current window's writes; created with the window. */
+  private current: Group | null = null;
   private windowTimer: NodeJS.Timeout | null = null;
-  /** Settles when the current window's writes commit; created with the window. */
-  private windowDone: { promise: Promise<boolean>; resolve: (p: Promise<boolean>) => void } | null = null;
+  /** Windows that could not be committed, oldest first; committed by the next window that can. */
+  private retained: Group[] = [];
+  private retainedWrites = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
+  private probing = false;
   /** Committed writes to release from the overlay: the newer generation and the older one. */
   private heldNew: Held[] = [];
   private heldOld: Held[] = [];
@@ -181,8 +300,22 @@ export class Store {
   ) {
     const readOnly = opts.readOnly ?? false;
     this.commitWindowMs = opts.commitWindowMs ?? COMMIT_WINDOW_MS;
-    if (!readOnly) mkdirSync(path, { recursive: true, mode: DIR_MODE });
-    const options: RootDatabaseOptionsWithPath & { permissionsMode: number } = {
+    this.health = opts.health ?? new StoreHealth();
+    this.log = opts.log ?? STDERR_LOG;
+    this.reserveBytes = opts.reserveBytes;
+    if (!readOnly) {
+      // A new store's files on a full filesystem: LMDB dies of SIGBUS on its mapped lock file.
+      if (!LMDB_FILES.every((f) => existsSync(join(path, f)))) {
+        try {
+          mkdirSync(path, { recursive: true, mode: DIR_MODE });
+        } catch (e) {
+          throw new StoreUnavailableError(`cannot create the store in ${path}: ${(e as Error).message}`);
+        }
+        const room = this.room();
+        if (!room.ok) throw new StoreUnavailableError(`cannot create the store in ${path}: ${room.reason}`);
+      }
+    }
+    const options: RootDatabaseOptionsWithPath & { permissionsMode: number; eventTurnBatching: boolean } = {
       path,
       // noSubdir: false — lmdb-js would otherwise treat a directory name containing a dot as a file.
       noSubdir: false,
@@ -190,6 +323,11 @@ export class Store {
       readOnly,
       // Undocumented lmdb-js option, passed to mdb_env_open as the files' mode (default 0664).
       permissionsMode: FILE_MODE,
+      // With event-turn batching, a failed commit also rejects a promise lmdb-js keeps to itself
+      // (nobody can catch it: Node exits on the unhandled rejection). Without it, lmdb-js starts
+      // a commit from a setImmediate and may split one turn's puts over several commits, so a
+      // status window is an explicit `batch` (`commitWindow`).
+      eventTurnBatching: false,
     };
     this.root = open(options);
     if (!readOnly) restrictFiles(path);
@@ -202,6 +340,145 @@ export class Store {
     this.statusScan = this.root.openDB(scanOptions);
     this.meta = this.root.openDB({ name: 'meta' });
     this.migrated = readOnly ? 0 : this.migrateOldLayout();
+  }
+
+  // ---- disk space and failed writes -----------------------------------------------------
+
+  /** Whether the data directory's filesystem has more free space than the reserve (`factor` ×). */
+  private room(factor = 1): { ok: true; free: number } | { ok: false; reason: string } {
+    let space: { free: number; total: number };
+    try {
+      space = filesystemSpace(this.path);
+    } catch (e) {
+      return { ok: false, reason: `cannot read the free space of ${this.path}: ${(e as Error).message}` };
+    }
+    this.health.setFreeBytes(space.free);
+    const reserve = this.reserveBytes ?? reserveFor(space.total);
+    if (space.free > reserve * factor) return { ok: true, free: space.free };
+    return {
+      ok: false,
+      reason: `${mib(space.free)} free on the data directory's filesystem (${this.path}), at or below the reserve of ${mib(reserve)} the store keeps`,
+    };
+  }
+
+  /** Mark the whole process's store unavailable (the first reason wins); logs the change. */
+  private unavailable(reason: string): void {
+    if (this.health.markUnavailable(reason)) {
+      this.log.error({ store: { reason } }, 'store unavailable: sends are refused until it can commit again');
+    }
+  }
+
+  /**
+   * May this thread write now? Fast path: the shared state says available and there is room.
+   * Slow path: it says unavailable (the write is counted as refused), or the filesystem is at or
+   * below the reserve (the store becomes unavailable).
+   */
+  private writable(): boolean {
+    if (!this.health.available) {
+      this.health.countRefused();
+      return false;
+    }
+    const room = this.room();
+    if (room.ok) return true;
+    this.unavailable(room.reason);
+    return false;
+  }
+
+  /** The error a refused write rejects with. */
+  private refused(what: string): StoreUnavailableError {
+    const u = this.health.unavailable();
+    return new StoreUnavailableError(`${what} not written: store unavailable${u ? `: ${u.reason}` : ''}`);
+  }
+
+  /**
+   * A write lmdb-js could not commit: the store becomes unavailable, the failure is logged at
+   * `error`. lmdb-js rejects the write with "Commit failed" and a second promise
+   * (`commitError`) with the errno a moment later; that one is handled here too, or Node would
+   * exit on it.
+   */
+  private writeFailed(what: string, e: unknown): void {
+    const commitError = (e as { commitError?: Promise<unknown> } | null)?.commitError;
+    if (commitError && typeof commitError.then === 'function') {
+      this.unavailable(`${what}: commit failed`);
+      commitError.then(undefined, (cause: unknown) => {
+        const detail = describeWriteError(cause);
+        this.health.refineReason(`${what}: commit failed: ${detail}`);
+        this.log.error({ what, err: detail, held: this.retainedWrites }, 'store write failed');
+      });
+      return;
+    }
+    const detail = describeWriteError(e);
+    this.unavailable(`${what}: ${detail}`);
+    this.log.error({ what, err: detail, held: this.retainedWrites }, 'store write failed');
+  }
+
+  /**
+   * An asynchronous write other than a status window, checked and guarded: refused (rejected
+   * with `StoreUnavailableError`) while the store is unavailable or the disk at its reserve; a
+   * commit failure makes the store unavailable and rejects with `StoreUnavailableError`. Errors
+   * thrown by the write's own code (not the commit) pass through unchanged.
+   */
+  private guarded<T>(what: string, write: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError(`${what} not written: store is closed`));
+    if (!this.writable()) return Promise.reject(this.refused(what));
+    let p: Promise<T>;
+    try {
+      p = write();
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    return p.catch((e: unknown) => {
+      if (!isCommitFailure(e)) throw e;
+      this.writeFailed(what, e);
+      throw new StoreUnavailableError(`${what} not written: ${describeWriteError(e)}`);
+    });
+  }
+
+  /** Synchronous writes (the CLI's) refuse with a clear error rather than write into a full disk. */
+  private assertWritable(what: string): void {
+    const room = this.room();
+    if (!room.ok) throw new StoreUnavailableError(`${what} not written: ${room.reason}`);
+  }
+
+  /**
+   * The main thread's probe, every `intervalMs` (unref'd), and once now so a service started on
+   * a full disk knows before it serves. While the store is available it only checks the free
+   * space (marking the store unavailable at or below the reserve); while unavailable it waits for
+   * 1.5 × the reserve free, writes one small `meta` value, and makes the store available again
+   * once that commits.
+   */
+  startProbe(intervalMs = PROBE_MS): void {
+    if (this.probeTimer) return;
+    void this.probe();
+    this.probeTimer = setInterval(() => void this.probe(), intervalMs);
+    this.probeTimer.unref();
+  }
+
+  private async probe(): Promise<void> {
+    if (this.probing || this.closed) return;
+    this.probing = true;
+    try {
+      if (this.health.available) {
+        const room = this.room();
+        if (!room.ok) this.unavailable(room.reason);
+        return;
+      }
+      if (!this.room(RECOVER_FACTOR).ok) return;
+      try {
+        await this.meta.put(PROBE_KEY, Date.now());
+      } catch (e) {
+        if (isCommitFailure(e)) this.writeFailed('probe write', e);
+        else this.log.error({ err: (e as Error).message }, 'store probe failed');
+        return;
+      }
+      const back = this.health.markAvailable();
+      if (back) {
+        this.log.info({ unavailable_ms: back.unavailableMs, refused_writes: back.refused, held: this.retainedWrites }, 'store available again: sends are accepted');
+      }
+      if (this.retained.length > 0) this.commitWindow();
+    } finally {
+      this.probing = false;
+    }
   }
 
   /** Open (creating if needed) the store in directory `path`; migrates an old layout first. */
@@ -223,9 +500,12 @@ export class Store {
     return this.usage.get(accountId);
   }
 
-  /** Fire-and-forget: batched with the turn's other writes. */
+  /**
+   * Batched with the turn's other writes. Rejects with `StoreUnavailableError` when the store
+   * cannot write (the caller keeps the counts for its next try).
+   */
   putUsage(accountId: string, u: UsageRecord): Promise<boolean> {
-    return this.usage.put(accountId, u);
+    return this.guarded('usage counts', () => this.usage.put(accountId, u));
   }
 
   keyByHash(hash: Buffer): KeyRecord | undefined {
@@ -247,6 +527,7 @@ export class Store {
 
   /** Create an account and its first key in one transaction. */
   createAccountSync(account: AccountRecord, keyHash: Buffer, key: KeyRecord): void {
+    this.assertWritable('createAccount');
     this.root.transactionSync(() => {
       if (this.accounts.get(account.id)) throw new Error(`account ${account.id} exists`);
       this.accounts.putSync(account.id, account);
@@ -257,6 +538,7 @@ export class Store {
 
   /** Add a key; false if the account already has a key of that name. */
   addKeySync(keyHash: Buffer, key: KeyRecord): boolean {
+    this.assertWritable('addKey');
     return this.root.transactionSync(() => {
       if (this.keyNames.get([key.accountId, key.name])) return false;
       this.apiKeys.putSync(keyHash, key);
@@ -267,6 +549,7 @@ export class Store {
 
   /** Mark a key revoked; false if there is no such live key. */
   revokeKeySync(accountId: string, name: string, at: number): boolean {
+    this.assertWritable('revokeKey');
     return this.root.transactionSync(() => {
       const hash = this.keyNames.get([accountId, name]);
       const k = hash && this.apiKeys.get(hash);
@@ -295,11 +578,12 @@ export class Store {
     id: string,
     update: (a: AccountRecord) => AccountRecord | undefined,
   ): Promise<AccountRecord | undefined> {
-    return this.root.transaction(() => this.applyAccountUpdate(id, update));
+    return this.guarded('account update', () => this.root.transaction(() => this.applyAccountUpdate(id, update)));
   }
 
   /** Synchronous variant of `updateAccount` for the CLI. */
   updateAccountSync(id: string, update: (a: AccountRecord) => AccountRecord | undefined): AccountRecord | undefined {
+    this.assertWritable('updateAccount');
     return this.root.transactionSync(() => this.applyAccountUpdate(id, update));
   }
 
@@ -334,58 +618,123 @@ export class Store {
     return value === undefined ? undefined : decodeStatus(signature, value);
   }
 
-  /** Write a new status record (state `sent`). Fire-and-forget: committed within a window. */
-  insertStatus(rec: StatusRecord): void {
-    void this.writeStatus(rec).catch((e) => process.stderr.write(`landfall: status write failed: ${(e as Error).message}\n`));
+  /**
+   * Write a new status record (state `sent`). Fire-and-forget: committed within a window.
+   * @param resend the wire bytes and options, kept in the value while the record is pending so a
+   *   restarted service can send it again (`status-codec.ts`)
+   */
+  insertStatus(rec: StatusRecord, resend?: Resend): void {
+    void this.writeStatus(rec, resend).catch((e) => this.log.error({ sig: rec.signature, err: (e as Error).message }, 'status record not written'));
   }
 
-  /** Replace a status record; resolves once it is committed. */
+  /**
+   * Replace a status record. Resolves true once it is committed, false if the store dropped it
+   * (closed, or too many writes held while unavailable; logged). Rejects only for a record that
+   * cannot be encoded.
+   */
   updateStatus(rec: StatusRecord): Promise<boolean> {
     return this.writeStatus(rec);
   }
 
-  private writeStatus(rec: StatusRecord): Promise<boolean> {
-    if (this.closed) return Promise.reject(new Error('store is closed'));
+  private writeStatus(rec: StatusRecord, resend?: Resend): Promise<boolean> {
+    if (this.closed) {
+      this.log.error({ sig: rec.signature }, 'status record not written: store is closed');
+      return Promise.resolve(false);
+    }
     const key = statusKey(rec.signature);
     if (!key) return Promise.reject(new RangeError(`status record: ${JSON.stringify(rec.signature)} is not a 64-byte base58 signature`));
     let value: Buffer;
     try {
-      value = encodeStatus(rec);
+      value = encodeStatus(rec, resend);
     } catch (e) {
       return Promise.reject(e as Error);
     }
     const token = overlay.put(key, value);
-    this.queue.push({ key, value, token });
-    if (!this.windowDone) {
-      let resolve!: (p: Promise<boolean>) => void;
-      const promise = new Promise<Promise<boolean>>((r) => (resolve = r)).then((p) => p);
-      this.windowDone = { promise, resolve };
+    if (!this.current) {
+      let resolve!: (committed: boolean) => void;
+      const promise = new Promise<boolean>((r) => (resolve = r));
+      this.current = { writes: [], promise, resolve, held: false };
       this.windowTimer = setTimeout(this.commitWindow, this.commitWindowMs);
     }
-    const done = this.windowDone.promise;
-    if (this.queue.length >= MAX_GROUP) this.commitWindow();
-    return done;
+    const group = this.current;
+    group.writes.push({ key, value, token });
+    if (group.writes.length >= MAX_GROUP) this.commitWindow();
+    return group.promise;
   }
 
-  /** Issue the window's writes in one event turn: lmdb-js commits them in one transaction. */
+  /**
+   * Issue the window's writes — after any held from windows that could not commit, so a newer
+   * write of a record comes last — in one event turn: lmdb-js commits them in one transaction.
+   * While the store cannot write, the window is held instead (see the module comment).
+   */
   private readonly commitWindow = (): void => {
     if (this.windowTimer) clearTimeout(this.windowTimer);
     this.windowTimer = null;
-    const writes = this.queue;
-    const done = this.windowDone;
-    this.queue = [];
-    this.windowDone = null;
-    if (!done) return;
-    let committed: Promise<boolean> = Promise.resolve(true);
+    const groups = this.retained;
+    if (this.current) groups.push(this.current);
+    this.retained = [];
+    this.retainedWrites = 0;
+    this.current = null;
+    if (groups.length === 0) return;
+    if (!this.writable()) return this.retain(groups);
+    const writes: QueuedWrite[] = [];
+    for (const g of groups) {
+      // A held write whose record was written again since (by any thread: the overlay holds the
+      // newest) is not written: the newer one is, by its own window.
+      for (const w of g.writes) if (!g.held || overlay.get(w.key)?.equals(w.value)) writes.push(w);
+    }
+    // One lmdb-js batch: one transaction, whose promise is ours to handle (see the open options).
+    let committed: Promise<boolean>;
     try {
-      for (const w of writes) committed = this.status.put(w.key, w.value);
+      committed = this.root.batch(() => {
+        for (const w of writes) void this.status.put(w.key, w.value);
+      });
     } catch (e) {
       committed = Promise.reject(e as Error);
     }
-    const release = (): void => this.holdForRelease(writes);
-    committed.then(release, release);
-    done.resolve(committed);
+    committed.then(
+      () => {
+        this.holdForRelease(writes);
+        for (const g of groups) g.resolve(true);
+      },
+      (e: unknown) => {
+        this.retain(groups);
+        this.writeFailed('status records', e);
+      },
+    );
   };
+
+  /**
+   * Hold windows that could not be committed (in the overlay, in order) for the first window
+   * after the store is available again; checked every `PROBE_MS`. Past `MAX_RETAINED` writes the
+   * oldest windows are dropped: released from the overlay, their callers told false, logged.
+   */
+  private retain(groups: Group[]): void {
+    for (const g of groups) {
+      g.held = true;
+      this.retained.push(g);
+      this.retainedWrites += g.writes.length;
+    }
+    let dropped = 0;
+    while (this.retainedWrites > MAX_RETAINED && this.retained.length > 1) {
+      const g = this.retained.shift()!;
+      this.retainedWrites -= g.writes.length;
+      dropped += g.writes.length;
+      for (const w of g.writes) overlay.release(w.key, w.token);
+      g.resolve(false);
+    }
+    if (dropped > 0) this.log.error({ dropped, held: this.retainedWrites }, 'status writes dropped: the store has been unavailable too long');
+    if (this.closed) return;
+    if (!this.retryTimer) {
+      this.retryTimer = setInterval(() => {
+        if (this.retained.length === 0) {
+          clearInterval(this.retryTimer!);
+          this.retryTimer = null;
+        } else if (this.health.available) this.commitWindow();
+      }, PROBE_MS);
+      this.retryTimer.unref();
+    }
+  }
 
   /** Release committed writes from the overlay after the grace period (two generations). */
   private holdForRelease(writes: QueuedWrite[]): void {
@@ -418,17 +767,19 @@ export class Store {
   }
 
   /**
-   * Pending records (`status === 'sent' && !expired`), for the tracker to resume. Scans the
+   * Pending records (`status === 'sent' && !expired`), for the tracker to resume and the engine
+   * to send again, each with its resend tail (wire bytes and options) when it has one. Scans the
    * table reading each value's flags byte only; a record with a newer write in the overlay is
    * judged by that write. A record inserted but not yet committed is not seen (at startup,
    * when the tracker resumes, there is none).
    */
-  *pendingEntries(): Generator<StatusRecord> {
+  *pendingEntries(): Generator<PendingRecord> {
     for (const { key, value } of this.statusScan.getRange()) {
       if (!isPendingValue(value)) continue;
       const held = overlay.get(key);
       if (held && !isPendingValue(held)) continue;
-      yield decodeStatus(signatureOfKey(key), held ?? value);
+      const v = held ?? value;
+      yield { ...decodeStatus(signatureOfKey(key), v), resend: resendOf(v) };
     }
   }
 
@@ -449,27 +800,48 @@ export class Store {
       if (submittedAtOf(value) < cutoffMs) victims.push(key);
     }
     if (victims.length > 0) {
-      await this.root.transaction(() => {
-        for (const k of victims) {
-          // Checked again inside the write transaction: a record rewritten since is kept.
-          const v = this.status.getBinaryFast(k);
-          if (v !== undefined && submittedAtOf(v) < cutoffMs) this.status.removeSync(k);
-        }
-      });
+      await this.guarded('retention prune', () =>
+        this.root.transaction(() => {
+          for (const k of victims) {
+            // Checked again inside the write transaction: a record rewritten since is kept.
+            const v = this.status.getBinaryFast(k);
+            if (v !== undefined && submittedAtOf(v) < cutoffMs) this.status.removeSync(k);
+          }
+        }),
+      );
     }
     return { scanned, deleted: victims.length, next: scanned < scan ? undefined : last };
   }
 
-  /** Resolves once every write issued so far (status windows included) is committed. */
+  /**
+   * Resolves once every write issued so far (status windows included) is committed; rejects if
+   * the last commit failed. Writes held while the store is unavailable are not waited for.
+   */
   flushed(): Promise<boolean> {
-    if (this.windowDone) this.commitWindow();
+    if (this.current) this.commitWindow();
     return this.root.committed;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.flushed();
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    this.probeTimer = null;
+    try {
+      if (this.health.available && this.retained.length > 0) this.commitWindow();
+      await this.flushed();
+    } catch {
+      // logged by the window that failed; what it held is counted below
+    }
     this.closed = true;
+    if (this.retryTimer) clearInterval(this.retryTimer);
+    this.retryTimer = null;
+    if (this.retainedWrites > 0) this.log.error({ lost: this.retainedWrites }, 'status writes never committed: the store closed while unavailable');
+    for (const g of this.retained) {
+      for (const w of g.writes) overlay.release(w.key, w.token);
+      g.resolve(false);
+    }
+    this.retained = [];
+    this.retainedWrites = 0;
     this.releaseAll();
     await this.root.close();
   }
@@ -486,6 +858,7 @@ export class Store {
   private migrateOldLayout(): number {
     const old = this.openOld<OldStatusRecord>('status');
     if (!old) return 0;
+    this.assertWritable('migration of the old layout');
     const pending = this.openOld<OldPendingRecord>('pending');
     const byTime = this.openOld<null>('status_by_time');
     let migrated = 0;

@@ -34,7 +34,7 @@ import { PubSub } from '../chain/pubsub.js';
 import { MAX_MULTIPLE_ACCOUNTS, type AccountInfo, type Rpc, type SignatureStatus } from '../chain/rpc.js';
 import type { Accounts } from '../accounts/accounts.js';
 import type { InFlight } from '../accounts/in-flight.js';
-import type { StatusRecord, TxStatus } from '../store/records.js';
+import type { PendingRecord, StatusRecord, TxStatus } from '../store/records.js';
 import type { Store } from '../store/store.js';
 import { nonceRefusal } from './nonce-check.js';
 
@@ -177,13 +177,17 @@ export class Tracker {
     }
   }
 
-  /** Watch again everything the store says is still pending (after a restart), counting it in flight. */
-  resume(): number {
+  /**
+   * Watch again everything the store says is still pending (after a restart), counting it in
+   * flight; `each` is handed every record resumed (with its resend tail: the engine sends it again).
+   */
+  resume(each?: (rec: PendingRecord) => void): number {
     let n = 0;
     for (const rec of this.opts.store.pendingEntries()) {
       if (this.watching.has(rec.signature)) continue;
       this.opts.inFlight?.add(rec.accountId);
       this.watch(rec, null);
+      each?.(rec);
       n++;
     }
     return n;

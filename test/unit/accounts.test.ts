@@ -204,7 +204,9 @@ describe('usage counters', () => {
           worker.once('exit', (code) => code !== 0 && reject((failure ??= new Error(`worker exited with code ${code}`))));
         });
         done.catch(() => {});
-        return { worker, done };
+        // Listened for from the start: a worker may exit before the test gets to wait for it.
+        const exited = new Promise((r) => worker.once('exit', r));
+        return { worker, done, exited };
       });
       while (Atomics.load(flags, 0) < THREADS) {
         if (failure) throw failure;
@@ -213,7 +215,7 @@ describe('usage counters', () => {
       Atomics.store(flags, 1, 1);
       Atomics.notify(flags, 1);
       for (const w of workers) expect((await w.done).counted).toBe(N);
-      await Promise.all(workers.map((w) => new Promise((r) => w.worker.once('exit', r))));
+      await Promise.all(workers.map((w) => w.exited));
       // The workers count on the real clock's day.
       const real = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
       expect(real.usage(c.account_id)).toEqual({ total: 1000 + THREADS * N, today: THREADS * N });

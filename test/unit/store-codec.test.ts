@@ -7,6 +7,8 @@ import {
   encodeStatus,
   FIXED_BYTES,
   isPendingValue,
+  MAX_WIRE_BYTES,
+  resendOf,
   signatureOfKey,
   statusKey,
   submittedAtOf,
@@ -94,5 +96,45 @@ describe('status codec', () => {
     v[0] = 2;
     expect(() => decodeStatus('x', v)).toThrow(/version 2/);
     expect(isPendingValue(v)).toBe(false);
+  });
+});
+
+describe('resend tail (the wire bytes of a pending transaction)', () => {
+  const resend = (wire = randomBytes(420), antiMev = true, maxRetries = 3) => ({ wire, antiMev, maxRetries });
+
+  it('round-trips the wire bytes and options of a pending record; the record itself decodes as without it', () => {
+    for (const tail of [resend(), resend(randomBytes(1), false, 0), resend(randomBytes(MAX_WIRE_BYTES), true, 10), resend(randomBytes(200), false, 15)]) {
+      const r = record({ keyName: 'bot @ zürich' });
+      const v = encodeStatus(r, tail);
+      expect(v.length).toBe(FIXED_BYTES + Buffer.byteLength(r.accountId) + Buffer.byteLength(r.keyName) + 3 + tail.wire.length);
+      expect(resendOf(v)).toEqual(tail);
+      expect(decodeStatus(r.signature, v)).toEqual(r);
+      expect(isPendingValue(v)).toBe(true);
+      expect(submittedAtOf(v)).toBe(r.submittedAt);
+    }
+    // A durable-nonce transaction keeps it too (it is pending until its nonce moves on).
+    expect(resendOf(encodeStatus(record({ durableNonce: true, lastValidBlockHeight: null }), resend()))).not.toBeNull();
+  });
+
+  it('is never kept by a settled or expired record: those take exactly the bytes they took before the tail existed', () => {
+    const sent = record();
+    const settled = [
+      { ...sent, status: 'confirmed' as const, confirmedAt: 2, latencyMs: 400, slot: 9 },
+      { ...sent, status: 'failed' as const, confirmedAt: 2, slot: 9 },
+      { ...sent, expired: true },
+    ];
+    for (const r of settled) {
+      const v = encodeStatus(r, resend());
+      expect(v.length).toBe(FIXED_BYTES + sent.accountId.length + sent.keyName.length);
+      expect(v).toEqual(encodeStatus(r));
+      expect(resendOf(v)).toBeNull();
+    }
+    expect(resendOf(encodeStatus(sent))).toBeNull();
+  });
+
+  it('refuses a tail that does not fit', () => {
+    expect(() => encodeStatus(record(), resend(randomBytes(MAX_WIRE_BYTES + 1)))).toThrow(/resend wire/);
+    expect(() => encodeStatus(record(), resend(Buffer.alloc(0)))).toThrow(/resend wire/);
+    expect(() => encodeStatus(record(), resend(randomBytes(10), true, 16))).toThrow(/maxRetries/);
   });
 });

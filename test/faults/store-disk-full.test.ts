@@ -1,0 +1,175 @@
+/**
+ * The store on a full disk, for real: LMDB on a small tmpfs filled with a filler file. Two ways a
+ * disk runs out: (1) the store finds the filesystem at its reserve before writing (the normal
+ * case: LMDB never writes into a full disk), and (2) a commit that runs out of space mid-write
+ * (space taken by someone else between the check and the write), which LMDB reports as EIO.
+ * Either way: no unhandled rejection (vitest fails a file that has one), the process-wide state
+ * says why, status writes are held and stay readable, other writes are refused with
+ * `StoreUnavailableError`, and everything held is committed once the probe finds space again.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { overlay } from '../../src/native.js';
+import { decodeStatus, resendOf, statusKey } from '../../src/store/status-codec.js';
+import { Store, StoreUnavailableError } from '../../src/store/store.js';
+import { waitFor } from '../helpers/localnet.js';
+import { statusRecord } from '../helpers/records.js';
+import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
+
+const MiB = 1 << 20;
+
+let fs: Tmpfs | { error: string };
+let n = 0;
+const opened: Store[] = [];
+
+beforeAll(() => {
+  fs = mountTmpfs(16 * MiB);
+  if ('error' in fs) console.warn(`store disk-full tests skipped: ${fs.error}`);
+});
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+  if (!('error' in fs)) fs.unfill();
+});
+afterAll(() => {
+  if (!('error' in fs)) fs.unmount();
+});
+
+function openStore(opts: Parameters<typeof Store.open>[1] = {}): Store {
+  const s = Store.open(join((fs as Tmpfs).dir, `data-${n++}`), { commitWindowMs: 10, ...opts });
+  opened.push(s);
+  return s;
+}
+
+/** The committed value in LMDB (not the overlay). */
+function committed(s: Store, signature: string): Buffer | undefined {
+  s.root.resetReadTxn();
+  return s.status.getBinary(statusKey(signature)!);
+}
+
+const account = { id: 'acc_diskfull', name: 'disk', plan: 'starter' as const, points: 0, memberSince: 1, planUpgradedAt: 1 };
+
+describe('store on a full disk', () => {
+  it('finds the filesystem at its reserve before writing: holds status writes (readable), refuses the rest, commits what it held once space returns', async (ctx) => {
+    ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
+    const t = fs as Tmpfs;
+    const store = openStore();
+    store.createAccountSync(account, randomBytes(32), { accountId: account.id, name: 'k', createdAt: 1, revokedAt: null });
+    const before = Array.from({ length: 20 }, () => statusRecord());
+    for (const r of before) store.insertStatus(r);
+    await store.flushed();
+    expect(store.health.available).toBe(true);
+
+    t.fill(0);
+    // Written while the disk is full: held, readable at once, not in LMDB.
+    const during = Array.from({ length: 30 }, () => statusRecord());
+    for (const r of during) store.insertStatus(r, { wire: randomBytes(300), antiMev: true, maxRetries: 3 });
+    const settled = { ...before[0]!, status: 'confirmed' as const, confirmedAt: Date.now(), latencyMs: 400, slot: 123 };
+    const update = store.updateStatus(settled);
+    await store.flushed();
+
+    expect(store.health.available).toBe(false);
+    const view = store.health.view();
+    expect(view.reason).toMatch(/MiB free on the data directory's filesystem .* at or below the reserve of 1\.60 MiB/);
+    expect(view.since).not.toBeNull();
+    expect(view.free_bytes).toBeLessThan(64 * 1024);
+    for (const r of during) {
+      expect(store.getStatus(r.signature)).toMatchObject({ signature: r.signature, status: 'sent' });
+      expect(committed(store, r.signature)).toBeUndefined();
+    }
+    expect(store.getStatus(settled.signature)!.status).toBe('confirmed');
+    // Reads of committed records go on.
+    for (const r of before.slice(1)) expect(store.getStatus(r.signature)!.status).toBe('sent');
+    expect(store.getAccount(account.id)!.name).toBe('disk');
+    // Other writes are refused, with the reason.
+    await expect(store.putUsage(account.id, { total: 1, day: 1, today: 1 })).rejects.toThrow(StoreUnavailableError);
+    await expect(store.updateAccount(account.id, (a) => ({ ...a, points: 5 }))).rejects.toThrow(/account update not written: store unavailable: .*reserve/);
+    expect(() => store.addKeySync(randomBytes(32), { accountId: account.id, name: 'k2', createdAt: 1, revokedAt: null })).toThrow(/at or below the reserve/);
+    expect(store.health.view().refused_writes).toBeGreaterThan(2);
+
+    // A probe that finds no room changes nothing.
+    store.startProbe(50);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(store.health.available).toBe(false);
+
+    t.unfill();
+    await waitFor('the probe to find space', () => (store.health.available ? true : undefined), 5_000);
+    expect(await update).toBe(true);
+    await store.flushed();
+    for (const r of during) {
+      const v = committed(store, r.signature);
+      expect(v).toBeDefined();
+      expect(resendOf(v!)).toMatchObject({ antiMev: true, maxRetries: 3 });
+    }
+    expect(decodeStatus(settled.signature, committed(store, settled.signature)!).status).toBe('confirmed');
+    expect(store.health.view()).toMatchObject({ available: true, reason: null, since: null, refused_writes: 0 });
+    await expect(store.updateAccount(account.id, (a) => ({ ...a, points: 5 }))).resolves.toMatchObject({ points: 5 });
+  });
+
+  it('catches a commit that runs out of space mid-write (EIO): the store becomes unavailable with the errno, the window is held, and it commits once space returns', async (ctx) => {
+    ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
+    const t = fs as Tmpfs;
+    // A tiny reserve, so the check passes and LMDB itself meets the end of the disk.
+    const store = openStore({ reserveBytes: 16 * 1024 });
+    store.insertStatus(statusRecord());
+    await store.flushed();
+    t.fill(200 * 1024); // 50 pages: LMDB writes up to 64 contiguous pages at once, so the write ends short (EIO)
+    // ~560 KB of pending records with their resend bytes, in one window: more than is left.
+    const big = Array.from({ length: 400 }, () => statusRecord());
+    for (const r of big) store.insertStatus(r, { wire: randomBytes(1200), antiMev: false, maxRetries: 0 });
+    const probe = statusRecord();
+    const held = store.updateStatus(probe);
+    await waitFor('the failed commit', () => (store.health.available ? undefined : true), 5_000);
+    await waitFor('the errno in the reason', () => (/EIO|ENOSPC/.test(store.health.view().reason ?? '') ? true : undefined), 5_000);
+    expect(store.health.view().reason).toMatch(/^status records: commit failed: EIO /);
+    for (const r of [...big, probe]) {
+      expect(store.getStatus(r.signature)?.signature).toBe(r.signature);
+      expect(committed(store, r.signature)).toBeUndefined();
+    }
+    const inOverlay = overlay.size();
+    expect(inOverlay).toBeGreaterThanOrEqual(big.length + 1);
+
+    t.unfill();
+    store.startProbe(50);
+    expect(await held).toBe(true);
+    for (const r of [...big, probe]) expect(committed(store, r.signature)).toBeDefined();
+    expect(store.health.available).toBe(true);
+  });
+
+  it('a held write never overwrites a newer write of the same record that another thread committed first', async (ctx) => {
+    ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
+    const t = fs as Tmpfs;
+    const dir = join(t.dir, `data-${n++}`);
+    // Two stores on one environment sharing one state: two threads of the service.
+    const a = Store.open(dir, { commitWindowMs: 10 });
+    opened.push(a);
+    const b = Store.open(dir, { commitWindowMs: 10, health: a.health });
+    opened.push(b);
+    const r = statusRecord();
+    t.fill(0);
+    const heldByA = a.updateStatus(r); // the insert, on an ingress thread
+    await a.flushed();
+    expect(a.health.available).toBe(false);
+    // The tracker (another thread) settles it while the disk is still full: held too, newer.
+    const confirmed = { ...r, status: 'confirmed' as const, confirmedAt: Date.now(), latencyMs: 1, slot: 9 };
+    const heldByB = b.updateStatus(confirmed);
+    await b.flushed();
+    t.unfill();
+    // b's probe commits b's write at once; a retries on its own timer, a second later.
+    b.startProbe(50);
+    expect(await heldByB).toBe(true);
+    expect(decodeStatus(r.signature, committed(b, r.signature)!).status).toBe('confirmed');
+    expect(await heldByA).toBe(true);
+    await a.flushed();
+    expect(decodeStatus(r.signature, committed(a, r.signature)!).status).toBe('confirmed');
+    expect(a.getStatus(r.signature)!.status).toBe('confirmed');
+  });
+
+  it('refuses to create a new store on a full filesystem (LMDB would die of SIGBUS there) with a clear error', (ctx) => {
+    ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
+    const t = fs as Tmpfs;
+    t.fill(0);
+    expect(() => Store.open(join(t.dir, 'fresh'))).toThrow(StoreUnavailableError);
+    expect(() => Store.open(join(t.dir, 'fresh'))).toThrow(/cannot create the store in .*fresh: /);
+  });
+});

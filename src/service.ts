@@ -19,6 +19,7 @@ import { StreamSlots } from './http/stream-slots.js';
 import { startLocalnet, type Localnet } from './localnet/index.js';
 import { TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
+import { StoreHealth } from './store/store-health.js';
 import { Store } from './store/store.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { loadTipAddresses } from './tips.js';
@@ -71,7 +72,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   try {
     const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
-    const store = Store.open(config.dataDir);
+    // One store state for every thread; the probe (this thread) knows at once if the disk is full.
+    const storeHealth = new StoreHealth();
+    const store = Store.open(config.dataDir, { health: storeHealth, log: telemetry.log });
+    store.startProbe();
     cleanup.push(() => store.close());
     // This thread's Accounts persists the process-wide usage counters (every thread counts in them).
     const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint, persistUsage: true });
@@ -126,7 +130,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     });
     cleanup.push(() => tracker.close());
     settle = engine.attach(tracker);
-    tracker.resume();
+    // After a restart: watch what is pending again, and send again what can still land.
+    let resent = 0;
+    const resumed = tracker.resume((rec) => {
+      if (engine.resume(rec)) resent++;
+    });
+    if (resumed > 0) telemetry.log.info({ pending: resumed, resent }, 'resumed pending transactions');
 
     const retention: Retention = startRetention(store, { retentionDays: config.retentionDays });
     cleanup.push(() => retention.stop());
@@ -141,7 +150,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress = await IngressPool.start({
         threads: config.ingressThreads,
         port: config.port,
-        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer },
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer },
         engine,
         metrics: telemetry.metrics,
         onWorkerExit: (index, code) => telemetry.log.error({ thread: index, code }, 'ingress thread died; replaced'),
@@ -162,6 +171,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       const pool = ingress;
       const adminApp = buildAdminApp(telemetry, {
         health: () => engine.health(),
+        store: () => storeHealth.view(),
         metricsText: async () => (pool ? telemetry.metrics.aggregatedText(await pool.gather()) : telemetry.metrics.text()),
         metricsContentType: telemetry.metrics.contentType,
         token: config.metricsToken,

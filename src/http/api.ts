@@ -13,6 +13,7 @@ import { KeyCache } from '../accounts/key-cache.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
+import type { StoreHealthView } from '../store/store-health.js';
 import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
@@ -246,7 +247,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     internalError: (ctx, e) => t.internalError(ctx, e),
   });
   const metricsText = s.metricsText ?? (() => t.metrics.text());
-  const ops = operationRoutes({ health: () => s.delivery.health(), metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
+  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
   // With an admin listener, /metrics and /health's details are served there only (service.ts).
   const adminElsewhere = s.config.adminPort !== null;
   const routes: RouteSpec[] = [
@@ -320,6 +321,8 @@ export interface OperationsSources {
   /** `metricsToken`: `/metrics` and `/health`'s details need `Authorization: Bearer <token>`; null: open. */
   token: string | null;
   startedAt: number;
+  /** Whether the store can commit (every thread's view of one state); none: not reported. */
+  store?: () => StoreHealthView;
 }
 
 /**
@@ -336,9 +339,15 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
     const key = bearerKey(ctx.authorization);
     return key !== undefined && key !== '' && timingSafeEqual(digest(key), expected);
   };
+  // 503 while the store cannot commit (sends are refused) or the chain view is stale; `status`
+  // names the first of the two.
+  const state = (synced: boolean, store: StoreHealthView | null) => {
+    const status = store !== null && !store.available ? 'store_unavailable' : synced ? 'ok' : 'unsynced';
+    return { code: status === 'ok' ? 200 : 503, status };
+  };
   const bareHealth: Handler = () => {
-    const synced = o.health().synced;
-    return { status: synced ? 200 : 503, body: { status: synced ? 'ok' : 'unsynced' } };
+    const { code, status } = state(o.health().synced, o.store?.() ?? null);
+    return { status: code, body: { status } };
   };
   return {
     bareHealth,
@@ -349,9 +358,16 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
       handler: (ctx) => {
         if (!granted(ctx)) return bareHealth(ctx);
         const h = o.health();
+        const store = o.store?.() ?? null;
+        const { code, status } = state(h.synced, store);
         return {
-          status: h.synced ? 200 : 503,
-          body: { status: h.synced ? 'ok' : 'unsynced', uptime_s: Math.round((Date.now() - o.startedAt) / 1000), chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) } },
+          status: code,
+          body: {
+            status,
+            uptime_s: Math.round((Date.now() - o.startedAt) / 1000),
+            chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) },
+            ...(store !== null && { store }),
+          },
         };
       },
     },

@@ -459,7 +459,7 @@ export const OPENAPI: OpenApiDocument = {
         security: operationsKey,
         responses: {
           200: { description: 'Serving, chain view fresh', headers: REQUEST_ID, content: json(schema('Health')) },
-          503: { description: 'Serving, but the chain view is stale', headers: REQUEST_ID, content: json(schema('Health')) },
+          503: { description: 'Serving, but the store cannot commit (sends are refused) or the chain view is stale', headers: REQUEST_ID, content: json(schema('Health')) },
         },
       },
     },
@@ -661,8 +661,21 @@ export const OPENAPI: OpenApiDocument = {
         dependentRequired: { uptime_s: ['chain'], chain: ['uptime_s'] },
         additionalProperties: false,
         properties: {
-          status: { enum: ['ok', 'unsynced'] },
+          status: { enum: ['ok', 'unsynced', 'store_unavailable'], description: 'store_unavailable first when both are wrong' },
           uptime_s: { type: 'integer', minimum: 0 },
+          store: {
+            type: 'object',
+            description: 'Whether the store can commit; while it cannot, sends are refused (500 Delivery failed, Retry-After)',
+            required: ['available', 'reason', 'since', 'free_bytes', 'refused_writes'],
+            additionalProperties: false,
+            properties: {
+              available: { type: 'boolean' },
+              reason: { type: ['string', 'null'], description: 'why it cannot commit (disk at its reserve, a failed commit); null while available' },
+              since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while available' },
+              free_bytes: { type: ['integer', 'null'], minimum: 0, description: "free space on the data directory's filesystem at the last check" },
+              refused_writes: { type: 'integer', minimum: 0, description: 'writes refused or failed since it became unavailable' },
+            },
+          },
           chain: {
             type: 'object',
             required: ['synced', 'slot', 'slot_age_ms'],

@@ -24,6 +24,8 @@ export interface IngressInit {
   streamSlots: SharedArrayBuffer;
   /** The process's in-flight counters (`InFlight`), shared by every thread. */
   inFlight: SharedArrayBuffer;
+  /** Whether the store can commit (`StoreHealth`), shared by every thread. */
+  storeHealth: SharedArrayBuffer;
 }
 
 export type ToWorker =

@@ -26,6 +26,7 @@ import { StatusHub } from '../http/stream.js';
 import { StreamSlots } from '../http/stream-slots.js';
 import { QuicClient } from '../../native/index.js';
 import { TipSet } from '../native.js';
+import { StoreHealth } from '../store/store-health.js';
 import { Store } from '../store/store.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import type { SimulationResult } from '../chain/rpc.js';
@@ -85,7 +86,7 @@ class IngressDelivery implements Delivery {
 
 const { config } = init;
 const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
-const store = Store.open(config.dataDir);
+const store = Store.open(config.dataDir, { health: new StoreHealth(init.storeHealth), log: telemetry.log });
 const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
 const tips = new TipSet(init.tipAddresses);
 // A handle to the process-wide client the engine created (its options, and connections, apply).

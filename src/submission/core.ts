@@ -19,6 +19,7 @@ import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
 import { DeliveryError, type Delivery, type SendOptions } from '../delivery/delivery.js';
+import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
 import type { AccountRecord, KeyRecord, Store } from '../store/store.js';
@@ -99,6 +100,7 @@ export class SubmissionCore {
   async send(who: Caller, r: InspectResult, options: SendOptions, receivedAt: bigint): Promise<Sent & { rate: RateDecision }> {
     if (!r.ok) throw invalidTransaction(r.error.code, r.error.message);
     this.admit(r.tx, who.account);
+    this.fresh();
     const rate = this.take(who.account, 'send');
     const sent = await this.deliver(who, r.tx, options, receivedAt);
     return { ...sent, rate };
@@ -137,6 +139,15 @@ export class SubmissionCore {
       }),
     );
     return { results, rate };
+  }
+
+  /**
+   * Refuse at once, before a send token is taken, while the chain view is stale: its leaders and
+   * addresses may belong to a chain that is gone, so nothing sent now could be vouched for.
+   */
+  private fresh(): void {
+    const h = this.d.delivery.health();
+    if (!h.synced) throw deliveryRefusal(new StaleViewError(h.slot, h.slotAgeMs));
   }
 
   /** Blockhash, tip, plan minimum: what a verified transaction must still pass. */
@@ -182,6 +193,10 @@ export class SubmissionCore {
   private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<Sent> {
     const { delivery, store } = this.d;
     const wire = tx.wire!;
+    // Nothing is sent that cannot be recorded (DECISIONS.md "Faults"): one atomic load, shared
+    // by every thread, set by whichever thread's store first could not write.
+    const storeDown = store.health.unavailable();
+    if (storeDown !== null) throw storeRefusal(storeDown);
     if (!options.skipPreflight) {
       const failure = await delivery.simulate(wire);
       if (failure !== null) {
@@ -199,7 +214,7 @@ export class SubmissionCore {
       first = await delivery.firstSend(tx.signature, wire, options, receivedAt);
     } catch (e) {
       if (known === undefined) this.d.inFlight?.release(who.account.id);
-      if (e instanceof DeliveryError) throw new Refusal('DELIVERY_FAILED', e.message);
+      if (e instanceof DeliveryError) throw deliveryRefusal(e);
       throw e;
     }
     // Idempotent: a known signature is delivered again but never recorded or counted twice.
@@ -215,7 +230,8 @@ export class SubmissionCore {
         submitSlot: first.slot,
         lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
       });
-      store.insertStatus(record);
+      // The wire bytes ride in the record while it is pending: a restart sends it again.
+      store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });
       this.d.accounts.countSubmissions(who.account.id, 1);
       delivery.accepted({ record, wire, options, receivedAt, sentSlot: first.held ? -1 : first.slot, held: first.held, nonceAccount: tx.nonceAccount });
     }
@@ -225,6 +241,25 @@ export class SubmissionCore {
 
 /** Seconds a client is told to wait when its account has its cap of transactions in flight. */
 const IN_FLIGHT_RETRY_S = 1;
+
+/**
+ * `500 Delivery failed` for a transaction that was neither delivered nor recorded (stale chain
+ * view, no leader accepted it in time): the client may retry it in a second (DECISIONS.md
+ * "Faults").
+ */
+function deliveryRefusal(e: DeliveryError): Refusal {
+  return new Refusal('DELIVERY_FAILED', e.message, { headers: { 'Retry-After': '1' } });
+}
+
+/** Seconds a client is told to wait while the store cannot write (its probe looks every second). */
+const STORE_RETRY_S = 5;
+
+/** `500 Delivery failed` while the store cannot commit: refused before anything is sent. */
+function storeRefusal(down: { reason: string; since: number }): Refusal {
+  return new Refusal('DELIVERY_FAILED', `store unavailable since ${new Date(down.since).toISOString()}: ${down.reason}; nothing was sent`, {
+    headers: { 'Retry-After': String(STORE_RETRY_S) },
+  });
+}
 
 /** The last log line that says what went wrong, if any, in parentheses. */
 function preflightDetail(logs: string[] | null): string {

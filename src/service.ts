@@ -142,6 +142,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
     telemetry.metrics.watchDelivery(engine);
     telemetry.metrics.watchTracker(tracker);
+    telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
     engine.onAccepted = (record) => statusHub.publish(record);
     const streamSlots = new StreamSlots();
     let port: number;

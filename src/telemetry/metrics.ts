@@ -46,6 +46,11 @@ export interface TrackerSource {
   };
 }
 
+/** What the metrics read of the store's process-wide state (`StoreHealth`). */
+export interface StoreSource {
+  view(): { available: boolean; free_bytes: number | null };
+}
+
 /** A token bucket, or the cap on transactions in flight (`in_flight`). */
 export type Budget = 'send' | 'query' | 'in_flight';
 
@@ -154,6 +159,15 @@ export class Metrics {
     );
     this.gauge('landfall_tracker_pending', 'Transactions the tracker is still watching (sent, not settled or expired)', () => tracker.size);
     this.gauge('landfall_tracker_last_sweep_seconds', 'Duration of the last tracker sweep', () => stats.lastSweepMs / 1000);
+  }
+
+  /** Expose the store's state (every thread's: one shared state): whether it can commit, and the disk's room. */
+  watchStore(store: StoreSource, resent: () => number): void {
+    this.gauge('landfall_store_available', '1 while the store can commit (sends are accepted), else 0 (GET /health says why)', () => (store.view().available ? 1 : 0));
+    this.gauge('landfall_store_free_bytes', "Free bytes on the data directory's filesystem at the store's last check", () => store.view().free_bytes ?? 0);
+    this.counter('landfall_resent_after_restart_total', 'Pending transactions sent again after a restart (their bytes kept in the store)', [], function* () {
+      yield [{}, resent()];
+    });
   }
 
   /** The Prometheus text exposition of this service and of the process. */

@@ -49,6 +49,14 @@ const health = async (st: Stack) => {
   return { status: r.status, body: (await r.json()) as any };
 };
 
+/** One unlabelled value from `/metrics`. */
+async function metric(st: Stack, name: string): Promise<number> {
+  const text = await (await fetch(`${st.svc.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  if (!line) throw new Error(`no ${name} in /metrics`);
+  return Number(line.slice(name.length + 1));
+}
+
 async function rpcSend(st: Stack, key: string, base64: string) {
   const r = await fetch(`${st.svc.url}/?api-key=${key}`, {
     method: 'POST',
@@ -142,6 +150,8 @@ describe('disk full', () => {
     expect(h.body.store).toMatchObject({ available: false, reason: expect.stringMatching(/reserve/), since: expect.any(String) });
     expect(h.body.store.free_bytes).toBeLessThan(reserveFor(SIZE));
     expect(h.body.store.refused_writes).toBeGreaterThan(0);
+    expect(await metric(st, 'landfall_store_available')).toBe(0);
+    expect(await metric(st, 'landfall_store_free_bytes')).toBeLessThan(reserveFor(SIZE));
 
     // Nothing refused was sent (a few slots for anything in flight to arrive).
     await new Promise((r) => setTimeout(r, 500));
@@ -156,6 +166,7 @@ describe('disk full', () => {
         `available again ${Date.now() - freedAt} ms after space returned`,
     );
     expect((await health(st)).body.store).toMatchObject({ available: true, reason: null, since: null });
+    expect(await metric(st, 'landfall_store_available')).toBe(1);
     const after = await tipped(st, from, 300_000);
     const r = await sendRaw(st, bot.key, after.base64);
     expect(r.status).toBe(200);

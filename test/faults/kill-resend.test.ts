@@ -149,6 +149,8 @@ describe('kill -9 with resend', () => {
     }
     const landedAfterMs = Date.now() - restartedAt;
     expect(logLine('resumed pending transactions')).toMatchObject({ pending: N, resent: N });
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^landfall_resent_after_restart_total ${N}$`, 'm'));
     console.log(`kill -9 ${killedAfterMs} ms after the last of ${N} acknowledgements (none delivered): all ${N} resent on restart and confirmed within ${landedAfterMs} ms of the restart`);
   }, 90_000);
 });

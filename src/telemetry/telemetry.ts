@@ -17,8 +17,11 @@ import type { LogLevel } from '../config.js';
 import type { Ctx, RequestObserver } from '../http/request.js';
 import { Metrics } from './metrics.js';
 
-/** `lf_` (or `lf%5F`) and what follows in base58: an API key, or a piece of one. */
-const KEY_SHAPE = /lf(?:_|%5f)[1-9A-HJ-NP-Za-km-z]*/gi;
+/**
+ * `lf_` (or `lf%5F`) and what follows in base58: an API key, or a piece of one. Not after a letter
+ * or digit, so words such as `self_test` stay as they are.
+ */
+const KEY_SHAPE = /(?<![A-Za-z0-9])lf(?:_|%5f)[1-9A-HJ-NP-Za-km-z]*/gi;
 
 /**
  * `s` with anything shaped like an API key (`lf_` + base58) replaced by `lf_[REDACTED]`: a client

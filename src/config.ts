@@ -44,8 +44,8 @@ export interface Config {
    * auth, inspect, budget, record and first send itself; the main thread then runs only the
    * leader tracker, the rebroadcast scheduler and the confirmation tracker. 0 serves HTTP on
    * the main thread (one event loop for everything). Default: one less than the cores, at least
-   * one — the main thread and the QUIC runtime need the rest (on 2 cores, 1 ingress thread
-   * measured 3,829 req/s at 317 µs of CPU per send against 2 threads' 4,038 at 341 µs).
+   * one — the main thread and the QUIC runtime need the rest (on 2 cores, two runs of the send
+   * bench gave 2 ingress threads 1.05× and 1.13× the throughput of 1 for 5–8 % more CPU per send).
    */
   ingressThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */

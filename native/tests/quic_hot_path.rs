@@ -5,40 +5,16 @@
 //! shared per identity across the process, and tests run in parallel) and its own servers.
 
 use bytes::Bytes;
-use landfall_native::quic::{ClientConfig, FailReason, OutcomeCount, QuicClient, QuicServer, Received, ServerConfig};
+use landfall_native::quic::{ClientConfig, FailReason, OutcomeCount};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Upper bound on any single wait, so a broken test fails instead of hanging.
-const WAIT: Duration = Duration::from_secs(20);
+mod quic_common;
+use quic_common::*;
 
-fn seed(n: u8) -> [u8; 32] {
-    let mut s = [n; 32];
-    s[0] = 0xd7;
-    s
-}
-
-fn server(n: u8) -> (QuicServer, UnboundedReceiver<Received>) {
-    QuicServer::bind(&seed(n), ServerConfig { max_streams_per_100ms: 0, ..ServerConfig::default() }).expect("bind server")
-}
-
-fn client(n: u8, cfg: ClientConfig) -> Arc<QuicClient> {
-    QuicClient::new(&seed(n), cfg).expect("client")
-}
-
-/// A distinct transaction-sized payload: `len` bytes starting with `tag`.
-fn payload(tag: u32, len: usize) -> Bytes {
-    let mut v = vec![0x5a; len];
-    v[..4].copy_from_slice(&tag.to_le_bytes());
-    Bytes::from(v)
-}
-
-async fn recv(rx: &mut UnboundedReceiver<Received>) -> Received {
-    tokio::time::timeout(WAIT, rx.recv()).await.expect("no transaction within the wait bound").expect("server closed")
-}
+/// First byte of this crate's identity seeds (`quic_common::seed`).
+const SEED_PREFIX: u8 = 0xd7;
 
 /// A UDP socket that never answers: a handshake to it gets no reply at all (a dead leader).
 fn silent() -> (std::net::UdpSocket, SocketAddr) {

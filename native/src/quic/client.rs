@@ -989,10 +989,12 @@ impl PeerState {
             last_close_code: link.last_close.as_ref().and_then(|c| c.code),
             last_close_reason: link.last_close.as_ref().map(|c| c.reason.clone()),
             consecutive_failures: link.failures,
+            // Rounded up: 0 only once the back-off is over (rounded down, a caller waiting for 0
+            // could send while up to a millisecond of it was left, and be refused `backoff`).
             backoff_remaining_ms: link
                 .backoff_until
                 .and_then(|u| u.checked_duration_since(Instant::now()))
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                .map_or(0, |d| u64::try_from(d.as_micros().div_ceil(1000)).unwrap_or(u64::MAX)),
             quiet_ms: heard.quiet_for(&self.heard, Instant::now()).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         }
     }

@@ -39,10 +39,13 @@ describe('delivery on the local cluster', () => {
     expect(Date.parse(rec.submitted_at)).toBeGreaterThanOrEqual(before - 1);
     expect(rec.api_key_name).toBe('default');
     // It reached the leader of the slot it landed in, over QUIC, from the service's identity.
+    // (The validator that included it leads that slot; it may have arrived a few ms after the
+    // leader's window closed, which the cluster's 20 ms grace puts in that leader's last block,
+    // so `wasLeader` — the leader at the arrival instant — is not the claim.)
     const included = s.net.receivedBy(tx.signature).filter((x) => x.outcome === 'included');
     expect(included).toHaveLength(1);
-    expect(included[0]!.wasLeader).toBe(true);
     expect(included[0]!.landedSlot).toBe(rec.slot);
+    expect(included[0]!.validator).toBe(s.net.leaderAt(rec.slot).name);
     expect(included[0]!.peer).toBe(s.svc.engine.identity);
     // Points: exactly floor(tip / lamports_per_point).
     expect((await accountView(s, bot.key)).usage.service_points).toBe(1234);
@@ -63,7 +66,8 @@ describe('delivery on the local cluster', () => {
       const rec = await settled(s, bot.key, sig);
       expect(rec.status).toBe('confirmed');
       const inc = s.net.receivedBy(sig).find((x) => x.outcome === 'included')!;
-      expect(inc.wasLeader).toBe(true);
+      // Included by the leader of the slot it landed in (as in the test above, arriving within
+      // the 20 ms grace after that leader's window counts: `wasLeader` is not the claim).
       expect(s.net.leaderAt(inc.landedSlot!).name).toBe(inc.validator);
       leaders.add(inc.validator);
     }

@@ -130,8 +130,14 @@ describe('restart', () => {
       expect(rec.status).toBe('confirmed');
       expect(rec.latency_ms).toBeGreaterThanOrEqual(0);
     }
-    const r = await fetch(`${st.svc.url}/v1/account?api-key=${bot.key}`);
-    expect(((await r.json()) as any).usage.service_points).toBe(5 * 1000);
+    // The credits are LMDB account transactions that may commit a few ms after the confirmed
+    // records are readable: wait until all five are in, then the total must be exact.
+    const points = await waitFor('the points credits', async () => {
+      const r = await fetch(`${st.svc.url}/v1/account?api-key=${bot.key}`);
+      const p = ((await r.json()) as any).usage.service_points as number;
+      return p >= 5 * 1000 ? p : undefined;
+    }, 5_000);
+    expect(points).toBe(5 * 1000);
   });
 });
 

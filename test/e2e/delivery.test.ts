@@ -47,8 +47,13 @@ describe('delivery on the local cluster', () => {
     expect(included[0]!.landedSlot).toBe(rec.slot);
     expect(included[0]!.validator).toBe(s.net.leaderAt(rec.slot).name);
     expect(included[0]!.peer).toBe(s.svc.engine.identity);
-    // Points: exactly floor(tip / lamports_per_point).
-    expect((await accountView(s, bot.key)).usage.service_points).toBe(1234);
+    // Points: exactly floor(tip / lamports_per_point). The credit is an LMDB account transaction
+    // that may commit a few ms after the confirmed record is readable: wait for it, then exact.
+    const points = await waitFor('the points credit', async () => {
+      const p = (await accountView(s, bot.key)).usage.service_points as number;
+      return p > 0 ? p : undefined;
+    }, 5_000);
+    expect(points).toBe(1234);
   });
 
   it('transactions land whatever the slot position, each through the leader of its slot', async () => {

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QuicClient, QuicServer, type ReceivedTransaction } from '../../native/index.js';
 import type { FirstSend, OutcomeCount } from '../../src/native.js';
+import { expectCode } from '../helpers/expect-code.js';
 
 const MAX_TX = 1232;
 const UNDIALABLE = '127.0.0.1:0';
@@ -65,17 +66,6 @@ function tx(tag: number, len = 200): Buffer {
 function counted(drained: OutcomeCount[], into = new Map<string, number>()): Map<string, number> {
   for (const o of drained) into.set(`${o.target} ${o.reason}`, (into.get(`${o.target} ${o.reason}`) ?? 0) + o.count);
   return into;
-}
-
-function expectCode(fn: () => unknown, code: string): void {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (e) {
-    thrown = e;
-  }
-  expect(thrown, `expected a throw with code ${code}`).toBeInstanceOf(Error);
-  expect((thrown as { code?: string }).code).toBe(code);
 }
 
 describe('sendFirst', () => {

@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QuicClient, QuicServer, type ReceivedTransaction, type SendResult } from '../../native/index.js';
+import { expectCode } from '../helpers/expect-code.js';
 
 const MAX_TX = 1232;
 
@@ -40,18 +41,6 @@ function startServer(opts: { maxStreamsPer100ms?: number; maxConnectionsPerPeer?
     return received.slice(0, n);
   };
   return { server, received, next };
-}
-
-/** Expect `fn` to throw an error carrying `code`. */
-function expectCode(fn: () => unknown, code: string): void {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (e) {
-    thrown = e;
-  }
-  expect(thrown, `expected a throw with code ${code}`).toBeInstanceOf(Error);
-  expect((thrown as { code?: string }).code).toBe(code);
 }
 
 /** A `len`-byte transaction stand-in starting with `tag` (as much of it as fits). */

@@ -81,7 +81,6 @@ export interface LandfallSnapshot extends Counts {
 /** The counts since the service started. */
 function counts(s: Service): Counts {
   const e = s.engine;
-  e.drainOutcomes();
   const sends = { ok: 0, failed: 0 };
   for (const c of e.counters.sends.values()) {
     sends.ok += c.ok;

@@ -64,7 +64,6 @@ export class Engine implements Delivery {
   private readonly fanout: number;
   private readonly prewarmCount: number;
   private readonly snapshotListeners = new Set<(s: ChainSnapshot) => void>();
-  private readonly drainTimer: NodeJS.Timeout;
   private readonly tally = {
     /** Writes per leader identity (ok: stream written; failed: not). */
     sends: new Map<string, { ok: number; failed: number }>(),
@@ -96,8 +95,6 @@ export class Engine implements Delivery {
         if (this.view.snapshot !== null) this.publish(this.leaders.currentSlot());
       },
     });
-    this.drainTimer = setInterval(() => this.drainOutcomes(), 1_000);
-    this.drainTimer.unref();
   }
 
   /** Wait until the chain view is complete (slot, leaders, addresses, a blockhash). */
@@ -193,7 +190,6 @@ export class Engine implements Delivery {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.drainTimer);
     this.leaders.close();
     this.blocklist.close();
     this.client.close();
@@ -205,7 +201,7 @@ export class Engine implements Delivery {
   }
 
   /** Fold the native client's outcome counts (every thread's sends) into the counters. */
-  drainOutcomes(): void {
+  private drainOutcomes(): void {
     for (const o of this.client.drainOutcomes()) {
       const leader = this.leaders.identityOfTpu(o.target) ?? o.target;
       let c = this.tally.sends.get(leader);

@@ -25,8 +25,6 @@ export interface DeliverySource {
   };
   readonly inFlight: number;
   health(): { slot: number; slotAgeMs: number; synced: boolean };
-  /** Fold counts kept elsewhere (the native client's) into `counters` before they are read. */
-  drainOutcomes?(): void;
 }
 
 /** What the metrics read from the confirmation tracker (`Tracker`). */
@@ -108,7 +106,6 @@ export class Metrics {
       'Transaction writes to a leader TPU over QUIC, by leader identity and result (ok: stream written; failed: dropped)',
       ['leader', 'result'],
       function* () {
-        engine.drainOutcomes?.();
         for (const [leader, c] of engine.counters.sends) {
           yield [{ leader, result: 'ok' }, c.ok];
           yield [{ leader, result: 'failed' }, c.failed];

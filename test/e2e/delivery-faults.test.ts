@@ -163,7 +163,6 @@ describe('send path', () => {
     const bot = account(st);
     const sigs = await sendOnePerSlot(st, bot.key, 6);
     for (const sig of sigs) expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
-    st.svc.engine.drainOutcomes();
     const ok = [...st.svc.engine.counters.sends.values()].reduce((a, c) => a + c.ok, 0);
     expect(ok).toBeGreaterThanOrEqual(sigs.length);
     const latency = await st.svc.engine.serviceLatency.get();

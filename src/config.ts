@@ -52,6 +52,13 @@ export interface Config {
   tipAddresses: string[] | null;
   /** The embedded local cluster, when rpcUrl is null. */
   localnet: { validators: number; slotMs: number };
+  /**
+   * The confirmation tracker's two sources: `push` (`logsSubscribe` mentions of the tip
+   * addresses) and `poll` (`getSignatureStatuses` sweeps). Both on by default; one off serves to
+   * test the other alone against a real node, or to spare a node that limits subscriptions.
+   * Both off is refused: nothing would ever settle.
+   */
+  tracker: { push: boolean; poll: boolean };
   /** Least severe log level written (pino's: fatal … trace, or silent). */
   logLevel: LogLevel;
   /** Append the JSON log lines to this file; null writes them to stdout. */
@@ -86,6 +93,7 @@ export const DEFAULT_CONFIG: Config = {
   ingressThreads: Math.max(1, availableParallelism() - 1),
   tipAddresses: null,
   localnet: { validators: 4, slotMs: 400 },
+  tracker: { push: true, poll: true },
   logLevel: 'info',
   logFile: null,
   metricsToken: null,
@@ -143,6 +151,21 @@ function localnetOf(v: unknown): Config['localnet'] {
     validators: positiveOf(o.validators ?? DEFAULT_CONFIG.localnet.validators, 'localnet.validators', true),
     slotMs: positiveOf(o.slotMs ?? DEFAULT_CONFIG.localnet.slotMs, 'localnet.slotMs', true),
   };
+}
+
+function trackerOf(v: unknown): Config['tracker'] {
+  if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) {
+    throw new LandfallError('CONFIG_INVALID', `tracker must be an object like {"push":true,"poll":true}, got ${JSON.stringify(v)}`);
+  }
+  const o = (v ?? {}) as Record<string, unknown>;
+  const flag = (x: unknown, name: string): boolean => {
+    if (x === undefined) return true;
+    if (typeof x !== 'boolean') throw new LandfallError('CONFIG_INVALID', `${name} must be true or false, got ${JSON.stringify(x)}`);
+    return x;
+  };
+  const t = { push: flag(o.push, 'tracker.push'), poll: flag(o.poll, 'tracker.poll') };
+  if (!t.push && !t.poll) throw new LandfallError('CONFIG_INVALID', 'tracker.push and tracker.poll cannot both be false: no transaction would ever settle');
+  return t;
 }
 
 function logLevelOf(v: unknown): LogLevel {
@@ -238,6 +261,7 @@ export function loadConfig(
     ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
     localnet: localnetOf(merged.localnet),
+    tracker: trackerOf(merged.tracker),
     logLevel: logLevelOf(merged.logLevel),
     logFile: optionalString(merged.logFile, 'logFile'),
     metricsToken: metricsTokenOf(merged.metricsToken),

@@ -119,6 +119,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       accounts,
       tipAddresses,
       blockHeight: () => engine.leaders.currentBlockHeight(),
+      push: config.tracker.push,
+      poll: config.tracker.poll,
       inFlight,
       onChange: (c) => {
         if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');

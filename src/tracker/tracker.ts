@@ -97,6 +97,13 @@ export interface TrackerOptions {
    * it first, and polling everything just sent would cost one RPC call per 256 sends per sweep.
    */
   pollAfterMs?: number;
+  /** Subscribe to `logsSubscribe` mentions of the tip addresses (default true). */
+  push?: boolean;
+  /**
+   * Poll `getSignatureStatuses` for what the push has not settled (default true). Off, only the
+   * push settles transactions (the expiry's last look with history still runs).
+   */
+  poll?: boolean;
   /** Called after each status change is written (terminal or expired). */
   onChange?: (change: StatusChange) => void;
   /** Transactions in flight per account: given back when one settles or expires. */
@@ -115,15 +122,17 @@ export class Tracker {
   private readonly nonces = new Set<Watched>();
   /** Outcomes seen before their `watch` call, oldest first (insertion order). */
   private readonly early = new Map<string, Outcome>();
-  private readonly pubsub: PubSub;
+  /** null with the push off: no WebSocket at all. */
+  private readonly pubsub: PubSub | null;
   private readonly timer: NodeJS.Timeout;
   private sweeping = false;
   readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0, nonceChecks: 0, nonceExpired: 0 };
 
   constructor(private readonly opts: TrackerOptions) {
-    this.pubsub = new PubSub(opts.wsUrl);
-    for (const tip of opts.tipAddresses) {
-      this.pubsub.subscribe('logsSubscribe', [{ mentions: [tip] }, { commitment: 'confirmed' }], (r, slot) => {
+    const pubsub = opts.push === false ? null : new PubSub(opts.wsUrl);
+    this.pubsub = pubsub;
+    for (const tip of pubsub ? opts.tipAddresses : []) {
+      pubsub!.subscribe('logsSubscribe', [{ mentions: [tip] }, { commitment: 'confirmed' }], (r, slot) => {
         const v = (r as { value?: { signature?: string; err?: unknown } }).value;
         if (typeof v?.signature === 'string' && slot !== undefined) {
           this.observe(v.signature, { slot, err: v.err ?? null, observedAt: process.hrtime.bigint(), source: 'push' });
@@ -202,7 +211,7 @@ export class Tracker {
 
   close(): void {
     clearInterval(this.timer);
-    this.pubsub.close();
+    this.pubsub?.close();
   }
 
   /**
@@ -281,7 +290,7 @@ export class Tracker {
     const cutoff = performance.now() - (this.opts.pollAfterMs ?? 1_000);
     for (const w of this.watching.values()) {
       if (w.outcome) this.settle(w, w.outcome);
-      else if (w.since <= cutoff) open.push(w);
+      else if (w.since <= cutoff && this.opts.poll !== false) open.push(w);
     }
     for (let i = 0; i < open.length; i += STATUS_BATCH) {
       const batch = open.slice(i, i + STATUS_BATCH);

@@ -35,3 +35,19 @@ describe('metricsToken, adminPort, adminHost', () => {
     expect(() => loadConfig({ adminHost: '' }, {})).toThrow(/adminHost must be a non-empty string/);
   });
 });
+
+describe('tracker.push, tracker.poll', () => {
+  it('default: both sources on; a file turns one off, the other stays on', () => {
+    expect(loadConfig({}, {}).tracker).toEqual({ push: true, poll: true });
+    const file = join(tmp.dir, 'tracker.json');
+    writeFileSync(file, JSON.stringify({ tracker: { poll: false } }));
+    expect(loadConfig({ config: file }, {}).tracker).toEqual({ push: true, poll: false });
+    expect(loadConfig({ tracker: { push: false } }, {}).tracker).toEqual({ push: false, poll: true });
+  });
+
+  it('a bad value, or both off, is an error naming the setting', () => {
+    expect(() => loadConfig({ tracker: { push: false, poll: false } }, {})).toThrow('tracker.push and tracker.poll cannot both be false');
+    expect(() => loadConfig({ tracker: { push: 'no' } }, {})).toThrow('tracker.push must be true or false, got "no"');
+    expect(() => loadConfig({ tracker: true }, {})).toThrow(/tracker must be an object/);
+  });
+});

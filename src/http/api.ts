@@ -19,7 +19,7 @@ import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { authenticate, bearerKey } from './auth.js';
-import { rpcHandler } from './json-rpc.js';
+import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, parseJson, requireJson, type Reply } from './request.js';
 import { registerStream } from './stream.js';
@@ -236,7 +236,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   const t = s.telemetry;
   const app = uWS.App();
   const startedAt = Date.now();
-  const rpc = rpcHandler({
+  const rpcBackend: RpcBackend = {
     tips: s.tips,
     tipAddresses: s.tips.addresses,
     authenticate: (ctx) => authenticate(s.keys, ctx, true),
@@ -245,7 +245,11 @@ export function buildApp(services: Services): uWS.TemplatedApp {
       return s.core.send(who, r, opts, ctx.receivedAt);
     },
     internalError: (ctx, e) => t.internalError(ctx, e),
-  });
+  };
+  const rpc = rpcHandler(rpcBackend);
+  // The paths Jito's and Helius Sender's clients post to: the same handler and submission core,
+  // with the key also read where those clients put it, and their preflight default.
+  const dropIn = rpcHandler({ ...rpcBackend, authenticate: (ctx) => authenticate(s.keys, ctx, true, true) }, DROP_IN_DIALECT);
   const metricsText = s.metricsText ?? (() => t.metrics.text());
   const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
   // With an admin listener, /metrics and /health's details are served there only (service.ts).
@@ -258,6 +262,9 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })) },
     { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
     { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
+    { method: 'post', pattern: '/api/v1/transactions', body: BATCH_BODY_LIMIT, handler: dropIn },
+    { method: 'post', pattern: '/api/v1/bundles', body: BATCH_BODY_LIMIT, handler: dropIn },
+    { method: 'post', pattern: '/fast', body: BATCH_BODY_LIMIT, handler: dropIn },
     { method: 'get', pattern: '/v1/openapi.json', body: null, handler: constant(200, JSON.stringify(OPENAPI)) },
     adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
     { method: 'get', pattern: '/ping', body: null, handler: constant(200, 'pong', 'text/plain') },

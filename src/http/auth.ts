@@ -26,16 +26,25 @@ export function bearerKey(authorization: string): string | undefined {
 
 /**
  * Resolve the caller. `allowQuery`: also accept the `api-key` / `api_key` query parameters
- * (status and account endpoints, JSON-RPC; spec §5.2–5.3).
+ * (status and account endpoints, JSON-RPC; spec §5.2–5.3). `dropIn`: also the `x-jito-auth`
+ * header and the `uuid` query parameter, where Jito's clients put their credential (the drop-in
+ * paths `/api/v1/transactions`, `/api/v1/bundles`, `/fast`). None of these is ever logged: the
+ * request log carries the path without its query string, and no header values.
  */
-export function authenticate(keys: KeyCache, ctx: Ctx, allowQuery: boolean): Caller {
+export function authenticate(keys: KeyCache, ctx: Ctx, allowQuery: boolean, dropIn = false): Caller {
   let key = bearerKey(ctx.authorization);
   if (key === '') throw new Refusal('AUTH_UNAUTHORIZED', 'Authorization header must be "Bearer <API key>"');
+  if (key === undefined && dropIn && ctx.jitoAuth !== '') key = ctx.jitoAuth.trim();
   if (key === undefined && allowQuery) key = ctx.queryParam('api-key') ?? ctx.queryParam('api_key');
+  if (key === undefined && dropIn) key = ctx.queryParam('uuid');
   if (key === undefined || key === '') {
     throw new Refusal(
       'AUTH_UNAUTHORIZED',
-      allowQuery ? 'missing API key: use "Authorization: Bearer <key>" or the api-key query parameter' : 'missing "Authorization: Bearer <key>" header',
+      dropIn
+        ? 'missing API key: use "Authorization: Bearer <key>", the x-jito-auth header, or the uuid or api-key query parameter'
+        : allowQuery
+          ? 'missing API key: use "Authorization: Bearer <key>" or the api-key query parameter'
+          : 'missing "Authorization: Bearer <key>" header',
     );
   }
   const who = keys.authenticate(key);

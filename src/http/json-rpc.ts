@@ -7,6 +7,13 @@
  *   signature. Same path as `POST /v1/send` (validation, tip, budget, preflight, delivery), with
  *   Agave's defaults: base58, preflight on.
  * - `getTipAccounts` [] → the tip addresses, as a block engine lists them. No key needed.
+ * - The bundle methods (`sendBundle`, `getBundleStatuses`, `getInflightBundleStatuses`,
+ *   `simulateBundle`) → -32601 saying bundles are not offered: Jito's clients call them on the
+ *   drop-in path `/api/v1/bundles`, and a clear error beats a 404 or a silent "not found".
+ *
+ * The drop-in paths (`/api/v1/transactions`, `/api/v1/bundles`, `/fast`) serve the same methods
+ * in the dialect of the senders whose clients post there ({@link DROP_IN_DIALECT}): preflight off
+ * unless the call asks for it, as Jito's block engine and Helius Sender always skip it.
  *
  * Errors are JSON-RPC error objects. Protocol errors use the standard codes; a failed preflight
  * and a bad signature use Agave's (-32002 with the simulation as `data`, -32003); the service's
@@ -44,6 +51,20 @@ export interface RpcBackend {
   /** Log an unexpected exception (a bug); the call answers -32603. */
   internalError(ctx: Ctx, e: unknown): void;
 }
+
+/** What differs between the paths this handler serves. */
+export interface RpcDialect {
+  /** `skipPreflight` when the call does not say. */
+  skipPreflight: boolean;
+}
+
+/** `POST /`, `POST /v1/rpc`: a Solana RPC node's defaults (Agave preflights unless told not to). */
+export const NODE_DIALECT: RpcDialect = { skipPreflight: false };
+/** The drop-in paths: Jito's block engine always skips preflight, Helius Sender requires it skipped. */
+export const DROP_IN_DIALECT: RpcDialect = { skipPreflight: true };
+
+/** Jito's bundle methods: answered, never served (Landfall delivers single transactions). */
+const BUNDLE_METHODS = new Set(['sendBundle', 'getBundleStatuses', 'getInflightBundleStatuses', 'simulateBundle']);
 
 type Id = string | number | null;
 
@@ -94,7 +115,7 @@ function isId(v: unknown): v is Id {
 }
 
 /** `sendTransaction`'s params, Agave's way: `[string, config?]`; unknown config fields ignored. */
-function sendParams(params: unknown, tips: TipSet): { r: InspectResult; opts: SendOptions } {
+function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: InspectResult; opts: SendOptions } {
   if (!Array.isArray(params) || params.length < 1 || params.length > 2) {
     throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: expected [transaction, config?]');
   }
@@ -108,7 +129,7 @@ function sendParams(params: unknown, tips: TipSet): { r: InspectResult; opts: Se
   if (encoding !== 'base58' && encoding !== 'base64') {
     throw new RpcFault(RPC_CODES.invalidParams, `unsupported encoding: ${String(encoding)}. Supported encodings: base58, base64`);
   }
-  const skipPreflight = c.skipPreflight ?? false;
+  const skipPreflight = c.skipPreflight ?? dialect.skipPreflight;
   if (typeof skipPreflight !== 'boolean') throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: skipPreflight must be a boolean');
   const maxRetries = c.maxRetries ?? DEFAULT_SEND_OPTIONS.maxRetries;
   if (typeof maxRetries !== 'number' || !Number.isInteger(maxRetries) || maxRetries < 0) {
@@ -139,7 +160,7 @@ function sendParams(params: unknown, tips: TipSet): { r: InspectResult; opts: Se
 }
 
 /** One call of a request (or of a batch). Never throws: every outcome is an answer. */
-async function call(b: RpcBackend, ctx: Ctx, item: unknown, who: () => Caller): Promise<Answer> {
+async function call(b: RpcBackend, dialect: RpcDialect, ctx: Ctx, item: unknown, who: () => Caller): Promise<Answer> {
   const o = typeof item === 'object' && item !== null && !Array.isArray(item) ? (item as Record<string, unknown>) : null;
   const hasId = o !== null && 'id' in o;
   const id: Id = hasId && isId(o.id) ? o.id : null;
@@ -151,7 +172,10 @@ async function call(b: RpcBackend, ctx: Ctx, item: unknown, who: () => Caller): 
     switch (o.method) {
       case 'sendTransaction': {
         const caller = who();
-        const { r, opts } = sendParams(o.params, b.tips);
+        if (ctx.queryParam('bundleOnly') === 'true') {
+          throw new RpcFault(RPC_CODES.invalidParams, 'bundleOnly is not offered: Landfall does not send bundles; send without bundleOnly=true to deliver the transaction on its own');
+        }
+        const { r, opts } = sendParams(o.params, b.tips, dialect);
         const { signature } = await b.send(ctx, caller, r, opts);
         return answer({ jsonrpc: '2.0', result: signature, id });
       }
@@ -161,6 +185,10 @@ async function call(b: RpcBackend, ctx: Ctx, item: unknown, who: () => Caller): 
         }
         return answer({ jsonrpc: '2.0', result: b.tipAddresses, id });
       default:
+        if (BUNDLE_METHODS.has(o.method)) {
+          const message = `${o.method} is not offered: Landfall delivers single transactions, not bundles; send each transaction with sendTransaction`;
+          return answer(failure(id, { code: RPC_CODES.methodNotFound, message }));
+        }
         return answer(failure(id, { code: RPC_CODES.methodNotFound, message: 'Method not found' }));
     }
   } catch (e) {
@@ -176,8 +204,8 @@ function requestRefused(e: Refusal): Reply {
   return { status: e.status, body: failure(null, rpcError(e)), headers: e.headers, reason: e.reason };
 }
 
-/** The handler of `POST /` and `POST /v1/rpc`. */
-export function rpcHandler(b: RpcBackend): Handler {
+/** The handler of `POST /` and `POST /v1/rpc` (node dialect) and of the drop-in paths. */
+export function rpcHandler(b: RpcBackend, dialect: RpcDialect = NODE_DIALECT): Handler {
   return async (ctx) => {
     let text: string;
     try {
@@ -198,7 +226,7 @@ export function rpcHandler(b: RpcBackend): Handler {
     const who = () => (caller ??= b.authenticate(ctx));
 
     if (!Array.isArray(payload)) {
-      const { response, refusal } = await call(b, ctx, payload, who);
+      const { response, refusal } = await call(b, dialect, ctx, payload, who);
       if (response === null) return { status: 204, body: '', contentType: 'application/json' };
       const status = refusal && HTTP_LEVEL.has(refusal.status) ? refusal.status : 200;
       const reason = 'error' in response ? response.error.message : undefined;
@@ -208,7 +236,7 @@ export function rpcHandler(b: RpcBackend): Handler {
       const message = payload.length === 0 ? 'Invalid request' : `Invalid request: batch of ${payload.length} calls exceeds ${MAX_RPC_BATCH}`;
       return { status: 200, body: failure(null, { code: RPC_CODES.invalidRequest, message }), reason: message };
     }
-    const answers = await Promise.all(payload.map((item) => call(b, ctx, item, who)));
+    const answers = await Promise.all(payload.map((item) => call(b, dialect, ctx, item, who)));
     const responses = answers.flatMap((a) => (a.response ? [a.response] : []));
     if (responses.length === 0) return { status: 204, body: '', contentType: 'application/json' };
     const errors = responses.filter((r): r is Extract<RpcResponse, { error: RpcErrorObject }> => 'error' in r);

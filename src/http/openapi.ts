@@ -162,6 +162,8 @@ const bearer: Security = [{ bearer: [] }];
 const anyKey: Security = [{ bearer: [] }, { apiKey: [] }, { apiKeyUnderscore: [] }];
 /** A key where the caller has one; some calls need none ({} = no requirement). */
 const optionalKey: Security = [...anyKey, {}];
+/** The drop-in paths also read the key where Jito's clients put it. */
+const dropInKey: Security = [...anyKey, { jitoUuid: [] }, { jitoAuth: [] }, {}];
 /** `/metrics` and `/health`'s details: open unless `metricsToken` is configured. */
 const operationsKey: Security = [{}, { metricsToken: [] }];
 
@@ -180,11 +182,32 @@ function rpcOperation(operationId: string, alias: string): Operation {
   };
 }
 
+/** The drop-in paths of existing sender clients: the same JSON-RPC endpoint in their dialect. */
+function dropInOperation(operationId: string, summary: string): Operation {
+  return {
+    operationId,
+    summary,
+    description:
+      'The JSON-RPC endpoint of `POST /` (see there) on the path existing sender clients post to, so that only their URL ' +
+      "changes: Jito's block-engine layout (`jito-js-rpc`: `new JitoJsonRpcClient(base + '/api/v1', key)`) and Helius " +
+      'Sender (`/fast`). Differences: `skipPreflight` defaults to true (Jito always skips preflight, Sender requires it; ' +
+      'an explicit false is honoured); the key is also read from the `x-jito-auth` header and the `uuid` query ' +
+      'parameter; `sendTransaction` with the query parameter `bundleOnly=true` is refused (-32602). The bundle methods ' +
+      '(`sendBundle`, `getBundleStatuses`, `getInflightBundleStatuses`, `simulateBundle`) answer -32601 "… is not ' +
+      'offered": Landfall delivers single transactions, not bundles. No `x-bundle-id` header is sent, as no bundle is formed.',
+    tags: ['json-rpc'],
+    security: dropInKey,
+    requestBody: { required: true, content: json(schema('JsonRpcBody')) },
+    responses: rpcResponses(),
+  };
+}
+
 const RPC_DESCRIPTION =
     `Solana JSON-RPC 2.0, single calls or batches (at most ${MAX_RPC_BATCH}).` + ' `sendTransaction` takes `[encoded, config?]` as a Solana ' +
     'RPC node does (`encoding` base58 by default or base64, `skipPreflight` false by default, `maxRetries` capped at ' +
     `${MAX_RETRIES_LIMIT}, \`preflightCommitment\` and \`minContextSlot\` ignored) and answers the signature; it needs an API ` +
     'key (Authorization header, `api-key` or `api_key`). `getTipAccounts` answers the tip addresses and needs no key. ' +
+    'The bundle methods answer -32601 (bundles are not offered). ' +
     'Errors are JSON-RPC error objects: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 ' +
     'invalid params or invalid transaction, -32603 internal error, -32002 preflight failure (Agave\'s message ' +
     '"Transaction simulation failed: …", `data` = the simulation result), -32003 signature verification failure, ' +
@@ -321,7 +344,7 @@ export const OPENAPI: OpenApiDocument = {
   tags: [
     { name: 'send', description: 'Submit signed transactions' },
     { name: 'query', description: "The service's own telemetry and the account" },
-    { name: 'json-rpc', description: 'Solana JSON-RPC compatibility (sendTransaction, getTipAccounts)' },
+    { name: 'json-rpc', description: 'Solana JSON-RPC compatibility (sendTransaction, getTipAccounts), also on the paths Jito and Helius Sender clients post to' },
     { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
   ],
   paths: {
@@ -406,6 +429,9 @@ export const OPENAPI: OpenApiDocument = {
     },
     '/': { post: rpcOperation('jsonRpc', '/v1/rpc') },
     '/v1/rpc': { post: rpcOperation('jsonRpcV1', '/') },
+    '/api/v1/transactions': { post: dropInOperation('jitoTransactions', "Jito block-engine layout: sendTransaction (jito-js-rpc's sendTxn)") },
+    '/api/v1/bundles': { post: dropInOperation('jitoBundles', "Jito block-engine layout: getTipAccounts; the bundle methods answer that bundles are not offered") },
+    '/fast': { post: dropInOperation('heliusSender', 'Helius Sender layout: sendTransaction') },
     '/v1/stream': {
       get: {
         operationId: 'stream',
@@ -503,6 +529,8 @@ export const OPENAPI: OpenApiDocument = {
       bearer: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <API key>` (every authenticated endpoint)' },
       apiKey: { type: 'apiKey', in: 'query', name: 'api-key', description: 'Status, account, JSON-RPC and the stream; a key in a URL may end up in logs' },
       apiKeyUnderscore: { type: 'apiKey', in: 'query', name: 'api_key', description: 'Same as api-key' },
+      jitoUuid: { type: 'apiKey', in: 'query', name: 'uuid', description: "Where Jito's clients put their credential; the drop-in paths only" },
+      jitoAuth: { type: 'apiKey', in: 'header', name: 'x-jito-auth', description: "Jito's auth header; the drop-in paths only" },
       metricsToken: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <metricsToken>` for /metrics and /health details, when the operator configured one' },
     },
     headers: {

@@ -88,6 +88,13 @@ export function framingError(req: HttpRequest, transferEncoding: string): string
   return null;
 }
 
+/**
+ * The paths existing sender clients post JSON-RPC to (Jito's block-engine layout, Helius Sender):
+ * there the API key is also read where those clients put their credential (DECISIONS.md
+ * "Client compatibility").
+ */
+export const DROP_IN_ROUTES: ReadonlySet<string> = new Set(['/api/v1/transactions', '/api/v1/bundles', '/fast']);
+
 /** 1–128 visible ASCII characters (a caller's `x-request-id` is kept only then). */
 function visibleAscii(s: string): boolean {
   if (s.length === 0 || s.length > 128) return false;
@@ -107,6 +114,8 @@ export class Ctx {
   /** `Upgrade` and `Sec-WebSocket-Key`: read only by the WebSocket route's fallback (`/v1/stream`). */
   readonly upgrade: string;
   readonly webSocketKey: string;
+  /** `x-jito-auth`: read only on the drop-in paths, where Jito's clients put their credential. */
+  readonly jitoAuth: string;
   /** Why the body's framing is unsafe (repeated or conflicting headers), or null; `route` refuses it. */
   readonly framingError: string | null;
   readonly params: string[];
@@ -155,6 +164,7 @@ export class Ctx {
     // Two header lookups only on the one route that reads them (`/v1/stream` without an upgrade).
     this.upgrade = route === '/v1/stream' ? req.getHeader('upgrade') : '';
     this.webSocketKey = route === '/v1/stream' ? req.getHeader('sec-websocket-key') : '';
+    this.jitoAuth = DROP_IN_ROUTES.has(route) ? req.getHeader('x-jito-auth') : '';
     this.query = req.getQuery() ?? '';
     this.url = req.getUrl();
     this.method = req.getCaseSensitiveMethod();

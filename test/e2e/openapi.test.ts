@@ -120,9 +120,27 @@ describe('the OpenAPI document', () => {
 
   it('documents every route the server answers', () => {
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/', '/health', '/metrics', '/ping', '/v1/account', '/v1/openapi.json', '/v1/rpc', '/v1/send', '/v1/send/batch', '/v1/status/{signature}', '/v1/stream', '/v1/tip-addresses'].sort(),
+      [
+        '/',
+        '/api/v1/bundles',
+        '/api/v1/transactions',
+        '/fast',
+        '/health',
+        '/metrics',
+        '/ping',
+        '/v1/account',
+        '/v1/openapi.json',
+        '/v1/rpc',
+        '/v1/send',
+        '/v1/send/batch',
+        '/v1/status/{signature}',
+        '/v1/stream',
+        '/v1/tip-addresses',
+      ].sort(),
     );
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKey', 'apiKeyUnderscore', 'bearer', 'metricsToken']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKey', 'apiKeyUnderscore', 'bearer', 'jitoAuth', 'jitoUuid', 'metricsToken']);
+    expect(doc.components.securitySchemes.jitoUuid).toMatchObject({ type: 'apiKey', in: 'query', name: 'uuid' });
+    expect(doc.components.securitySchemes.jitoAuth).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-jito-auth' });
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'query', name: 'api-key' });
     expect(doc.components.securitySchemes.apiKeyUnderscore).toMatchObject({ type: 'apiKey', in: 'query', name: 'api_key' });
   });
@@ -216,6 +234,29 @@ describe('real responses match the document', () => {
       expect((await rpc(null, bot.key, { headers: { 'content-type': 'text/plain' }, body: '{}' })).status).toBe(415);
       const burst = await Promise.all(Array.from({ length: 12 }, () => tipped(s, from, 1_000_000)));
       const sends = await Promise.all(burst.map((b, i) => rpc({ jsonrpc: '2.0', id: i, method: 'sendTransaction', params: [b.base64, { encoding: 'base64', skipPreflight: true }] }, starter.key)));
+      expect(sends.some((r) => r.status === 429)).toBe(true);
+    }
+  });
+
+  it('JSON-RPC on the drop-in paths (Jito, Helius Sender): results, the bundle refusal, 204, and the whole-request refusals', async () => {
+    const bot = account(s, 'whale');
+    const starter = account(s, 'starter');
+    const from = await payer(s);
+    for (const path of ['/api/v1/transactions', '/api/v1/bundles', '/fast']) {
+      const rpc = (body: unknown, query = '', init: RequestInit = post(body)) => call(path, 'post', `${path}${query}`, init);
+      const tx = await tipped(s, from, 1_000_000);
+      expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'sendTransaction', params: [tx.base64, { encoding: 'base64' }] }, `?uuid=${bot.key}`)).body.result).toBe(tx.signature);
+      const viaHeader = await tipped(s, from, 1_000_000);
+      const init = { headers: { ...json(), 'x-jito-auth': bot.key }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'sendTransaction', params: [web3Base58(viaHeader.bytes)] }) };
+      expect((await rpc(null, '', init)).body.result).toBe(viaHeader.signature);
+      expect((await rpc({ jsonrpc: '2.0', id: 3, method: 'getTipAccounts' })).body.result).toEqual(s.svc.tipAddresses);
+      expect((await rpc({ jsonrpc: '2.0', id: 4, method: 'sendBundle', params: [[tx.base64]] }, `?uuid=${bot.key}`)).body.error.code).toBe(-32601);
+      expect((await rpc({ jsonrpc: '2.0', method: 'getTipAccounts' })).status).toBe(204);
+      expect((await rpc({ jsonrpc: '2.0', id: 5, method: 'sendTransaction', params: [tx.base64, { encoding: 'base64' }] }, '?uuid=lf_wrong')).status).toBe(401);
+      expect((await rpc(null, '', post('x'.repeat(BATCH_BODY_LIMIT + 1)))).status).toBe(413);
+      expect((await rpc(null, '', { headers: { 'content-type': 'text/plain' }, body: '{}' })).status).toBe(415);
+      const burst = await Promise.all(Array.from({ length: 12 }, () => tipped(s, from, 1_000_000)));
+      const sends = await Promise.all(burst.map((b, i) => rpc({ jsonrpc: '2.0', id: i, method: 'sendTransaction', params: [b.base64, { encoding: 'base64' }] }, `?uuid=${starter.key}`)));
       expect(sends.some((r) => r.status === 429)).toBe(true);
     }
   });

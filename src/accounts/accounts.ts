@@ -60,6 +60,8 @@ export interface AccountView {
     progress_percent: number;
     benefits: { new_max_tps: number; new_tip_bp: number; tip_savings_percent: number };
   };
+  /** Lamports per point (BP), the service's conversion (additive): min tip in lamports = min_tip_bp × this. */
+  lamports_per_point: number;
 }
 
 export interface AccountsOptions {
@@ -309,6 +311,7 @@ export class Accounts {
       limits: { max_tps: cur.maxTps, min_tip_bp: cur.minTipBp },
       usage: { service_points: a.points, transactions_total: u.total, transactions_today: u.today },
       next_tier,
+      lamports_per_point: this.opts.lamportsPerPoint,
     };
   }
 }

@@ -6,8 +6,6 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/web3.js';
-// Pure data (no native addon, no server state): the service's own default.
-import { DEFAULT_LAMPORTS_PER_POINT } from '../accounts/plans.js';
 import { StatusStream } from './stream.js';
 import {
   isFinal,
@@ -39,8 +37,6 @@ export interface LandfallClientOptions {
   keepAliveMs?: number;
   /** How long tip addresses and `min_tip_bp` are reused before asking again (default 1 h). */
   tipRefreshMs?: number;
-  /** The service's lamports per point (BP); the API does not report it (default 1000, the service's default). */
-  lamportsPerPoint?: number;
   /** `waitForConfirmation` listens on `/v1/stream` (default true); false always polls. */
   stream?: boolean;
 }
@@ -59,6 +55,8 @@ export interface TipInfo {
   /** The account's current minimum tip in points and in lamports. */
   minTipBp: number;
   minTipLamports: bigint;
+  /** The service's lamports per point (BP), as `/v1/account` reports it. */
+  lamportsPerPoint: number;
   fetchedAt: number;
 }
 
@@ -114,7 +112,6 @@ export class LandfallClient {
   private readonly rateLimitRetries: number;
   private readonly maxRetryAfterMs: number;
   private readonly tipRefreshMs: number;
-  private readonly lamportsPerPoint: bigint;
   private readonly useStream: boolean;
   private tips: { info: Promise<TipInfo>; fetchedAt: number } | null = null;
   private statusStream: StatusStream | null = null;
@@ -134,7 +131,6 @@ export class LandfallClient {
     this.rateLimitRetries = options.rateLimitRetries ?? 3;
     this.maxRetryAfterMs = options.maxRetryAfterMs ?? 5_000;
     this.tipRefreshMs = options.tipRefreshMs ?? 3_600_000;
-    this.lamportsPerPoint = BigInt(options.lamportsPerPoint ?? DEFAULT_LAMPORTS_PER_POINT);
     this.useStream = options.stream ?? true;
   }
 
@@ -182,7 +178,9 @@ export class LandfallClient {
     const info = Promise.all([this.tipAddresses(), this.account()]).then(([addresses, account]) => ({
       addresses,
       minTipBp: account.limits.min_tip_bp,
-      minTipLamports: BigInt(account.limits.min_tip_bp) * this.lamportsPerPoint,
+      // The service's own conversion, never an assumed default: an operator may configure it.
+      minTipLamports: BigInt(account.limits.min_tip_bp) * BigInt(account.lamports_per_point),
+      lamportsPerPoint: account.lamports_per_point,
       fetchedAt: now,
     }));
     const entry = { info, fetchedAt: now };

@@ -632,7 +632,7 @@ export const OPENAPI: OpenApiDocument = {
       StatusRecord: { type: 'object', required: STATUS_REQUIRED, additionalProperties: false, properties: STATUS_FIELDS },
       Account: {
         type: 'object',
-        required: ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier'],
+        required: ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier', 'lamports_per_point'],
         additionalProperties: false,
         properties: {
           plan: schema('Plan'),
@@ -655,6 +655,11 @@ export const OPENAPI: OpenApiDocument = {
             },
           },
           next_tier: { oneOf: [schema('NextTier'), { type: 'null' }], description: 'null on the top tier (whale)' },
+          lamports_per_point: {
+            type: 'integer',
+            minimum: 1,
+            description: "The service's conversion (additive field): points = floor(tip lamports / lamports_per_point), so the minimum tip in lamports is min_tip_bp × lamports_per_point",
+          },
         },
       },
       NextTier: {

@@ -86,6 +86,8 @@ describe('plans, points and upgrades', () => {
           tip_savings_percent: ((1000 - 750) / 1000) * 100,
         },
       },
+      // Additive: the conversion the account was opened with (this test's 1000).
+      lamports_per_point: 1000,
     });
   });
 

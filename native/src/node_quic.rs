@@ -294,11 +294,14 @@ impl QuicClient {
     }
 
     /// Every transaction of `txs` (a rebroadcast round) to every target, queued at once in the
-    /// order given. Resolves when every outcome is known with one byte per (transaction,
-    /// target): `result[i * targets.length + t]` is 1 if `txs[i]` was written to `targets[t]`,
-    /// else 0 (the reasons go to `drainOutcomes`). Every transaction and target is checked
-    /// before anything is queued; throws `QUIC_TX_EMPTY` / `QUIC_TX_TOO_LARGE` naming the index.
-    #[napi(ts_return_type = "Promise<Uint8Array>")]
+    /// order given. Resolves when every outcome is known with one outcome word per
+    /// (transaction, target), `result[i * targets.length + t]` for `txs[i]` to `targets[t]`:
+    /// low byte 1 if it was written, else 2 + the reason's index in `sendOutcomeReasons()`;
+    /// high byte the validator's close code + 1 behind a failure (capped at 255), 0 for none.
+    /// (Every outcome is also counted for `drainOutcomes`.) Every transaction and target is
+    /// checked before anything is queued; throws `QUIC_TX_EMPTY` / `QUIC_TX_TOO_LARGE` naming
+    /// the index.
+    #[napi(ts_return_type = "Promise<Uint16Array>")]
     pub fn send_many<'env>(&self, env: &'env Env, targets: Vec<String>, txs: Vec<Uint8Array>) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         for (i, tx) in txs.iter().enumerate() {
@@ -310,8 +313,8 @@ impl QuicClient {
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
         let dispatched = client.dispatch_batch(&addrs, &txs);
         runtime().spawn(async move {
-            let written: Vec<u8> = dispatched.outcomes().await.iter().map(|o| u8::from(o.ok())).collect();
-            deferred.resolve(move |_| Ok(Uint8Array::new(written)));
+            let words: Vec<u16> = dispatched.outcomes().await.iter().map(quic::SendOutcome::word).collect();
+            deferred.resolve(move |_| Ok(Uint16Array::new(words)));
         });
         Ok(promise)
     }
@@ -577,4 +580,11 @@ fn to_received(r: quic::Received) -> ReceivedTransaction {
         remote_addr: r.remote_addr.to_string(),
         arrival_ms: r.arrival_ms,
     }
+}
+
+/// The failure reasons of `sendMany`'s outcome words, by index (its low byte minus 2): the
+/// same strings `SendResult.reason` and `drainOutcomes` use.
+#[napi]
+pub fn send_outcome_reasons() -> Vec<&'static str> {
+    quic::FailReason::ALL.iter().map(|r| r.as_str()).collect()
 }

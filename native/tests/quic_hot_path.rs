@@ -5,7 +5,7 @@
 //! shared per identity across the process, and tests run in parallel) and its own servers.
 
 use bytes::Bytes;
-use landfall_native::quic::{ClientConfig, FailReason, OutcomeCount};
+use landfall_native::quic::{ClientConfig, FailReason, OutcomeCount, SendOutcome, WORD_FAILED_BASE, WORD_WRITTEN};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -122,6 +122,21 @@ async fn send_first_settles_with_every_failure_when_no_target_is_written() {
     // No targets: settles at once, with nothing.
     let none = c.send_first(&[], payload(4, 100)).await;
     assert!(none.written.is_none() && none.failures.is_empty());
+}
+
+#[test]
+fn an_outcome_word_carries_written_or_the_reason_and_the_close_code() {
+    let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let o = |reason: Option<FailReason>, code: Option<u64>| SendOutcome { addr, reason, code, detail: None, elapsed_us: 0, reused: false };
+    assert_eq!(o(None, None).word(), WORD_WRITTEN);
+    for (i, r) in FailReason::ALL.iter().enumerate() {
+        assert_eq!(o(Some(*r), None).word(), WORD_FAILED_BASE + i as u16, "{r:?}");
+    }
+    // The close code + 1 in the high byte (0 stays distinct from none), capped.
+    let refused = o(Some(FailReason::ConnectionLost), Some(2)).word();
+    assert_eq!((refused & 0xff, refused >> 8), (WORD_FAILED_BASE + FailReason::ConnectionLost as u16, 3));
+    assert_eq!(o(Some(FailReason::Backoff), Some(0)).word() >> 8, 1);
+    assert_eq!(o(Some(FailReason::StreamStopped), Some(70_000)).word() >> 8, 255);
 }
 
 #[tokio::test]

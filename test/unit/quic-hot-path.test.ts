@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { createSocket, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QuicClient, QuicServer, type ReceivedTransaction } from '../../native/index.js';
+import { QuicClient, QuicServer, sendOutcomeReasons, type ReceivedTransaction } from '../../native/index.js';
 import type { FirstSend, OutcomeCount } from '../../src/native.js';
 import { expectCode } from '../helpers/expect-code.js';
 
@@ -126,16 +126,18 @@ describe('sendFirst', () => {
 });
 
 describe('sendMany', () => {
-  it('carries every transaction to every target with one flag per (tx, target); a dead target gives 0s', async () => {
+  it('carries every transaction to every target with one outcome word per (tx, target); a dead target gives its failure reasons', async () => {
     const a = startServer();
     const b = startServer();
     const targets = [a.addr, UNDIALABLE, b.addr];
     const client = newClient();
     const txs = [tx(10, 100), tx(11, MAX_TX), Buffer.from([7]), tx(13, 700)];
 
-    const flags = await client.sendMany(targets, txs);
-    expect(flags).toBeInstanceOf(Uint8Array);
-    expect(Array.from(flags)).toEqual(txs.flatMap(() => [1, 0, 1]));
+    const words = await client.sendMany(targets, txs);
+    expect(words).toBeInstanceOf(Uint16Array);
+    // Written: 1. A failure: 2 + the reason's index; no close code behind these (high byte 0).
+    const failed = (reason: string): number => 2 + sendOutcomeReasons().indexOf(reason);
+    expect(Array.from(words)).toEqual(txs.flatMap((_, i) => [1, failed(i === 0 ? 'connect_failed' : 'backoff'), 1]));
 
     for (const s of [a, b]) {
       const got = await s.next(txs.length);
@@ -166,8 +168,8 @@ describe('sendMany', () => {
     expect(client.peerStats()).toEqual([]);
     expect(client.drainOutcomes()).toEqual([]);
     expect(s.received).toEqual([]);
-    expect(await client.sendMany([s.addr], [])).toEqual(new Uint8Array(0));
-    expect(await client.sendMany([], [tx(1)])).toEqual(new Uint8Array(0));
+    expect(await client.sendMany([s.addr], [])).toEqual(new Uint16Array(0));
+    expect(await client.sendMany([], [tx(1)])).toEqual(new Uint16Array(0));
 
     client.close();
     expectCode(() => client.sendFirst([s.addr], tx(1)), 'QUIC_CLOSED');
@@ -198,7 +200,7 @@ describe('drainOutcomes', () => {
       worker.postMessage('send');
       await next('results');
       expect((await mine.sendFirst([s.addr], tx(99))).target).toBe(s.addr);
-      expect(await mine.sendMany([s.addr], [tx(100), tx(101)])).toEqual(new Uint8Array([1, 1]));
+      expect(await mine.sendMany([s.addr], [tx(100), tx(101)])).toEqual(new Uint16Array([1, 1]));
       // The worker's 5 `send`s and this thread's 3 sends, drained from this thread.
       expect(mine.drainOutcomes()).toEqual([{ target: s.addr, reason: 'ok', count: 8 }]);
       expect(mine.drainOutcomes()).toEqual([]);

@@ -243,10 +243,29 @@ pub struct SendOutcome {
     pub reused: bool,
 }
 
+/// [`SendOutcome::word`]'s low byte for a written transaction.
+pub const WORD_WRITTEN: u16 = 1;
+/// [`SendOutcome::word`]'s low byte for a failure is this plus the reason's position in
+/// [`FailReason::ALL`].
+pub const WORD_FAILED_BASE: u16 = 2;
+/// Close codes above this read as this in [`SendOutcome::word`] (Agave's are 1 to 5).
+pub const WORD_MAX_CODE: u16 = 254;
+
 impl SendOutcome {
     /// True when the transaction was written.
     pub fn ok(&self) -> bool {
         self.reason.is_none()
+    }
+
+    /// The outcome in one `u16`, for a batch's results (`sendMany`): a per-transaction trace
+    /// needs the reason and close code of each (transaction, target), and a number per entry
+    /// costs no allocation per entry on either side. Low byte: [`WORD_WRITTEN`], or
+    /// [`WORD_FAILED_BASE`] + the reason's position in [`FailReason::ALL`]. High byte: the close
+    /// code + 1 (capped at [`WORD_MAX_CODE`] + 1), 0 when there is none.
+    pub fn word(&self) -> u16 {
+        let low = self.reason.map_or(WORD_WRITTEN, |r| WORD_FAILED_BASE + r as u16);
+        let high = self.code.map_or(0, |c| c.min(u64::from(WORD_MAX_CODE)) as u16 + 1);
+        (high << 8) | low
     }
 }
 

@@ -27,6 +27,7 @@ mod tls;
 
 pub use client::{
     tpu_client_config, ClientConfig, Dispatched, FailReason, FirstSend, OutcomeCount, PeerStats, QuicClient, SendOutcome,
+    WORD_FAILED_BASE, WORD_MAX_CODE, WORD_WRITTEN,
 };
 pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
 pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};

@@ -1,12 +1,23 @@
 /**
- * `landfall localnet [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S] [--sink]`:
+ * `landfall localnet [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S] [--sink]
+ * [--max-streams-per-100ms N] [--max-connections-per-peer N] [--max-connections-per-ip-per-minute N]`:
  * run the embedded local cluster in the foreground until SIGINT/SIGTERM, printing where to reach
- * it (JSON-RPC, WebSocket, each validator's QUIC TPU). `--sink`: validators count what arrives
- * and execute nothing (JSON-RPC `getArrivalCounts` reads the counts).
+ * it (JSON-RPC, WebSocket, each validator's QUIC TPU) and the QUIC limits its validators enforce.
+ * `--sink`: validators count what arrives and execute nothing (JSON-RPC `getArrivalCounts` reads
+ * the counts). The QUIC limits default to Agave's for an unstaked peer, per client IP: a load
+ * test whose every connection comes from one address raises them (usage in `usage.ts`).
  */
 import { parseArgs } from 'node:util';
 import { LandfallError } from '../errors.js';
 import { readFaultsFile, startLocalnet, type Localnet } from '../localnet/index.js';
+import { QUIC_DEFAULTS } from './usage.js';
+
+/** The QUIC limits a run was started with (a flag's value, or Agave's default the server applies). */
+export interface QuicLimits {
+  maxStreamsPer100ms: number;
+  maxConnectionsPerPeer: number;
+  maxConnectionsPerIpPerMinute: number;
+}
 
 /** A whole-number flag, or a clear error naming it. */
 function intFlag(name: string, value: string | undefined, fallback: number): number {
@@ -15,7 +26,10 @@ function intFlag(name: string, value: string | undefined, fallback: number): num
   return Number(value);
 }
 
-export function describe(net: Localnet): string {
+/** 0 means no limit for the two rate limits; the connection cap has no such value. */
+const limit = (n: number, unit: string) => (n === 0 ? `no limit on ${unit}` : `${n} ${unit}`);
+
+export function describe(net: Localnet, limits?: QuicLimits): string {
   const lines = [
     `local cluster: ${net.validators.length} validators, ${net.slotMs} ms slots` +
       (net.sink ? ', sink (QUIC arrivals counted, nothing executed; JSON-RPC getArrivalCounts)' : ''),
@@ -26,6 +40,12 @@ export function describe(net: Localnet): string {
     ...net.validators.map(
       (v) => `    ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}${v.down ? '  [down]' : ''}${v.sandwicher ? '  [sandwicher]' : ''}`,
     ),
+    ...(limits === undefined
+      ? []
+      : [
+          `  QUIC limits per client IP: ${limit(limits.maxStreamsPer100ms, 'streams per 100 ms')}, ` +
+            `${limits.maxConnectionsPerPeer} connections, ${limit(limits.maxConnectionsPerIpPerMinute, 'new connections per minute')}`,
+        ]),
   ];
   return lines.join('\n') + '\n';
 }
@@ -41,9 +61,17 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
       faults: { type: 'string' },
       seed: { type: 'string' },
       sink: { type: 'boolean' },
+      'max-streams-per-100ms': { type: 'string' },
+      'max-connections-per-peer': { type: 'string' },
+      'max-connections-per-ip-per-minute': { type: 'string' },
     },
     strict: true,
   });
+  const limits: QuicLimits = {
+    maxStreamsPer100ms: intFlag('max-streams-per-100ms', values['max-streams-per-100ms'], QUIC_DEFAULTS.streamsPer100ms),
+    maxConnectionsPerPeer: intFlag('max-connections-per-peer', values['max-connections-per-peer'], QUIC_DEFAULTS.connectionsPerPeer),
+    maxConnectionsPerIpPerMinute: intFlag('max-connections-per-ip-per-minute', values['max-connections-per-ip-per-minute'], QUIC_DEFAULTS.connectionsPerIpPerMinute),
+  };
   const faults = values.faults === undefined ? undefined : readFaultsFile(values.faults);
   const net = await startLocalnet({
     validators: intFlag('validators', values.validators, 4),
@@ -52,8 +80,9 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
     ...(faults !== undefined && { faults }),
     ...(values.seed !== undefined && { seed: values.seed }),
     ...(values.sink === true && { sink: true }),
+    ...limits,
   });
-  out(describe(net) + 'Ctrl-C to stop.\n');
+  out(describe(net, limits) + 'Ctrl-C to stop.\n');
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);

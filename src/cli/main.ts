@@ -1,5 +1,6 @@
 /**
- * `landfall` command line: `serve`, `accounts`, `keys` (and the commands listed in USAGE).
+ * `landfall` command line: `serve`, `accounts`, `keys`, `localnet`, `demo` (usage texts in
+ * `usage.ts`).
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
@@ -8,20 +9,7 @@ import { startService, type Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
 import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
-
-const USAGE = `usage: landfall <command> [options]
-
-commands:
-  serve                           start the service [--port 8080] [--host 127.0.0.1] [--data ./data] [--config FILE]
-                                  [--rpc URL [--ws URL]]  (no chain node: runs the embedded local cluster)
-  accounts create --name NAME     create an account and its first key [--plan starter] [--data DIR] [--json]
-  accounts list | show ID | set-plan ID PLAN
-  keys create --account ID --name NAME   add a key (shown once) [--json]
-  keys revoke --account ID --name NAME
-  keys list --account ID
-  localnet                        run the local cluster [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S]
-  demo                            local cluster + service + a live table of tipped sends [--duration 30] [--rate 5] [--log FILE]
-`;
+import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
 
 async function serve(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -74,6 +62,20 @@ function banner(s: Service): string {
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // Help is answered before any parsing: `--help` / `-h` after a command is its usage, exit 0,
+  // whatever else the line holds (a newcomer adds it to a command that just failed).
+  if (command !== undefined && isCommand(command) && wantsHelp(rest)) {
+    process.stdout.write(COMMAND_USAGE[command]);
+    return 0;
+  }
+  if (command === 'help' && rest[0] !== undefined) {
+    if (!isCommand(rest[0])) {
+      process.stderr.write(`landfall: unknown command '${rest[0]}'\n${USAGE}`);
+      return 1;
+    }
+    process.stdout.write(COMMAND_USAGE[rest[0]]);
+    return 0;
+  }
   try {
     switch (command) {
       case 'serve':

@@ -1,13 +1,18 @@
 /**
  * `landfall localnet` as a user runs it: a child process that prints where the cluster is,
  * serves JSON-RPC there, and on SIGINT closes everything and exits by itself with code 0
- * (the process only exits if every port and timer was freed).
+ * (the process only exits if every port and timer was freed). Its QUIC limit flags change what
+ * the validators accept from one IP (real QUIC clients on loopback). And `--help` / `-h` on
+ * `landfall` and every command print the usage and exit 0.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { QuicClient } from '../../native/index.js';
+import { COMMAND_USAGE, USAGE } from '../../src/cli/usage.js';
 import { rpc, waitFor } from '../helpers/localnet.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -18,6 +23,143 @@ function landfall(args: string[]) {
   const code = "const { main } = await import('./src/cli/main.ts'); process.exitCode = await main(process.argv.slice(1));";
   return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
 }
+
+/** Run `landfall …` to its end: exit code, stdout, stderr. */
+async function run(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  const child = landfall(args);
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, out, err };
+}
+
+/** Start `landfall localnet …`; resolves once its banner is out. */
+async function localnet(args: string[]) {
+  const child = landfall(['localnet', ...args]);
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  await waitFor('the cluster banner', () => (out.includes('Ctrl-C to stop.') ? true : undefined), 20_000);
+  return { child, exited, banner: out, rpcUrl: /RPC\s+(http:\/\/\S+)/.exec(out)![1]! };
+}
+
+/** `main(args)` in this process, its stdout and stderr captured: the exit code it returns and what it wrote. */
+async function inProcess(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const { main } = await import('../../src/cli/main.js');
+  let out = '';
+  let err = '';
+  const stdout = process.stdout.write.bind(process.stdout);
+  const stderr = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write;
+  process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write;
+  try {
+    return { code: await main(args), out, err };
+  } finally {
+    process.stdout.write = stdout;
+    process.stderr.write = stderr;
+  }
+}
+
+describe('landfall --help', () => {
+  it('--help and -h on landfall and on every command print its usage on stdout and exit 0', async () => {
+    const cases: Array<[string[], string]> = [
+      [['--help'], USAGE],
+      [['-h'], USAGE],
+      [['help'], USAGE],
+      ...Object.entries(COMMAND_USAGE).flatMap(([c, usage]): Array<[string[], string]> => [
+        [[c, '--help'], usage],
+        [[c, '-h'], usage],
+        [['help', c], usage],
+      ]),
+      // After a subcommand and other flags too: a newcomer adds it to the line that just failed.
+      [['accounts', 'create', '--name', 'x', '--help'], COMMAND_USAGE.accounts],
+      [['keys', 'revoke', '-h'], COMMAND_USAGE.keys],
+      [['localnet', '--validators', '2', '--help'], COMMAND_USAGE.localnet],
+    ];
+    for (const [args, usage] of cases) expect(await inProcess(args), args.join(' ')).toEqual({ code: 0, out: usage, err: '' });
+    // The overview names every command; each command's page names its flags.
+    for (const c of Object.keys(COMMAND_USAGE)) expect(USAGE).toMatch(new RegExp(`^  ${c} `, 'm'));
+    for (const flag of ['--max-streams-per-100ms', '--max-connections-per-peer', '--max-connections-per-ip-per-minute', '--sink']) {
+      expect(COMMAND_USAGE.localnet).toContain(flag);
+    }
+  });
+
+  it('the real process: `landfall localnet --help` and `landfall serve -h` exit 0 without starting anything', async () => {
+    expect(await run(['localnet', '--help'])).toEqual({ code: 0, out: COMMAND_USAGE.localnet, err: '' });
+    expect(await run(['serve', '-h'])).toEqual({ code: 0, out: COMMAND_USAGE.serve, err: '' });
+  });
+
+  it('an unknown command (also after help) is exit 1 with the usage on stderr', async () => {
+    expect(await inProcess(['nope'])).toEqual({ code: 1, out: '', err: `landfall: unknown command 'nope'\n${USAGE}` });
+    expect(await inProcess(['help', 'nope'])).toEqual({ code: 1, out: '', err: `landfall: unknown command 'nope'\n${USAGE}` });
+  });
+});
+
+/**
+ * `n` fresh QUIC identities (clients are shared per identity across the process, so fresh ones
+ * mean new connections) each send one transaction-sized payload to `target`; the results.
+ */
+async function connectFrom(n: number, target: string): Promise<QuicClient[]> {
+  const clients = Array.from({ length: n }, () => new QuicClient({ identity: randomBytes(32) }));
+  for (const [i, c] of clients.entries()) await c.send([target], Buffer.alloc(200, i));
+  return clients;
+}
+
+const arrived = async (rpcUrl: string) => ((await rpc(rpcUrl, 'getArrivalCounts')).result as { total: { received: number } }).total.received;
+
+describe('landfall localnet QUIC limits', () => {
+  it("defaults to Agave's unstaked limits: of 10 new connections from one IP in a minute, the 9th and 10th are refused", async () => {
+    const { child, exited, banner, rpcUrl } = await localnet(['--validators', '1', '--slot-ms', '50', '--rpc-port', '0', '--sink']);
+    try {
+      expect(banner).toContain('  QUIC limits per client IP: 20 streams per 100 ms, 8 connections, 8 new connections per minute\n');
+      const target = /tpuQuic (\S+)/.exec(banner)![1]!;
+      const clients = await connectFrom(10, target);
+      // A refused connection is closed by the server (code 2): the client's next sends on it
+      // fail (back-off) instead of being written. Bounded: up to 40 tries, 50 ms apart.
+      const refusedEventually = async (c: QuicClient) => {
+        for (let i = 0; i < 40; i++) {
+          const [r] = await c.send([target], Buffer.alloc(200, 0xee));
+          if (!r!.ok) return true;
+          await new Promise((res) => setTimeout(res, 50));
+        }
+        return false;
+      };
+      expect(await refusedEventually(clients[8]!)).toBe(true);
+      expect(await refusedEventually(clients[9]!)).toBe(true);
+      // The first 8 got through.
+      await waitFor('8 arrivals', async () => ((await arrived(rpcUrl)) >= 8 ? true : undefined));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('--max-connections-per-ip-per-minute 0 and --max-connections-per-peer 64 lift them: all 10 connections deliver', async () => {
+    const { child, exited, banner, rpcUrl } = await localnet([
+      ...['--validators', '1', '--slot-ms', '50', '--rpc-port', '0', '--sink'],
+      ...['--max-streams-per-100ms', '0', '--max-connections-per-peer', '64', '--max-connections-per-ip-per-minute', '0'],
+    ]);
+    try {
+      expect(banner).toContain('  QUIC limits per client IP: no limit on streams per 100 ms, 64 connections, no limit on new connections per minute\n');
+      const target = /tpuQuic (\S+)/.exec(banner)![1]!;
+      await connectFrom(10, target);
+      // Each connection's one transaction arrives: more than the default 8 per minute.
+      await waitFor('10 arrivals', async () => ((await arrived(rpcUrl)) === 10 ? true : undefined));
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('a bad limit is a clear error and exit code 2', async () => {
+    const r = await run(['localnet', '--max-connections-per-peer', 'many']);
+    expect(r).toEqual({ code: 2, out: '', err: "landfall: --max-connections-per-peer must be a whole number (got 'many')\n" });
+  });
+});
 
 describe('landfall localnet', () => {
   it('prints RPC, WebSocket and validators; serves; stops cleanly on SIGINT', async () => {
@@ -71,15 +213,8 @@ describe('landfall localnet', () => {
   });
 
   it('a bad flag or faults file is a clear error and exit code 2, without a stack trace', async () => {
-    const run = async (args: string[]): Promise<{ code: number | null; err: string }> => {
-      const child = landfall(args);
-      let err = '';
-      child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-      return { code, err };
-    };
     const slot = await run(['localnet', '--slot-ms', 'fast']);
-    expect(slot).toEqual({ code: 2, err: "landfall: --slot-ms must be a whole number (got 'fast')\n" });
+    expect(slot).toEqual({ code: 2, out: '', err: "landfall: --slot-ms must be a whole number (got 'fast')\n" });
     const missing = await run(['localnet', '--faults', '/nonexistent/faults.json']);
     expect(missing.code).toBe(2);
     expect(missing.err).toMatch(/^landfall: cannot read faults file \/nonexistent\/faults\.json/);

@@ -1,0 +1,112 @@
+/**
+ * The usage text of `landfall` and of each of its commands: what `landfall --help`,
+ * `landfall <command> --help` (or `-h`, anywhere after the command) and `landfall help <command>`
+ * print. One entry per command, so the overview and each command's page cannot disagree.
+ */
+
+/** Agave's limits for an unstaked peer, which the local cluster's QUIC servers enforce by default. */
+export const QUIC_DEFAULTS = { streamsPer100ms: 20, connectionsPerPeer: 8, connectionsPerIpPerMinute: 8 } as const;
+
+export const COMMAND_USAGE = {
+  serve: `usage: landfall serve [options]
+
+Start the service. With no chain node (--rpc), it starts the embedded local cluster too.
+
+options:
+  --port N          HTTP port (default 8080)
+  --host ADDR       address to bind (default 127.0.0.1)
+  --data DIR        data directory: LMDB store, identity (default ./data)
+  --config FILE     JSON config file (precedence: defaults, file, environment LANDFALL_*, flags)
+  --rpc URL         the chain node's JSON-RPC URL
+  --ws URL          its WebSocket URL (default: derived from --rpc)
+  -h, --help        this text
+`,
+  accounts: `usage: landfall accounts <subcommand> [options]
+
+Manage accounts directly on the store (safe while the service runs).
+
+subcommands:
+  create --name NAME [--plan starter|growth|pro|whale]   create an account and its first key (shown once)
+  list                                                    every account: id, plan, points, name
+  show ID                                                 one account: the record of /v1/account and its keys
+  set-plan ID PLAN                                        move an account to a plan
+
+options:
+  --data DIR        data directory (default ./data)
+  --config FILE     JSON config file
+  --json            machine-readable output
+  -h, --help        this text
+`,
+  keys: `usage: landfall keys <subcommand> --account ID [options]
+
+Manage an account's API keys (stored hashed; a key is shown only when created).
+
+subcommands:
+  create --account ID --name NAME   add a key
+  revoke --account ID --name NAME   revoke a key (refused at once: 401)
+  list --account ID                 the account's keys, with creation and revocation times
+
+options:
+  --data DIR        data directory (default ./data)
+  --config FILE     JSON config file
+  --json            machine-readable output
+  -h, --help        this text
+`,
+  localnet: `usage: landfall localnet [options]
+
+Run the embedded local Solana cluster in the foreground (Ctrl-C stops it): JSON-RPC, WebSocket,
+and one QUIC TPU server per validator.
+
+options:
+  --validators N                          validators, leaders in turn for 4 slots each (default 4)
+  --slot-ms N                             slot duration in ms (default 400)
+  --rpc-port N                            JSON-RPC port; WebSocket is the next one (default 8899; 0: any free)
+  --faults FILE                           JSON {"v2": {"packetLossPct": 30, "delayMs": 20, "down": false, "sandwicher": false}}
+  --seed S                                same seed, same identities
+  --sink                                  validators count what arrives over QUIC and execute nothing
+                                          (JSON-RPC getArrivalCounts reads the counts)
+  QUIC limits of every validator, per client IP (Agave's unstaked defaults; a load test sending
+  from one IP lifts them):
+  --max-streams-per-100ms N               streams a peer may start per 100 ms (default ${QUIC_DEFAULTS.streamsPer100ms}; 0: no limit)
+  --max-connections-per-peer N            connections a peer may hold; one more is closed with code 4 (default ${QUIC_DEFAULTS.connectionsPerPeer})
+  --max-connections-per-ip-per-minute N   new connections per minute; one more is closed with code 2 (default ${QUIC_DEFAULTS.connectionsPerIpPerMinute}; 0: no limit)
+  -h, --help                              this text
+`,
+  demo: `usage: landfall demo [options]
+
+The local cluster, the service and a live table of tipped sends through the typed client; one
+send in five fails on chain on purpose, and two validators turn faulty mid-run.
+
+options:
+  --duration S      seconds of sending (default 30)
+  --rate N          sends per second (default 5)
+  --log FILE        keep the service's log there (default: in the temporary data directory, removed at the end)
+  -h, --help        this text
+`,
+} as const;
+
+export type CommandName = keyof typeof COMMAND_USAGE;
+
+export function isCommand(name: string): name is CommandName {
+  return Object.hasOwn(COMMAND_USAGE, name);
+}
+
+/** `landfall --help`: every command, each with its first usage line. */
+export const USAGE = `usage: landfall <command> [options]
+
+commands:
+${(Object.keys(COMMAND_USAGE) as CommandName[]).map((c) => `  ${c.padEnd(10)} ${summary(c)}`).join('\n')}
+  help [COMMAND]  this text, or a command's
+
+Run 'landfall <command> --help' for its options.
+`;
+
+/** A command's one-line description: the first line after its usage line. */
+function summary(c: CommandName): string {
+  return COMMAND_USAGE[c].split('\n')[2]!;
+}
+
+/** True when the arguments ask for help: `--help` or `-h` anywhere. */
+export function wantsHelp(argv: readonly string[]): boolean {
+  return argv.includes('--help') || argv.includes('-h');
+}

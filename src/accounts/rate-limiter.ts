@@ -9,6 +9,7 @@
 import { LandfallError } from '../errors.js';
 import { accountSlot } from '../../native/index.js';
 import { buckets } from '../native.js';
+import { budgetShares, QUERY, SEND } from './budget-shares.js';
 import type { AccountRecord } from '../store/store.js';
 import { queryTps, type PlanName, type PlanTable } from './plans.js';
 
@@ -24,6 +25,8 @@ export interface RateDecision {
 }
 
 interface Slots {
+  /** The account's process-wide slot index (`accountSlot`). */
+  index: number;
   send: number;
   query: number;
   /** The plan this thread last configured the slots for. */
@@ -53,7 +56,7 @@ export class RateLimiter {
         throw new LandfallError('BUCKET_INVALID', `rate limiter out of bucket slots (${buckets.slots})`);
       }
       // A slot is never reused within a process, and a fresh one starts full (GCRA: TAT 0).
-      s = { send, query: send + 1, plan: a.plan };
+      s = { index, send, query: send + 1, plan: a.plan };
       this.configure(s, a.plan);
       this.byAccount.set(a.id, s);
     } else if (s.plan !== a.plan) {
@@ -66,10 +69,22 @@ export class RateLimiter {
 
   private configure(s: Slots, plan: PlanName): void {
     const p = this.plans[plan];
-    // Capacity = rate: one second of burst (DECISIONS.md). Configuring with the values already
-    // set (another thread got there first) changes nothing.
-    buckets.configure(s.send, p.maxTps, Math.max(1, Math.floor(p.maxTps)));
-    buckets.configure(s.query, queryTps(p), Math.max(1, Math.floor(queryTps(p))));
+    // Clustered, this node's buckets hold its share of the account's budget (budget-shares.ts);
+    // a single node has no shares (weight 1). Configuring with the values already set (another
+    // thread got there first) changes nothing.
+    const ws = budgetShares === null ? 1 : budgetShares.weight(s.index, SEND);
+    const wq = budgetShares === null ? 1 : budgetShares.weight(s.index, QUERY);
+    configureShare(s.send, p.maxTps, ws);
+    configureShare(s.query, queryTps(p), wq);
+  }
+
+  /**
+   * Main thread, clustered: apply the account's current share weights (set in `budgetShares`)
+   * to its buckets now. The buckets are process-wide, so every thread's takes see it at once;
+   * a thread that reconfigures later (plan change) reads the same weights.
+   */
+  reweigh(a: AccountRecord): void {
+    this.configure(this.slots(a), a.plan);
   }
 
   private take(slot: number, n: number, limit: number): RateDecision {
@@ -79,11 +94,27 @@ export class RateLimiter {
 
   /** Take `n` send tokens (a batch of N takes N at once, all or nothing). */
   takeSend(a: AccountRecord, n: number): RateDecision {
-    return this.take(this.slots(a).send, n, this.plans[a.plan].maxTps);
+    const s = this.slots(a);
+    if (budgetShares !== null) budgetShares.addDemand(s.index, SEND, n);
+    return this.take(s.send, n, this.plans[a.plan].maxTps);
   }
 
   /** Take one query token (status, account). */
   takeQuery(a: AccountRecord): RateDecision {
-    return this.take(this.slots(a).query, 1, queryTps(this.plans[a.plan]));
+    const s = this.slots(a);
+    if (budgetShares !== null) budgetShares.addDemand(s.index, QUERY, 1);
+    return this.take(s.query, 1, queryTps(this.plans[a.plan]));
   }
+}
+
+/** Lowest rate a share configures (tokens/s): the native bucket refuses intervals past ~18 min. */
+const MIN_SHARE_RATE = 0.01;
+
+/**
+ * Configure a bucket with share `w` of a budget of `rate`/s. Capacity = one second of burst
+ * (DECISIONS.md), scaled by the same share and rounded down so the nodes' capacities never add
+ * up to more than the plan's; at least 1 so an idle node still serves a trickle.
+ */
+function configureShare(slot: number, rate: number, w: number): void {
+  buckets.configure(slot, Math.max(MIN_SHARE_RATE, rate * w), Math.max(1, Math.floor(rate * w)));
 }

@@ -26,6 +26,8 @@ export interface IngressInit {
   inFlight: SharedArrayBuffer;
   /** Whether the store can commit (`StoreHealth`), shared by every thread. */
   storeHealth: SharedArrayBuffer;
+  /** Multi-node only: this node's per-account budget shares (`BudgetShares`), else null. */
+  budgetShares?: SharedArrayBuffer | null;
 }
 
 export type ToWorker =

@@ -13,6 +13,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Accounts } from '../accounts/accounts.js';
+import { adoptBudgetShares } from '../accounts/budget-shares.js';
 import { InFlight } from '../accounts/in-flight.js';
 import { RateLimiter } from '../accounts/rate-limiter.js';
 import { Rpc } from '../chain/rpc.js';
@@ -34,6 +35,8 @@ import type { FromWorker, IngressInit, ToWorker } from './messages.js';
 
 const port = parentPort!;
 const init = workerData as IngressInit;
+// Before any limiter configures a bucket: a clustered node's buckets hold only its shares.
+adoptBudgetShares(init.budgetShares);
 const post = (m: FromWorker) => port.postMessage(m);
 
 /** `Delivery` on an ingress thread: the replica answers, the first send is written from here. */

@@ -1,0 +1,285 @@
+/**
+ * Per-account budgets across nodes: demand-weighted shares (issue 13, part 5).
+ *
+ * Why this scheme: the hot path must never wait on NATS, so a node can only ever take from its
+ * own native bucket. Each node's bucket of account a holds share w of the plan's rate and burst,
+ *
+ *     w_self = max(d_self, ε) / Σ_live max(d_j, ε)        ε = EPSILON × rate
+ *
+ * where d_j is the tokens node j was asked for (granted or refused) over the last second. The
+ * shares of the live nodes add up to 1, so their rates add up to the plan's; a node alone gets
+ * d / (d + (n−1)·ε) ≈ 99 % and an idle node a trickle. Every node reports its demand every
+ * TICK_MS on core NATS (`lf.demand.<node>`, fire and forget: a lost report only delays a
+ * re-balance) and recomputes its weights from the latest reports. Token leasing with CAS was
+ * the alternative: it puts a NATS round trip in front of every refill, which the rule above
+ * forbids, and NATS counters would put one in front of every take.
+ *
+ * Fallback ("local share"): when the node stops hearing its own reports back (NATS down or cut
+ * off) for STALE_MS, it cannot know the others' demand, so every account gets 1 / known nodes
+ * (the nodes seen around the last time NATS worked): safe, the sum is still ≤ the plan's.
+ *
+ * Layers: `ShareTable` (pure: reports in, weights out) ← `DemandMeter` (drains the limiters'
+ * demand counters) ← `BudgetSharer` (the timer, NATS, and applying weights to the buckets).
+ */
+import { accountSlot, accountSlotCount, accountSlotKey } from '../native.js';
+import { QUERY, SEND, type BudgetShares } from '../accounts/budget-shares.js';
+import { queryTps, type PlanTable } from '../accounts/plans.js';
+import { RateLimiter } from '../accounts/rate-limiter.js';
+import type { AccountRecord } from '../store/store.js';
+
+/** ε as a fraction of a budget's rate: the demand an idle node is counted with. */
+export const EPSILON = 0.01;
+/** How often a node reports its demand and re-balances, ms. */
+export const TICK_MS = 200;
+/** A peer whose last report is older than this is not live; own reports older → local share. */
+export const STALE_MS = 2_000;
+/** Peers seen within this long before NATS was last heard count as known nodes (local share). */
+export const KNOWN_MS = 60_000;
+/** Demand is measured over the last second: this many ticks. */
+const WINDOW_TICKS = Math.round(1000 / TICK_MS);
+/** A weight is re-applied to the buckets only when it moves by more than this fraction. */
+const REWEIGH_THRESHOLD = 0.01;
+
+export type BudgetMode = 'shared' | 'local-share';
+/** Tokens asked for over the last second: [send, query]. */
+export type Demand = [number, number];
+
+/** What a node publishes on `lf.demand.<node>`: accounts with any demand over the last second. */
+export interface DemandReport {
+  node: string;
+  accounts: Record<string, Demand>;
+}
+
+interface Peer {
+  /** Local time the latest report arrived (never the sender's clock: no skew). */
+  at: number;
+  accounts: Map<string, Demand>;
+}
+
+/** The demand reports seen, and the weights that follow from them. Pure: time is passed in. */
+export class ShareTable {
+  private readonly peers = new Map<string, Peer>();
+  /** When this node last heard its own report back through NATS. */
+  private lastEcho = -Infinity;
+  /** Nodes known from elsewhere (the leases), counted for the local share. */
+  private knownHint = 1;
+
+  constructor(readonly self: string) {}
+
+  /** Record a report (this node's own, echoed by NATS, proves the round trip works). */
+  observe(report: DemandReport, now: number): void {
+    if (report.node === this.self) {
+      this.lastEcho = now;
+      return;
+    }
+    this.peers.set(report.node, { at: now, accounts: new Map(Object.entries(report.accounts)) });
+  }
+
+  /** Nodes known from another source (e.g. live leases), including this one. */
+  hintKnownNodes(n: number): void {
+    this.knownHint = Math.max(1, n);
+  }
+
+  mode(now: number): BudgetMode {
+    return now - this.lastEcho <= STALE_MS ? 'shared' : 'local-share';
+  }
+
+  /** This node and the peers heard from within STALE_MS, sorted. */
+  liveNodes(now: number): string[] {
+    const live = [this.self];
+    for (const [name, p] of this.peers) if (now - p.at <= STALE_MS) live.push(name);
+    return live.sort();
+  }
+
+  /**
+   * Nodes counted for the local share: this one and the peers heard within KNOWN_MS of the last
+   * time NATS worked (frozen while it is down, so a long outage does not shrink the divisor).
+   */
+  knownNodes(now: number): number {
+    const since = Math.min(now, this.lastEcho) - KNOWN_MS;
+    let n = 1;
+    for (const p of this.peers.values()) if (p.at >= since) n++;
+    return Math.max(n, this.knownHint);
+  }
+
+  /**
+   * This node's share of one budget of an account.
+   * @param demand what this node was asked for over the last second
+   * @param rate the budget's rate (tokens/s), for ε
+   */
+  weight(account: string, budget: number, demand: number, rate: number, now: number): number {
+    if (this.mode(now) === 'local-share') return 1 / this.knownNodes(now);
+    const eps = EPSILON * rate;
+    const mine = Math.max(demand, eps);
+    let sum = mine;
+    for (const p of this.peers.values()) {
+      if (now - p.at <= STALE_MS) sum += Math.max(p.accounts.get(account)?.[budget] ?? 0, eps);
+    }
+    return mine / sum;
+  }
+
+  /** The share of an account nobody has asked for: ε / (n·ε) = 1 / live nodes, or the local share. */
+  defaultWeight(now: number): number {
+    return this.mode(now) === 'local-share' ? 1 / this.knownNodes(now) : 1 / this.liveNodes(now).length;
+  }
+
+  /** Accounts live peers report demand for. */
+  peerAccounts(now: number): Set<string> {
+    const out = new Set<string>();
+    for (const p of this.peers.values()) if (now - p.at <= STALE_MS) for (const a of p.accounts.keys()) out.add(a);
+    return out;
+  }
+
+  /** Drop peers not heard from for KNOWN_MS while NATS works (a departed node stops counting). */
+  forgetGone(now: number): void {
+    if (this.mode(now) !== 'shared') return;
+    for (const [name, p] of this.peers) if (now - p.at > KNOWN_MS) this.peers.delete(name);
+  }
+}
+
+/**
+ * This node's demand per account over the last second, from the limiters' counters
+ * (`BudgetShares.addDemand`, every thread), drained once per tick into a ring of WINDOW_TICKS.
+ */
+export class DemandMeter {
+  /** Per account slot index: WINDOW_TICKS send counts then WINDOW_TICKS query counts. */
+  private readonly rings = new Map<number, Float64Array>();
+  private tick = 0;
+
+  constructor(private readonly shares: BudgetShares) {}
+
+  /** Drain the counters; returns the demand over the last second of every account that has any. */
+  sample(): Map<number, Demand> {
+    const slot = this.tick++ % WINDOW_TICKS;
+    const out = new Map<number, Demand>();
+    const n = Math.min(accountSlotCount(), this.shares.accounts);
+    for (let i = 0; i < n; i++) {
+      const send = this.shares.takeDemand(i, SEND);
+      const query = this.shares.takeDemand(i, QUERY);
+      let ring = this.rings.get(i);
+      if (!ring) {
+        if (send === 0 && query === 0) continue;
+        ring = new Float64Array(2 * WINDOW_TICKS);
+        this.rings.set(i, ring);
+      }
+      ring[slot] = send;
+      ring[WINDOW_TICKS + slot] = query;
+      let s = 0;
+      let q = 0;
+      for (let k = 0; k < WINDOW_TICKS; k++) {
+        s += ring[k]!;
+        q += ring[WINDOW_TICKS + k]!;
+      }
+      if (s === 0 && q === 0) this.rings.delete(i);
+      else out.set(i, [s, q]);
+    }
+    return out;
+  }
+}
+
+/** The two things the sharer needs from the cluster's NATS link. */
+export interface ShareLink {
+  readonly up: boolean;
+  publish(subject: string, data: Uint8Array): void;
+  /** Subscribe; returns the unsubscribe. */
+  subscribe(subject: string, onData: (data: Uint8Array) => void): () => void;
+}
+
+export interface BudgetSharerOptions {
+  node: string;
+  link: ShareLink;
+  shares: BudgetShares;
+  plans: PlanTable;
+  /** The account's record in the local store (for its plan), or undefined. */
+  account(id: string): AccountRecord | undefined;
+  /** Reported problems (a malformed report): never thrown. */
+  log?: (msg: string) => void;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Runs the shares on the main thread: every TICK_MS drains the demand, publishes this node's
+ * report, recomputes every weight and applies the ones that moved to the process-wide buckets.
+ */
+export class BudgetSharer {
+  readonly table: ShareTable;
+  private readonly meter: DemandMeter;
+  /** The main thread's own handle on the buckets (same slots as every thread's limiter). */
+  private readonly limiter: RateLimiter;
+  /** Weights applied, per account id: [send, query]. */
+  private readonly applied = new Map<string, Demand>();
+  private timer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(private readonly opts: BudgetSharerOptions) {
+    this.table = new ShareTable(opts.node);
+    this.meter = new DemandMeter(opts.shares);
+    this.limiter = new RateLimiter(opts.plans);
+  }
+
+  start(): void {
+    this.unsubscribe = this.opts.link.subscribe('lf.demand.*', (data) => this.receive(data, Date.now()));
+    this.tick(Date.now());
+    this.timer = setInterval(() => this.tick(Date.now()), TICK_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+
+  mode(): BudgetMode {
+    return this.table.mode(Date.now());
+  }
+
+  /** A report from NATS; a malformed one is logged and ignored. */
+  receive(data: Uint8Array, now: number): void {
+    let report: DemandReport;
+    try {
+      report = JSON.parse(decoder.decode(data)) as DemandReport;
+      if (typeof report?.node !== 'string' || typeof report.accounts !== 'object' || report.accounts === null) throw new Error('not a demand report');
+    } catch (e) {
+      this.opts.log?.(`cluster: ignoring a malformed demand report: ${(e as Error).message}`);
+      return;
+    }
+    this.table.observe(report, now);
+  }
+
+  /** One round: measure, report, re-balance. Public for tests that drive time themselves. */
+  tick(now: number): void {
+    const demand = new Map<string, Demand>();
+    for (const [index, d] of this.meter.sample()) {
+      const id = accountSlotKey(index);
+      if (id !== null) demand.set(id, d);
+    }
+    if (this.opts.link.up) {
+      const report: DemandReport = { node: this.opts.node, accounts: Object.fromEntries(demand) };
+      this.opts.link.publish(`lf.demand.${this.opts.node}`, encoder.encode(JSON.stringify(report)));
+    }
+    this.table.forgetGone(now);
+    this.opts.shares.setDefaultWeight(this.table.defaultWeight(now));
+    const ids = new Set([...this.applied.keys(), ...demand.keys(), ...this.table.peerAccounts(now)]);
+    for (const id of ids) this.rebalance(id, demand.get(id) ?? [0, 0], now);
+  }
+
+  private rebalance(id: string, demand: Demand, now: number): void {
+    const a = this.opts.account(id);
+    if (!a) return; // not mirrored here yet: it has the default share until it is
+    const plan = this.opts.plans[a.plan];
+    const ws = this.table.weight(id, SEND, demand[SEND], plan.maxTps, now);
+    const wq = this.table.weight(id, QUERY, demand[QUERY], queryTps(plan), now);
+    const old = this.applied.get(id);
+    if (old && !moved(old[SEND], ws) && !moved(old[QUERY], wq)) return;
+    const index = accountSlot(id);
+    const stored: Demand = [this.opts.shares.setWeight(index, SEND, ws), this.opts.shares.setWeight(index, QUERY, wq)];
+    this.applied.set(id, stored);
+    this.limiter.reweigh(a);
+  }
+}
+
+const moved = (from: number, to: number): boolean => Math.abs(to - from) > REWEIGH_THRESHOLD * from;

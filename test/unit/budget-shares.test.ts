@@ -1,0 +1,209 @@
+/**
+ * Budgets across nodes (issue 13, part 5): the share table's weights (pure), and the weight
+ * plumbing from the main thread into the real native buckets that every thread's RateLimiter
+ * takes from (a worker thread runs the built RateLimiter, as an ingress thread does).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { ACCOUNT_SLOTS, accountSlot } from '../../src/native.js';
+import { budgetShares, enableBudgetShares, QUERY, SEND } from '../../src/accounts/budget-shares.js';
+import { RateLimiter } from '../../src/accounts/rate-limiter.js';
+import { DEFAULT_PLANS, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
+import { DemandMeter, EPSILON, KNOWN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
+import type { AccountRecord } from '../../src/store/store.js';
+
+describe('ShareTable: weights from demand reports', () => {
+  const RATE = 10;
+  const EPS = EPSILON * RATE;
+  /** A table for node `self` that has heard its own report at `t` (NATS works). */
+  function table(self: string, t = 0): ShareTable {
+    const st = new ShareTable(self);
+    st.observe({ node: self, accounts: {} }, t);
+    return st;
+  }
+
+  it('splits by demand, counts an idle node as ε, and the live nodes’ shares add up to 1', () => {
+    const demand: Record<string, number> = { a: 30, b: 10, c: 0 };
+    const tables = Object.keys(demand).map((n) => table(n));
+    for (const t of tables) {
+      for (const [n, d] of Object.entries(demand)) if (n !== t.self) t.observe({ node: n, accounts: d ? { acc: [d, 0] } : {} }, 0);
+    }
+    const w = tables.map((t) => t.weight('acc', SEND, demand[t.self]!, RATE, 100));
+    const sum = 30 + 10 + EPS;
+    expect(w[0]).toBeCloseTo(30 / sum, 12);
+    expect(w[1]).toBeCloseTo(10 / sum, 12);
+    expect(w[2]).toBeCloseTo(EPS / sum, 12);
+    expect(w.reduce((x, y) => x + y)).toBeCloseTo(1, 12);
+    // The query budget is weighed on its own demand (nobody asked: equal shares).
+    expect(tables[0]!.weight('acc', QUERY, 0, 2 * RATE, 100)).toBeCloseTo(1 / 3, 12);
+  });
+
+  it('a node alone with two idle live peers gets ≥ 98 % of the budget', () => {
+    const t = table('a');
+    t.observe({ node: 'b', accounts: {} }, 0);
+    t.observe({ node: 'c', accounts: {} }, 0);
+    const w = t.weight('acc', SEND, RATE, RATE, 100);
+    expect(w).toBeCloseTo(RATE / (RATE + 2 * EPS), 12);
+    expect(w).toBeGreaterThanOrEqual(0.98);
+    expect(t.liveNodes(100)).toEqual(['a', 'b', 'c']);
+    expect(t.defaultWeight(100)).toBeCloseTo(1 / 3, 12);
+  });
+
+  it('a peer silent for longer than STALE_MS stops counting', () => {
+    const t = table('a', 0);
+    t.observe({ node: 'b', accounts: { acc: [50, 0] } }, 0);
+    expect(t.weight('acc', SEND, 50, RATE, STALE_MS)).toBeCloseTo(0.5, 12);
+    t.observe({ node: 'a', accounts: {} }, STALE_MS); // NATS still works for a
+    expect(t.weight('acc', SEND, 50, RATE, STALE_MS + 1)).toBe(1);
+    expect(t.liveNodes(STALE_MS + 1)).toEqual(['a']);
+    expect(t.peerAccounts(STALE_MS + 1).size).toBe(0);
+  });
+
+  it('without its own report back for STALE_MS a node falls back to 1 / known nodes, kept through a long outage', () => {
+    const t = table('a', 0);
+    t.observe({ node: 'b', accounts: { acc: [50, 0] } }, 0);
+    t.observe({ node: 'c', accounts: {} }, 0);
+    expect(t.mode(STALE_MS)).toBe('shared');
+    expect(t.mode(STALE_MS + 1)).toBe('local-share');
+    expect(t.weight('acc', SEND, 1000, RATE, STALE_MS + 1)).toBeCloseTo(1 / 3, 12);
+    // Long after: the nodes known when NATS last worked still count (the divisor never shrinks).
+    const later = 10 * KNOWN_MS;
+    t.forgetGone(later);
+    expect(t.knownNodes(later)).toBe(3);
+    expect(t.defaultWeight(later)).toBeCloseTo(1 / 3, 12);
+    // NATS back: shared again, from fresh reports.
+    t.observe({ node: 'a', accounts: {} }, later);
+    t.observe({ node: 'b', accounts: {} }, later);
+    expect(t.mode(later)).toBe('shared');
+    expect(t.weight('acc', SEND, RATE, RATE, later)).toBeCloseTo(RATE / (RATE + EPS), 12);
+  });
+
+  it('before NATS is heard at all, the share is 1 / the nodes the leases know', () => {
+    const t = new ShareTable('a');
+    expect(t.mode(0)).toBe('local-share');
+    expect(t.weight('acc', SEND, 5, RATE, 0)).toBe(1);
+    t.hintKnownNodes(3);
+    expect(t.weight('acc', SEND, 5, RATE, 0)).toBeCloseTo(1 / 3, 12);
+  });
+});
+
+// ---- weights reach the native buckets of every thread --------------------------------------
+
+const WORKER = new URL('./fixtures/share-limiter-worker.mjs', import.meta.url);
+/** Bucket slots no other test file uses. */
+const FIRST_SLOT = 44_000;
+/** Small, exact budgets: starter 40 sends/s (burst 40), 80 queries/s; growth 200/s. */
+const PLANS: PlanTable = {
+  ...DEFAULT_PLANS,
+  starter: { ...DEFAULT_PLANS.starter, maxTps: 40, queryTps: 80 },
+  growth: { ...DEFAULT_PLANS.growth, maxTps: 200, queryTps: 400 },
+};
+
+let seq = 0;
+function account(plan: PlanName = 'starter'): AccountRecord {
+  const id = `share-test-${process.pid}-${seq++}`;
+  return { id, name: id, plan, points: 0, memberSince: 0, planUpgradedAt: 0 };
+}
+
+describe('budget shares reach every thread’s limiter (real native buckets)', () => {
+  let worker: Worker;
+  let main: RateLimiter;
+
+  beforeAll(async () => {
+    const buffer = enableBudgetShares(ACCOUNT_SLOTS);
+    main = new RateLimiter(PLANS, FIRST_SLOT);
+    worker = new Worker(WORKER, { workerData: { shares: buffer, plans: PLANS, firstSlot: FIRST_SLOT } });
+    await new Promise<void>((resolve, reject) => {
+      worker.once('online', resolve);
+      worker.once('error', reject);
+    });
+  });
+  afterAll(async () => {
+    await worker.terminate();
+  });
+
+  /** `tries` takes of one token on the worker thread; with the ms from before `before()` to the answer. */
+  async function onWorker(a: AccountRecord, budget: 'send' | 'query', tries: number, before = (): void => {}): Promise<{ granted: number; seconds: number }> {
+    const t0 = performance.now();
+    before();
+    const reply = new Promise<{ granted: number }>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    worker.postMessage({ account: a, budget, tries });
+    const { granted } = await reply;
+    return { granted, seconds: (performance.now() - t0) / 1000 };
+  }
+
+  it('a weight set on the main thread changes what the worker thread is granted, both ways', async () => {
+    const shares = budgetShares!;
+    const a = account();
+    const index = accountSlot(a.id);
+    // A quarter of 40/s: burst 10, 10/s.
+    const r1 = await onWorker(a, 'send', 40, () => {
+      shares.setWeight(index, SEND, 0.25);
+      main.reweigh(a);
+    });
+    expect(r1.granted).toBeGreaterThanOrEqual(10);
+    expect(r1.granted).toBeLessThanOrEqual(10 + Math.ceil(10 * r1.seconds));
+    expect(shares.takeDemand(index, SEND)).toBe(40); // every attempt counted, granted or refused
+
+    // The whole budget again: the 10 tokens in use stay in use, 30 more are granted at once.
+    const r2 = await onWorker(a, 'send', 100, () => {
+      shares.setWeight(index, SEND, 1);
+      main.reweigh(a);
+    });
+    expect(r2.granted).toBeGreaterThanOrEqual(30);
+    expect(r2.granted).toBeLessThanOrEqual(30 + Math.ceil(40 * (r1.seconds + r2.seconds)));
+  });
+
+  it('the query budget has its own weight', async () => {
+    const a = account();
+    const index = accountSlot(a.id);
+    budgetShares!.setWeight(index, QUERY, 0.5);
+    main.reweigh(a);
+    const r = await onWorker(a, 'query', 200);
+    // Half of 80/s: burst 40 (the whole budget would grant 80).
+    expect(r.granted).toBeGreaterThanOrEqual(40);
+    expect(r.granted).toBeLessThanOrEqual(40 + Math.ceil(40 * r.seconds));
+    expect(budgetShares!.takeDemand(index, QUERY)).toBe(200);
+  });
+
+  it('a thread that reconfigures for a plan change, or meets a new account, reads the weights', async () => {
+    const a = account('starter');
+    const index = accountSlot(a.id);
+    budgetShares!.setWeight(index, SEND, 0.1);
+    const r1 = await onWorker(a, 'send', 20); // first sight on the worker: configured at 0.1 × 40
+    expect(r1.granted).toBeGreaterThanOrEqual(4);
+    expect(r1.granted).toBeLessThanOrEqual(4 + Math.ceil(4 * r1.seconds));
+    // Upgraded (as the tracker does): the worker reconfigures itself at 0.1 × 200 = 20, 4 still in use.
+    const r2 = await onWorker({ ...a, plan: 'growth' }, 'send', 100);
+    expect(r2.granted).toBeGreaterThanOrEqual(16);
+    expect(r2.granted).toBeLessThanOrEqual(20 + Math.ceil(20 * (r1.seconds + r2.seconds)));
+
+    // An account no node has a weight for yet gets the default share.
+    budgetShares!.setDefaultWeight(0.5);
+    const fresh = account();
+    const r3 = await onWorker(fresh, 'send', 100);
+    expect(r3.granted).toBeGreaterThanOrEqual(20);
+    expect(r3.granted).toBeLessThanOrEqual(20 + Math.ceil(20 * r3.seconds));
+  });
+
+  it('DemandMeter reports the tokens asked for over the last second, per account', async () => {
+    const meter = new DemandMeter(budgetShares!);
+    meter.sample(); // drain what earlier tests left
+    const a = account();
+    const b = account();
+    await onWorker(a, 'send', 7);
+    await onWorker(b, 'query', 3);
+    const d1 = meter.sample();
+    expect(d1.get(accountSlot(a.id))).toEqual([7, 0]);
+    expect(d1.get(accountSlot(b.id))).toEqual([0, 3]);
+    await onWorker(a, 'send', 5);
+    expect(meter.sample().get(accountSlot(a.id))).toEqual([12, 0]); // both ticks are in the window
+    for (let i = 0; i < 3; i++) meter.sample();
+    expect(meter.sample().get(accountSlot(a.id))).toEqual([5, 0]); // the first tick has left the window
+    expect(meter.sample().has(accountSlot(a.id))).toBe(false); // and then the second
+  });
+});

@@ -6,6 +6,7 @@
 import { base58Encode } from '../native.js';
 import { SOLANA_CORE_VERSION } from './constants.js';
 import type { AccountState, Commitment, Ledger, TxRecord } from './ledger.js';
+import { isStaticWritable } from './transaction.js';
 
 /** `context` of every RPC response that has one. */
 export function context(slot: number): { slot: number; apiVersion: string } {
@@ -29,7 +30,8 @@ export function encodeTransaction(record: TxRecord, encoding: TransactionEncodin
         programIdIndex: ix.programIdIndex,
         accounts: ix.accounts,
         data: base58Encode(ix.data),
-        stackHeight: null,
+        // Top-level instructions run at stack height 1 (Agave records it since 2.x).
+        stackHeight: 1,
       })),
       ...(d.version === 0 && {
         addressTableLookups: d.lookups.map((l) => ({
@@ -59,7 +61,32 @@ export function encodeMeta(record: TxRecord): Record<string, unknown> {
     loadedAddresses: record.loaded,
     ...(record.returnData && { returnData: record.returnData }),
     computeUnitsConsumed: record.computeUnitsConsumed,
+    costUnits: costUnits(record),
   };
+}
+
+const SIGNATURE_COST = 720;
+const WRITE_LOCK_COST = 300;
+const INSTRUCTION_DATA_BYTES_PER_UNIT = 4;
+/** Cost of each 32 KiB page of loaded account data. */
+const LOADED_DATA_PAGE_COST = 8;
+
+/**
+ * `meta.costUnits`: Agave's cost model of an executed transaction — signatures, write locks,
+ * instruction data bytes, the compute units it used, and the loaded account data (taken here as
+ * one 32 KiB page: the local ledger does not keep the loaded size; a value, not a shape).
+ */
+function costUnits(record: TxRecord): number {
+  const d = record.decoded;
+  const writable = d.staticKeys.filter((_, i) => isStaticWritable(d, i)).length + record.loaded.writable.length;
+  const dataBytes = d.instructions.reduce((sum, ix) => sum + ix.data.length, 0);
+  return (
+    SIGNATURE_COST * d.header.numRequiredSignatures +
+    WRITE_LOCK_COST * writable +
+    Math.floor(dataBytes / INSTRUCTION_DATA_BYTES_PER_UNIT) +
+    record.computeUnitsConsumed +
+    LOADED_DATA_PAGE_COST
+  );
 }
 
 /** One entry of `getSignatureStatuses`. */

@@ -17,7 +17,8 @@ export interface Request {
 
 export type Response =
   | { jsonrpc: '2.0'; result: unknown; id: Id }
-  | { jsonrpc: '2.0'; error: { code: number; message: string; data?: unknown }; id: Id };
+  // `jsonrpc` is absent only from the answer to a call that had none (jsonrpc-core echoes the version).
+  | { jsonrpc?: '2.0'; error: { code: number; message: string; data?: unknown }; id: Id };
 
 export function errorResponse(code: number, message: string, id: Id, data?: unknown): Response {
   return { jsonrpc: '2.0', error: { code, message, ...(data !== undefined && { data }) }, id };
@@ -53,6 +54,10 @@ export function parseRequest(v: unknown): Request | Response {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return errorResponse(INVALID_REQUEST, 'Invalid request', null);
   const o = v as Record<string, unknown>;
   const hasId = Object.hasOwn(o, 'id');
+  if (o.jsonrpc === undefined && typeof o.method === 'string') {
+    // A JSON-RPC 1.0 call (a method, no version): jsonrpc-core refuses the version, and its answer has none either.
+    return { error: { code: INVALID_REQUEST, message: 'Unsupported JSON-RPC protocol version' }, id: hasId && validId(o.id) ? o.id : null };
+  }
   if (o.jsonrpc !== '2.0' || typeof o.method !== 'string' || (hasId && !validId(o.id))) {
     return errorResponse(INVALID_REQUEST, 'Invalid request', hasId && validId(o.id) ? o.id : null);
   }
@@ -75,7 +80,8 @@ export function handlePayload(text: string, call: (req: Request) => Response | n
     return 'method' in req ? call(req) : req;
   };
   if (!Array.isArray(payload)) return one(payload);
-  if (payload.length === 0) return errorResponse(INVALID_REQUEST, 'Invalid request', null);
+  // An empty batch gets an empty answer (jsonrpc-core: nothing to respond to).
+  if (payload.length === 0) return null;
   const out = payload.map(one).filter((r): r is Response => r !== null);
   return out.length > 0 ? out : null;
 }

@@ -86,6 +86,14 @@ export interface SimulationResult {
   logs: string[];
   unitsConsumed: number;
   returnData: TxRecord['returnData'];
+  /** Balances of every account key (static, then loaded) before and after; unchanged when not executed. */
+  preBalances: number[];
+  postBalances: number[];
+  loaded: TxRecord['loaded'];
+  /** The fee the transaction would pay; null when it would not be executed (Agave's `fee: None`). */
+  fee: number | null;
+  /** Data bytes of the accounts it loads (0 when not executed); see `loadedDataSize`. */
+  loadedAccountsDataSize: number;
 }
 
 export interface LedgerOptions {
@@ -340,7 +348,17 @@ export class Ledger {
    * nonce's; otherwise the result is BlockhashNotFound.
    */
   simulate(decoded: DecodedTransaction, sigVerify: boolean, atSlot: number): SimulationResult {
-    const refused = (name: string): SimulationResult => ({ err: namedError(name), logs: [], unitsConsumed: 0, returnData: null });
+    const loaded = loadKeys(decoded, (k) => this.svm.getAccount(k.bytes)?.data() ?? null) ?? { writable: [], readonly: [] };
+    const keys = [...decoded.staticKeys, ...loaded.writable, ...loaded.readonly];
+    const pre = keys.map((k) => Number(this.balanceNow(k)));
+    const base = {
+      preBalances: pre,
+      postBalances: pre,
+      loaded: { writable: loaded.writable.map((k) => k.address), readonly: loaded.readonly.map((k) => k.address) },
+      fee: null,
+      loadedAccountsDataSize: 0,
+    };
+    const refused = (name: string): SimulationResult => ({ err: namedError(name), logs: [], unitsConsumed: 0, returnData: null, ...base });
     const known = this.slotOfBlockhash(decoded.recentBlockhash) !== undefined;
     // A blockhash newer than the answering bank is as unknown to it as a stale one.
     if (known && !this.isBlockhashValid(decoded.recentBlockhash, atSlot)) return refused('BlockhashNotFound');
@@ -350,12 +368,50 @@ export class Ledger {
       const r = decoded.version === 'legacy' ? this.svm.simulateLegacyTransaction(decoded.wire) : this.svm.simulateVersionedTransaction(decoded.wire);
       const failed = r instanceof FailedTransactionMetadata ? r : null;
       const o = outputsOf(failed ? failed.meta() : (r as SimulatedTransactionInfo).meta());
-      return { err: failed ? fromLiteSvm(failed.err()) : null, logs: o.logs, unitsConsumed: o.computeUnitsConsumed, returnData: o.returnData };
+      const err = failed ? fromLiteSvm(failed.err()) : null;
+      // A fieldless transaction error (AccountNotFound, BlockhashNotFound, InsufficientFundsForFee…)
+      // stops a transaction before it runs; an instruction error (or a rent check) comes after.
+      const executed = err === null || typeof err.json !== 'string';
+      const result: SimulationResult = { err, logs: o.logs, unitsConsumed: o.computeUnitsConsumed, returnData: o.returnData, ...base };
+      if (!executed) return result;
+      const after = new Map<string, number>();
+      if (!failed) for (const [address, account] of (r as SimulatedTransactionInfo).postAccounts().map((a) => [a.address, a.account()] as const)) after.set(base58Encode(address), Number(account.lamports()));
+      // A failed transaction keeps only its fee payment: the payer's balance less the fee.
+      const fee = feeOf(decoded);
+      result.postBalances = failed ? pre.map((b, i) => (i === 0 ? b - fee : b)) : keys.map((k, i) => after.get(k.address) ?? pre[i]!);
+      result.fee = fee;
+      result.loadedAccountsDataSize = keys.reduce((sum, k) => sum + (this.svm.getAccount(k.bytes)?.data().length ?? 0), 0);
+      return result;
     } finally {
       this.svm.setBlockhashCheck(false);
       this.svm.setSigverify(true);
     }
   }
+}
+
+const LAMPORTS_PER_SIGNATURE = 5_000;
+const COMPUTE_BUDGET_PROGRAM = 'ComputeBudget111111111111111111111111111111';
+/** Compute units a transaction without SetComputeUnitLimit may use, per instruction (Agave's default). */
+const DEFAULT_INSTRUCTION_COMPUTE_UNIT_LIMIT = 200_000;
+
+/**
+ * The fee Agave charges: 5,000 lamports per signature plus the priority fee, ⌈price × limit /
+ * 10⁶⌉ from the ComputeBudget instructions (the default limit counted as 200,000 units per
+ * instruction: the local cluster does not tell builtins apart, which only matters with a price
+ * and no explicit limit).
+ */
+export function feeOf(decoded: DecodedTransaction): number {
+  let limit: number | null = null;
+  let price = 0n;
+  for (const ix of decoded.instructions) {
+    if (decoded.staticKeys[ix.programIdIndex]?.address !== COMPUTE_BUDGET_PROGRAM) continue;
+    const view = Buffer.from(ix.data);
+    if (ix.data[0] === 2 && ix.data.length >= 5) limit = view.readUInt32LE(1);
+    if (ix.data[0] === 3 && ix.data.length >= 9) price = view.readBigUInt64LE(1);
+  }
+  limit ??= DEFAULT_INSTRUCTION_COMPUTE_UNIT_LIMIT * decoded.instructions.length;
+  const priority = (price * BigInt(limit) + 999_999n) / 1_000_000n;
+  return LAMPORTS_PER_SIGNATURE * decoded.header.numRequiredSignatures + Number(priority);
 }
 
 /** What a transaction left behind, in the shapes the RPC returns. */

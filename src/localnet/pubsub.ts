@@ -1,11 +1,18 @@
 /**
- * The PubSub WebSocket (Agave's `rpc_pubsub`): slotSubscribe, signatureSubscribe and
- * logsSubscribe with their unsubscribe methods, notifying at each subscription's commitment.
+ * The PubSub WebSocket (Agave's `rpc_pubsub`): slotSubscribe, slotsUpdatesSubscribe,
+ * signatureSubscribe and logsSubscribe with their unsubscribe methods, notifying at each
+ * subscription's commitment.
  *
  * Commitment follows the ledger: a transaction is `processed` when it lands, `confirmed` when
  * its slot ends, `finalized` 32 slots later. Signature subscriptions end with their one
  * notification (as Agave's do); subscribing to a signature that already reached the requested
  * commitment notifies at once. Notification contexts carry `slot` only, as Agave's do.
+ *
+ * slotsUpdates follow what an Agave RPC node that is not the leader reports, in its order, when
+ * slot N begins: `firstShredReceived` N (the leader's first shred reaching the node: here, the
+ * slot's start), `frozen` and `completed` N − 1, `createdBank` N, `optimisticConfirmation` N − 1
+ * (the local ledger confirms a slot when it ends) and `root` N − 1 − FINALITY_DEPTH. The one
+ * Agave type never sent is `dead` (no slot here is ever abandoned).
  */
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, WebSocket } from 'ws';
@@ -14,7 +21,8 @@ import { FINALITY_DEPTH, MAX_REQUEST_BODY } from './constants.js';
 import { toJson } from './encode.js';
 import { handlePayload, respond, type Request } from './jsonrpc.js';
 import type { Commitment, TxRecord } from './ledger.js';
-import { bool, commitment, config, invalidParams, positional, pubkey, signature, u64 } from './rpc-params.js';
+import { bool, commitment, config, invalidParams, invalidType, positional, pubkey, u64 } from './rpc-params.js';
+import { isBase58Of } from './transaction.js';
 
 const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
 
@@ -25,6 +33,10 @@ interface Subscription {
 
 interface SlotSub extends Subscription {
   kind: 'slot';
+}
+
+interface SlotsUpdatesSub extends Subscription {
+  kind: 'slotsUpdates';
 }
 
 interface SignatureSub extends Subscription {
@@ -42,7 +54,7 @@ interface LogsSub extends Subscription {
   commitment: Commitment;
 }
 
-type Sub = SlotSub | SignatureSub | LogsSub;
+type Sub = SlotSub | SlotsUpdatesSub | SignatureSub | LogsSub;
 
 export class PubSub {
   private nextId = 0;
@@ -118,7 +130,7 @@ export class PubSub {
 
   private handler(method: string, socket: WebSocket): ((req: Request) => unknown) | undefined {
     const unsubscribe = (kind: Sub['kind']) => (req: Request) => {
-      const id = u64(positional(req.params, 1)[0], 'subscription id');
+      const id = u64(positional(req.params, 1, 1)[0]);
       if (this.subs.get(id)?.kind !== kind || this.subs.get(id)?.socket !== socket) throw invalidParams('Invalid subscription id.');
       return this.remove(id);
     };
@@ -127,6 +139,10 @@ export class PubSub {
         return (req) => (positional(req.params, 0), this.add({ kind: 'slot', socket, id: this.nextId++ }));
       case 'slotUnsubscribe':
         return unsubscribe('slot');
+      case 'slotsUpdatesSubscribe':
+        return (req) => (positional(req.params, 0), this.add({ kind: 'slotsUpdates', socket, id: this.nextId++ }));
+      case 'slotsUpdatesUnsubscribe':
+        return unsubscribe('slotsUpdates');
       case 'signatureSubscribe':
         return (req) => this.subscribeSignature(req, socket);
       case 'signatureUnsubscribe':
@@ -141,8 +157,9 @@ export class PubSub {
   }
 
   private subscribeSignature(req: Request, socket: WebSocket): number {
-    const p = positional(req.params, 2);
-    const sig = signature(p[0]);
+    const p = positional(req.params, 2, 1);
+    if (typeof p[0] !== 'string' || !isBase58Of(p[0], 64)) throw invalidParams('Invalid Request: Invalid signature provided');
+    const sig = p[0];
     const c = config(p, 1);
     const sub: SignatureSub = {
       kind: 'signature',
@@ -162,7 +179,7 @@ export class PubSub {
   }
 
   private subscribeLogs(req: Request, socket: WebSocket): number {
-    const p = positional(req.params, 2);
+    const p = positional(req.params, 2, 1);
     const filter = p[0];
     let mentions: string | null;
     if (filter === 'all' || filter === 'allWithVotes') {
@@ -171,8 +188,10 @@ export class PubSub {
       const list = (filter as { mentions: unknown[] }).mentions;
       if (list.length !== 1) throw invalidParams('Invalid Request: Only 1 address supported');
       mentions = pubkey(list[0]);
+    } else if (typeof filter === 'string') {
+      throw invalidParams(`Invalid params: unknown variant \`${filter}\`, expected one of \`all\`, \`allWithVotes\`, \`mentions\`.`);
     } else {
-      throw invalidParams('Invalid params: the filter must be "all", "allWithVotes" or {"mentions": [address]}');
+      throw invalidType(filter, 'enum RpcTransactionLogsFilter');
     }
     return this.add({ kind: 'logs', socket, id: this.nextId++, mentions, commitment: commitment(config(p, 1)) });
   }
@@ -187,8 +206,31 @@ export class PubSub {
     const { ledger } = this.cluster;
     const info = { parent: Math.max(0, slot - 1), root: ledger.commitmentSlot('finalized'), slot };
     for (const sub of this.subs.values()) if (sub.kind === 'slot') this.notify(sub, 'slotNotification', info);
+    this.slotsUpdates(slot);
     if (slot >= 1) for (const r of ledger.block(slot - 1)?.transactions ?? []) this.onCommitment(r, 'confirmed');
     if (slot >= 1 + FINALITY_DEPTH) for (const r of ledger.block(slot - 1 - FINALITY_DEPTH)?.transactions ?? []) this.onCommitment(r, 'finalized');
+  }
+
+  /** The `slotsUpdatesNotification`s of slot `slot` beginning (see the module comment). */
+  private slotsUpdates(slot: number): void {
+    let any = false;
+    for (const sub of this.subs.values()) any ||= sub.kind === 'slotsUpdates';
+    if (!any) return;
+    const timestamp = Date.now();
+    const updates: Array<Record<string, unknown>> = [{ type: 'firstShredReceived', slot, timestamp }];
+    if (slot >= 1) {
+      const txs = this.cluster.ledger.block(slot - 1)?.transactions ?? [];
+      const failed = txs.filter((r) => r.err !== null).length;
+      // Each transaction is its own entry here.
+      const stats = { numTransactionEntries: txs.length, numSuccessfulTransactions: txs.length - failed, numFailedTransactions: failed, maxTransactionsPerEntry: Math.min(1, txs.length) };
+      updates.push({ type: 'frozen', slot: slot - 1, timestamp, stats }, { type: 'completed', slot: slot - 1, timestamp });
+    }
+    updates.push({ type: 'createdBank', slot, parent: Math.max(0, slot - 1), timestamp });
+    if (slot >= 1) updates.push({ type: 'optimisticConfirmation', slot: slot - 1, timestamp });
+    if (slot >= 1 + FINALITY_DEPTH) updates.push({ type: 'root', slot: slot - 1 - FINALITY_DEPTH, timestamp });
+    for (const sub of this.subs.values()) {
+      if (sub.kind === 'slotsUpdates') for (const u of updates) this.notify(sub, 'slotsUpdatesNotification', u);
+    }
   }
 
   /**

@@ -22,25 +22,27 @@ import {
 } from './encode.js';
 import type { Ledger } from './ledger.js';
 import {
+  blockhash,
   bool,
   checkMinContextSlot,
   commitment,
+  commitmentLevel,
   config,
   INTERNAL_ERROR,
   INVALID_REQUEST,
   invalidParams,
+  invalidType,
   oneOf,
   positional,
   pubkey,
   RpcError,
   SEND_TRANSACTION_PREFLIGHT_FAILURE,
   signature,
-  TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
   u64,
   UNSUPPORTED_TRANSACTION_VERSION,
 } from './rpc-params.js';
 import type { SendService } from './send-service.js';
-import { decodeTransaction, DecodeError, isBase58Of, withBlockhash, type DecodedTransaction } from './transaction.js';
+import { decodeTransaction, DecodeError, withBlockhash, type DecodedTransaction } from './transaction.js';
 import { base58Decode } from '../native.js';
 
 export interface RpcEnv {
@@ -65,48 +67,82 @@ function slotMethod(answer: (slot: number, env: RpcEnv) => unknown): Method {
   return (params, env) => answer(bankSlot(env.cluster.ledger, config(positional(params, 1), 0)), env);
 }
 
-const TX_BINARY_ENCODINGS = ['base58', 'base64'] as const;
+/** Agave's `UiTransactionEncoding` variants; `binary` is its old name for base58. */
+const TX_ENCODINGS = ['binary', 'base64', 'base58', 'json', 'jsonParsed'] as const;
 
-/** Decode a transaction parameter (`encoding` default base58, as Agave). */
+/** The `encoding` of a transaction parameter (`sendTransaction`, `simulateTransaction`; default base58). */
+function txEncoding(c: Record<string, unknown>): 'base58' | 'base64' {
+  const e = oneOf(c, 'encoding', ['binary', 'base58', 'base64'], 'base58', TX_ENCODINGS, (v) => `unsupported encoding: ${v}. Supported encodings: base58, base64`);
+  return e === 'base64' ? 'base64' : 'base58';
+}
+
+/** Agave's `UiAccountEncoding` variants; the local cluster serves all but `base64+zstd`. */
+const ACCOUNT_ENCODINGS = ['binary', 'base58', 'base64', 'jsonParsed', 'base64+zstd'] as const;
+
+function accountEncoding(c: Record<string, unknown>, fallback: AccountEncoding): AccountEncoding {
+  return oneOf<AccountEncoding>(c, 'encoding', ['binary', 'base58', 'base64', 'jsonParsed'], fallback, ACCOUNT_ENCODINGS, () => 'Invalid params: the local cluster does not serve base64+zstd');
+}
+
+const B58_ALPHABET = /[^1-9A-HJ-NP-Za-km-z]/;
+const B64_SYMBOL = /[A-Za-z0-9+/]/;
+
+/** Why `v` is not standard padded base64, in the Rust base64 crate's words (`DecodeError`'s Debug), or null. */
+function base64Problem(v: string): string | null {
+  const body = v.replace(/={1,2}$/, '');
+  for (let i = 0; i < body.length; i++) if (!B64_SYMBOL.test(body[i]!)) return `InvalidByte(${i}, ${body.charCodeAt(i)})`;
+  if (body.length % 4 === 1) return `InvalidLength(${body.length})`;
+  if (v.length % 4 !== 0) return 'InvalidPadding';
+  return null;
+}
+
+/** Decode a transaction parameter, refusing bad input with Agave's messages. */
 function transactionParam(v: unknown, encoding: 'base58' | 'base64'): DecodedTransaction {
-  if (typeof v !== 'string') throw invalidParams('Invalid params: the transaction must be an encoded string');
+  if (typeof v !== 'string') throw invalidType(v, 'a string');
   let wire: Uint8Array;
   if (encoding === 'base64') {
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v) || v.length % 4 !== 0) throw invalidParams('invalid base64 encoding: Invalid input');
+    const problem = base64Problem(v);
+    if (problem) throw invalidParams(`invalid base64 encoding: ${problem}`);
     wire = Buffer.from(v, 'base64');
   } else {
-    try {
-      wire = base58Decode(v);
-    } catch {
-      throw invalidParams('invalid base58 encoding: Invalid input');
-    }
+    const bad = B58_ALPHABET.exec(v);
+    if (bad) throw invalidParams(`invalid base58 encoding: InvalidCharacter { character: '${bad[0]}', index: ${bad.index} }`);
+    wire = base58Decode(v);
   }
   try {
     return decodeTransaction(wire);
   } catch (e) {
-    throw invalidParams(`invalid transaction: ${e instanceof DecodeError ? e.message : String(e)}`);
+    if (!(e instanceof DecodeError)) throw e;
+    throw invalidParams(e.agaveMessage ?? `failed to deserialize solana_transaction::versioned::VersionedTransaction: ${e.message}`);
   }
 }
 
+/**
+ * The simulation as `simulateTransaction` answers it, or (`preflight`) as the `data` of a failed
+ * preflight, where Agave leaves the balances, token balances and loaded addresses out (null);
+ * so it does for the balances of a transaction it refused before loading it.
+ */
 function simulationValue(
   r: ReturnType<Ledger['simulate']>,
   replacementBlockhash: { blockhash: string; lastValidBlockHeight: number } | null,
+  preflight = false,
 ): Record<string, unknown> {
+  // A transaction refused before its accounts are read (bad signature, malformed) has no balances either.
+  const balances = !preflight && r.err?.json !== 'SignatureFailure' && r.err?.json !== 'SanitizeFailure';
   return {
     err: r.err?.json ?? null,
     logs: r.logs,
     accounts: null,
     unitsConsumed: r.unitsConsumed,
-    loadedAccountsDataSize: null,
+    loadedAccountsDataSize: r.loadedAccountsDataSize,
     returnData: r.returnData,
     innerInstructions: null,
     replacementBlockhash,
-    fee: null,
-    preBalances: null,
-    postBalances: null,
-    preTokenBalances: null,
-    postTokenBalances: null,
-    loadedAddresses: null,
+    fee: r.fee,
+    preBalances: balances ? r.preBalances : null,
+    postBalances: balances ? r.postBalances : null,
+    preTokenBalances: balances ? [] : null,
+    postTokenBalances: balances ? [] : null,
+    loadedAddresses: preflight ? null : r.loaded,
   };
 }
 
@@ -164,7 +200,7 @@ export const METHODS: Record<string, Method> = {
     const firstIsConfig = typeof first === 'object' && first !== null;
     const c = config(p, firstIsConfig ? 0 : 1);
     const bank = bankSlot(cluster.ledger, c);
-    const slot = first === undefined || first === null || firstIsConfig ? bank : u64(first, 'slot');
+    const slot = first === undefined || first === null || firstIsConfig ? bank : u64(first);
     const epoch = cluster.schedule.epochOf(slot);
     if (epoch > cluster.schedule.knownEpochAt(bank)) return null;
     const schedule = cluster.schedule.scheduleOf(epoch);
@@ -174,9 +210,9 @@ export const METHODS: Record<string, Method> = {
   },
 
   getSlotLeaders: (params, { cluster }) => {
-    const p = positional(params, 2);
-    const start = u64(p[0], 'start slot');
-    const limit = u64(p[1], 'limit');
+    const p = positional(params, 2, 2);
+    const start = u64(p[0]);
+    const limit = u64(p[1]);
     if (limit < 1 || limit > MAX_SLOT_LEADERS) throw invalidParams(`Invalid limit; max ${MAX_SLOT_LEADERS}`);
     const lastEpoch = cluster.schedule.knownEpochAt(cluster.slot);
     const end = start + limit - 1;
@@ -200,15 +236,15 @@ export const METHODS: Record<string, Method> = {
   },
 
   isBlockhashValid: (params, { cluster }) => {
-    const p = positional(params, 2);
-    if (typeof p[0] !== 'string' || !isBase58Of(p[0], 32)) throw invalidParams('Invalid param: Invalid');
+    const p = positional(params, 2, 1);
+    const hash = blockhash(p[0]);
     const slot = bankSlot(cluster.ledger, config(p, 1));
-    return { context: context(slot), value: cluster.ledger.isBlockhashValid(p[0], slot) };
+    return { context: context(slot), value: cluster.ledger.isBlockhashValid(hash, slot) };
   },
 
   getSignatureStatuses: (params, { cluster }) => {
-    const p = positional(params, 2);
-    if (!Array.isArray(p[0])) throw invalidParams('Invalid params: expected an array of signatures');
+    const p = positional(params, 2, 1);
+    if (!Array.isArray(p[0])) throw invalidType(p[0], 'a sequence');
     if (p[0].length > MAX_SIGNATURE_STATUSES) throw invalidParams(`Too many inputs provided; max ${MAX_SIGNATURE_STATUSES}`);
     const sigs = p[0].map(signature);
     const search = bool(config(p, 1), 'searchTransactionHistory', false);
@@ -223,14 +259,14 @@ export const METHODS: Record<string, Method> = {
   },
 
   getTransaction: (params, { cluster }) => {
-    const p = positional(params, 2);
+    const p = positional(params, 2, 1);
     const sig = signature(p[0]);
     // The second parameter is an encoding name (old form) or a configuration.
     const c = typeof p[1] === 'string' ? { encoding: p[1] } : config(p, 1);
     const level = commitment(c);
     if (level === 'processed') throw invalidParams('Method does not support commitment below `confirmed`');
     const encoding = oneOf<TransactionEncoding>(c, 'encoding', ['json', 'base64', 'base58'], 'json');
-    const maxVersion = c.maxSupportedTransactionVersion === undefined || c.maxSupportedTransactionVersion === null ? null : u64(c.maxSupportedTransactionVersion, 'maxSupportedTransactionVersion');
+    const maxVersion = c.maxSupportedTransactionVersion === undefined || c.maxSupportedTransactionVersion === null ? null : u64(c.maxSupportedTransactionVersion, 'u8');
     const { ledger } = cluster;
     const r = ledger.record(sig);
     if (!r || r.slot > ledger.commitmentSlot(level)) return null;
@@ -241,19 +277,21 @@ export const METHODS: Record<string, Method> = {
         'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
       );
     }
+    const block = ledger.block(r.slot);
     return {
       slot: r.slot,
       transaction: encodeTransaction(r, encoding),
       meta: encodeMeta(r),
-      blockTime: ledger.block(r.slot)?.blockTime ?? null,
+      blockTime: block?.blockTime ?? null,
+      transactionIndex: block?.transactions.indexOf(r) ?? 0,
       ...(maxVersion !== null && { version }),
     };
   },
 
   simulateTransaction: (params, { cluster }) => {
-    const p = positional(params, 2);
+    const p = positional(params, 2, 1);
     const c = config(p, 1);
-    let tx = transactionParam(p[0], oneOf(c, 'encoding', TX_BINARY_ENCODINGS, 'base58'));
+    let tx = transactionParam(p[0], txEncoding(c));
     const sigVerify = bool(c, 'sigVerify', false);
     const replace = bool(c, 'replaceRecentBlockhash', false);
     if (sigVerify && replace) throw invalidParams('sigVerify may not be used with replaceRecentBlockhash');
@@ -264,29 +302,25 @@ export const METHODS: Record<string, Method> = {
       replacement = ledger.latestBlockhash(slot);
       tx = withBlockhash(tx, base58Decode(replacement.blockhash));
     }
-    const result = ledger.simulate(tx, sigVerify, slot);
-    if (sigVerify && result.err?.json === 'SignatureFailure') {
-      throw new RpcError(TRANSACTION_SIGNATURE_VERIFICATION_FAILURE, 'Transaction signature verification failure');
-    }
-    return { context: context(slot), value: simulationValue(result, replacement) };
+    // A bad signature under sigVerify is a simulation result (err SignatureFailure), as in Agave 4.2.
+    return { context: context(slot), value: simulationValue(ledger.simulate(tx, sigVerify, slot), replacement) };
   },
 
   sendTransaction: (params, { cluster, sender }) => {
-    const p = positional(params, 2);
+    const p = positional(params, 2, 1);
     const c = config(p, 1);
-    const tx = transactionParam(p[0], oneOf(c, 'encoding', TX_BINARY_ENCODINGS, 'base58'));
+    const tx = transactionParam(p[0], txEncoding(c));
     const skipPreflight = bool(c, 'skipPreflight', false);
-    const maxRetries = c.maxRetries === undefined || c.maxRetries === null ? undefined : u64(c.maxRetries, 'maxRetries');
+    const maxRetries = c.maxRetries === undefined || c.maxRetries === null ? undefined : u64(c.maxRetries, 'usize');
     const { ledger } = cluster;
-    const slot = ledger.commitmentSlot(skipPreflight ? 'processed' : oneOf(c, 'preflightCommitment', ['processed', 'confirmed', 'finalized'], 'finalized'));
+    const slot = ledger.commitmentSlot(skipPreflight ? 'processed' : commitmentLevel(c, 'preflightCommitment', 'finalized'));
     checkMinContextSlot(c, slot);
     if (!skipPreflight) {
+      // A bad signature is a failed simulation too (Agave 4.2: -32002, "Transaction did not pass
+      // signature verification", with the simulation as data), not -32003.
       const result = ledger.simulate(tx, true, slot);
-      if (result.err?.json === 'SignatureFailure') {
-        throw new RpcError(TRANSACTION_SIGNATURE_VERIFICATION_FAILURE, 'Transaction signature verification failure');
-      }
       if (result.err) {
-        throw new RpcError(SEND_TRANSACTION_PREFLIGHT_FAILURE, `Transaction simulation failed: ${result.err.message}`, simulationValue(result, null));
+        throw new RpcError(SEND_TRANSACTION_PREFLIGHT_FAILURE, `Transaction simulation failed: ${result.err.message}`, simulationValue(result, null, true));
       }
     }
     sender.submit(tx, maxRetries);
@@ -294,9 +328,9 @@ export const METHODS: Record<string, Method> = {
   },
 
   requestAirdrop: (params, { cluster }) => {
-    const p = positional(params, 3);
+    const p = positional(params, 3, 2);
     const to = pubkey(p[0]);
-    const lamports = u64(p[1], 'lamports');
+    const lamports = u64(p[1]);
     checkMinContextSlot(config(p, 2), cluster.slot);
     try {
       return cluster.airdrop(to, lamports);
@@ -306,17 +340,17 @@ export const METHODS: Record<string, Method> = {
   },
 
   getBalance: (params, { cluster }) => {
-    const p = positional(params, 2);
+    const p = positional(params, 2, 1);
     const address = pubkey(p[0]);
     const slot = bankSlot(cluster.ledger, config(p, 1));
     return { context: context(slot), value: Number(cluster.ledger.account(address, slot)?.lamports ?? 0n) };
   },
 
   getAccountInfo: (params, { cluster }) => {
-    const p = positional(params, 2);
+    const p = positional(params, 2, 1);
     const address = pubkey(p[0]);
     const c = config(p, 1);
-    const encoding = oneOf<AccountEncoding>(c, 'encoding', ['base58', 'base64', 'jsonParsed', 'binary'], 'binary');
+    const encoding = accountEncoding(c, 'binary');
     const slice = dataSlice(c.dataSlice);
     const slot = bankSlot(cluster.ledger, c);
     return { context: context(slot), value: encodedAccount(cluster.ledger, address, slot, encoding, slice) };
@@ -324,12 +358,12 @@ export const METHODS: Record<string, Method> = {
 
   /** As Agave: at most 100 addresses, `base64` by default, one bank for all, `null` for a missing account. */
   getMultipleAccounts: (params, { cluster }) => {
-    const p = positional(params, 2);
-    if (!Array.isArray(p[0])) throw invalidParams('Invalid params: expected an array of base58 public key strings');
+    const p = positional(params, 2, 1);
+    if (!Array.isArray(p[0])) throw invalidType(p[0], 'a sequence');
     if (p[0].length > MAX_MULTIPLE_ACCOUNTS) throw invalidParams(`Too many inputs provided; max ${MAX_MULTIPLE_ACCOUNTS}`);
     const addresses = p[0].map(pubkey);
     const c = config(p, 1);
-    const encoding = oneOf<AccountEncoding>(c, 'encoding', ['base58', 'base64', 'jsonParsed', 'binary'], 'base64');
+    const encoding = accountEncoding(c, 'base64');
     const slice = dataSlice(c.dataSlice);
     const slot = bankSlot(cluster.ledger, c);
     return { context: context(slot), value: addresses.map((a) => encodedAccount(cluster.ledger, a, slot, encoding, slice)) };
@@ -350,8 +384,8 @@ export const METHODS: Record<string, Method> = {
   },
 
   getMinimumBalanceForRentExemption: (params, { cluster }) => {
-    const p = positional(params, 2);
-    const len = u64(p[0], 'data length');
+    const p = positional(params, 2, 1);
+    const len = u64(p[0], 'usize');
     bankSlot(cluster.ledger, config(p, 1));
     return Number(cluster.ledger.minimumBalanceForRentExemption(len));
   },
@@ -374,7 +408,7 @@ function encodedAccount(
 
 function dataSlice(v: unknown): { offset: number; length: number } | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'object') throw invalidParams('Invalid params: dataSlice must be {offset, length}');
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalidType(v, 'struct UiDataSliceConfig');
   const o = v as Record<string, unknown>;
-  return { offset: u64(o.offset, 'dataSlice.offset'), length: u64(o.length, 'dataSlice.length') };
+  return { offset: u64(o.offset, 'usize'), length: u64(o.length, 'usize') };
 }

@@ -52,6 +52,13 @@ export interface DecodedTransaction {
 /** Why bytes are not a transaction; the text follows Agave's RPC wording. */
 export class DecodeError extends Error {
   override readonly name = 'DecodeError';
+  constructor(
+    message: string,
+    /** What Agave's RPC says of the same bytes, where it is known (the RPC answers with it). */
+    readonly agaveMessage?: string,
+  ) {
+    super(message);
+  }
 }
 
 const VERSION_PREFIX = 0x80;
@@ -62,7 +69,12 @@ class Reader {
   constructor(readonly b: Uint8Array) {}
 
   need(n: number, what: string): void {
-    if (this.o + n > this.b.length) throw new DecodeError(`failed to deserialize transaction: ${what} runs past the end (offset ${this.o})`);
+    if (this.o + n > this.b.length) {
+      throw new DecodeError(
+        `failed to deserialize transaction: ${what} runs past the end (offset ${this.o})`,
+        `failed to deserialize solana_transaction::versioned::VersionedTransaction: Attempting to read ${n} bytes`,
+      );
+    }
   }
 
   u8(what: string): number {

@@ -1,0 +1,173 @@
+/**
+ * Node leases and takeover (src/cluster/leases.ts) against a real nats-server with JetStream:
+ * exactly one live node takes over a node that stops heartbeating, once per incarnation, and a
+ * node cut off from NATS takes nobody over when it comes back. The clocks are shortened
+ * (heartbeat 100 ms, dead after 400 ms); every wait is bounded.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import { Leases, openNodesBucket, type NodeLease } from '../../src/cluster/leases.js';
+import { natsServerPath } from '../../scripts/nats-server.mjs';
+import { tempDir } from '../helpers/tmp.js';
+
+const HEARTBEAT = 100;
+const DEAD_AFTER = 400;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** One nats-server with JetStream on a fixed free port and store dir, restartable. */
+class NatsServer {
+  private child: ChildProcess | null = null;
+  constructor(
+    readonly port: number,
+    private readonly storeDir: string,
+  ) {}
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+  async start(): Promise<void> {
+    const bin = natsServerPath();
+    if (!bin) throw new Error('nats-server is not built: run `npm run test:deps`');
+    const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = child;
+    let log = '';
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`nats-server did not start: ${log}`)), 15_000);
+      child.stderr!.on('data', (d: Buffer) => {
+        log += d.toString();
+        if (log.includes('Server is ready')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`nats-server exited (${code}): ${log}`)));
+    });
+  }
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    this.child = null;
+  }
+}
+
+/** Poll `cond` every 50 ms until true; throws after `ms`. */
+async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+describe('node leases on a real nats-server', () => {
+  const tmp = tempDir('landfall-leases-');
+  let server: NatsServer;
+  let nc: NatsConnection;
+  let kv: KV;
+  /** The connection's state, from its status events (what the cluster link's `up` reports). */
+  let up = true;
+  const running: Leases[] = [];
+  const takenBy = new Map<string, NodeLease[]>();
+
+  /** The two nodes that stay up through the first test. */
+  let a: Leases;
+  let b: Leases;
+  /** Nodes whose link comes back later than the connection (a slower reconnect). */
+  const lagging = new Set<string>();
+
+  function node(name: string): Leases {
+    const got: NodeLease[] = takenBy.get(name) ?? [];
+    takenBy.set(name, got);
+    const l = new Leases({ kv, node: name, up: () => up && !lagging.has(name), heartbeatMs: HEARTBEAT, deadAfterMs: DEAD_AFTER, onTakeover: (d) => void got.push(d) });
+    l.start();
+    running.push(l);
+    return l;
+  }
+  /** Every takeover of `dead` by any node, oldest incarnation first. */
+  const takeoversOf = (dead: string): NodeLease[] =>
+    [...takenBy.values()]
+      .flat()
+      .filter((d) => d.node === dead)
+      .sort((x, y) => x.started - y.started);
+
+  beforeAll(async () => {
+    server = new NatsServer(await freePort(), tmp.dir);
+    await server.start();
+    nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    kv = await openNodesBucket(nc, 1);
+    void (async () => {
+      for await (const st of nc.status()) {
+        if (st.type === 'disconnect') up = false;
+        if (st.type === 'reconnect') up = true;
+      }
+    })();
+  });
+  afterAll(async () => {
+    for (const l of running) await l.stop();
+    await nc?.close();
+    await server?.stop();
+    tmp.cleanup();
+  });
+
+  it('exactly one live node takes over a node that stops heartbeating, once per incarnation', async () => {
+    a = node('a');
+    b = node('b');
+    let c = node('c');
+    await until(() => a.liveNodes().join() === 'a,b,c' && b.liveNodes().join() === 'a,b,c', 5_000, 'all three live');
+
+    await c.stop(); // as kill -9: its lease simply stops changing
+    await until(() => takeoversOf('c').length > 0, 5_000, 'a takeover of c');
+    await sleep(5 * HEARTBEAT); // more rounds: nobody takes the same incarnation again
+    const first = takeoversOf('c');
+    expect(first).toHaveLength(1);
+    expect(takenBy.get('c')).toEqual([]);
+    expect(a.liveNodes()).toEqual(['a', 'b']);
+
+    // c comes back (a new incarnation), is live again, dies again: taken over again, once.
+    c = node('c');
+    await until(() => a.liveNodes().includes('c') && b.liveNodes().includes('c'), 5_000, 'c live again');
+    await c.stop();
+    await until(() => takeoversOf('c').length > 1, 5_000, 'a second takeover of c');
+    await sleep(5 * HEARTBEAT);
+    const all = takeoversOf('c');
+    expect(all).toHaveLength(2);
+    expect(all[1]!.started).toBeGreaterThan(all[0]!.started);
+    expect(all[0]!.started).toBe(first[0]!.started);
+  });
+
+  it('after a NATS outage longer than the dead-after time, the first node back waits for the others before judging them', async () => {
+    const before = [...takenBy.values()].flat().length;
+    const live = [a, b];
+    expect(live.map((l) => l.liveNodes().join())).toEqual(['a,b', 'a,b']);
+    await server.stop();
+    await until(() => live.every((l) => !l.healthy()), 5_000, 'the nodes to notice the outage');
+    await sleep(3 * DEAD_AFTER); // every lease is now older than the dead-after time
+    // b's link comes back half a dead-after time later than a's: a's first reads still show
+    // b's lease as it was before the outage.
+    lagging.add('b');
+    await server.start();
+    await until(() => live.some((l) => l.healthy()), 15_000, 'a to reach NATS again');
+    await sleep(DEAD_AFTER / 2);
+    lagging.delete('b');
+    await until(() => live.every((l) => l.healthy()), 15_000, 'b to reach NATS again');
+    await sleep(3 * DEAD_AFTER); // long enough to judge, had a wrongly concluded anything
+    expect([...takenBy.values()].flat().length).toBe(before);
+    expect(live.map((l) => l.liveNodes().join())).toEqual(['a,b', 'a,b']);
+  });
+});

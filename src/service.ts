@@ -104,6 +104,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       blocklistPath: config.blocklistPath,
     });
     cleanup.push(() => engine.close());
+    engine.traces.store = store;
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
 
     const listeners = new Set<(c: StatusChange) => void>();
@@ -162,7 +163,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       cleanup.push(() => pool.close());
       port = pool.port;
     } else {
-      const app = buildApp({ config, accounts, store, limiter: new RateLimiter(config.plans), tips, delivery: engine, statusHub, streamSlots, inFlight, telemetry });
+      const app = buildApp({
+        config,
+        accounts,
+        store,
+        limiter: new RateLimiter(config.plans),
+        tips,
+        delivery: engine,
+        statusHub,
+        streamSlots,
+        inFlight,
+        telemetry,
+        liveTrace: (sig) => engine.liveTrace(sig),
+      });
       const server: RunningServer = await listen(app, config.host, config.port);
       cleanup.push(() => server.close());
       port = server.port;

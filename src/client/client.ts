@@ -13,6 +13,7 @@ import {
   LandfallTimeoutError,
   type AccountRecord,
   type BatchItem,
+  type DeliveryTrace,
   type SendOptions,
   type SendResult,
   type StatusRecord,
@@ -149,6 +150,18 @@ export class LandfallClient {
   /** The service's telemetry for one of this account's transactions (404 if not ours). */
   status(signature: string): Promise<StatusRecord> {
     return this.call('GET', `/v1/status/${encodeURIComponent(signature)}`) as Promise<StatusRecord>;
+  }
+
+  /**
+   * Every delivery attempt of one of this account's transactions, and its final state with the
+   * cause (404 if not ours). Draws from the same query budget as `status`.
+   *
+   * @example
+   * const t = await client.trace(sig);
+   * if (t.final_state === 'expired') console.log(t.cause); // "expired: blockhash past …, reached 1 of 3 leaders"
+   */
+  trace(signature: string): Promise<DeliveryTrace> {
+    return this.call('GET', `/v1/status/${encodeURIComponent(signature)}/trace`) as Promise<DeliveryTrace>;
   }
 
   /** Plan, limits, usage and next tier. */

@@ -18,6 +18,8 @@ export {
   LandfallTimeoutError,
   type AccountRecord,
   type BatchItem,
+  type DeliveryAttempt,
+  type DeliveryTrace,
   type PlanName,
   type SendOptions,
   type SendResult,

@@ -43,6 +43,40 @@ export interface StatusRecord {
   expired?: true;
 }
 
+/** One delivery attempt of a trace (`GET /v1/status/{signature}/trace`). */
+export interface DeliveryAttempt {
+  /** Microseconds from the request received to the outcome (a rebroadcast: to its round being sent). */
+  at_us: number;
+  slot: number;
+  /** 0: the first send; n: the n-th rebroadcast round. */
+  round: number;
+  /** Leader identity (base58), null when unknown. */
+  leader: string | null;
+  /** TPU QUIC address written to; null for held and released. */
+  tpu: string | null;
+  outcome: 'written' | 'pending' | 'refused' | 'backoff' | 'queue_full' | 'failed' | 'held' | 'released';
+  /** The validator's QUIC close code behind a refusal or back-off. */
+  close_code: number | null;
+  /** The send failure reason, null unless it failed. */
+  reason: string | null;
+}
+
+/** Every delivery attempt of one transaction, and what became of it. */
+export interface DeliveryTrace {
+  signature: string;
+  status: 'sent' | 'confirmed' | 'failed';
+  expired?: true;
+  final_state: 'landed' | 'failed' | 'expired' | 'pending';
+  /** In words: "landed in slot N", "expired: blockhash past last valid block height N, reached K of M leaders", ... */
+  cause: string;
+  leaders_reached: number;
+  leaders_tried: number;
+  /** In order, at most 64. */
+  attempts: DeliveryAttempt[];
+  /** Attempts past the cap, not kept. */
+  attempts_omitted: number;
+}
+
 /** Spec §2.5, as the server renders it. */
 export type AccountRecord = AccountView;
 

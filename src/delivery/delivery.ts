@@ -11,6 +11,7 @@
  */
 import type { SimulationResult } from '../chain/rpc.js';
 import type { StatusRecord } from '../store/records.js';
+import type { PackedAttempts } from './trace.js';
 
 /** Send options of spec §2.1, validated, with their defaults applied. */
 export interface SendOptions {
@@ -29,6 +30,8 @@ export interface FirstSend {
   reached: number;
   /** Held for anti-MEV: the current leader is blocked; released at the first permitted leader. */
   held: boolean;
+  /** The send's attempts, for the delivery trace (`trace.ts` `packAttempt`); absent when nothing was sent. */
+  attempts?: PackedAttempts;
 }
 
 /** A transaction the service has accepted (recorded and first sent, or held). */
@@ -41,6 +44,8 @@ export interface Accepted {
   /** Slot of the first send, or -1 when held. */
   sentSlot: number;
   held: boolean;
+  /** The first send's attempts (`FirstSend.attempts`), for the delivery trace. */
+  firstAttempts?: PackedAttempts;
   /**
    * A durable-nonce transaction's nonce account (from the native inspection), which the tracker
    * checks off the hot path. Not part of the stored record: after a restart it is unknown.

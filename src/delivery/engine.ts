@@ -16,6 +16,7 @@
  *
  * Send outcomes of every thread (first sends, their late outcomes, rebroadcasts) are counted by
  * the native client and drained here for the metrics: no per-send callback into JavaScript.
+ * Each transaction's own attempts make its delivery trace (`traces`, see `trace-book.ts`).
  */
 import { QuicClient } from '../../native/index.js';
 import type { SimulationResult } from '../chain/rpc.js';
@@ -27,6 +28,8 @@ import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './
 import { FirstSender } from './first-send.js';
 import { LeaderTracker } from './leaders.js';
 import { Rebroadcaster } from './rebroadcast.js';
+import type { Trace } from './trace.js';
+import { TraceBook } from './trace-book.js';
 
 export { SERVICE_LATENCY_BUCKETS } from './first-send.js';
 
@@ -60,6 +63,8 @@ export class Engine implements Delivery {
   readonly view = new ChainViewReplica();
   readonly first: FirstSender;
   readonly rebroadcaster: Rebroadcaster;
+  /** Delivery traces of the transactions in flight; set `traces.store` to keep them. */
+  readonly traces: TraceBook;
   private tracker: Tracker | null = null;
   private readonly fanout: number;
   private readonly prewarmCount: number;
@@ -84,7 +89,8 @@ export class Engine implements Delivery {
     this.blocklist = new Blocklist(opts.blocklistPath ?? null);
     this.client = new QuicClient({ identity: opts.identity, maxQueuePerPeer: QUIC_QUEUE_PER_PEER });
     this.first = new FirstSender(this.client, this.view);
-    this.rebroadcaster = new Rebroadcaster(this.client);
+    this.traces = new TraceBook((tpu) => this.leaders.identityOfTpu(tpu));
+    this.rebroadcaster = new Rebroadcaster(this.client, this.traces);
     this.leaders = new LeaderTracker({
       rpcUrl: opts.rpcUrl,
       wsUrl: opts.wsUrl,
@@ -158,9 +164,20 @@ export class Engine implements Delivery {
   onAccepted: ((record: StatusRecord) => void) | null = null;
 
   accepted(a: Accepted): void {
-    this.rebroadcaster.add(a);
-    this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
+    this.hand(a);
     this.onAccepted?.(a.record);
+  }
+
+  /** Rebroadcast rounds, tracking and the delivery trace of one accepted transaction. */
+  private hand(a: Accepted): void {
+    const trace = this.traces.open(a, a.held ? this.leaders.leaderAt(a.record.submitSlot) : null);
+    if (!this.rebroadcaster.add(a, trace)) this.traces.end(trace);
+    this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
+  }
+
+  /** The delivery trace of a transaction this thread still holds (in flight), else null: read the store. */
+  liveTrace(signature: string): Trace | null {
+    return this.traces.current(signature);
   }
 
   /**
@@ -177,19 +194,20 @@ export class Engine implements Delivery {
       const dead = last !== null ? this.leaders.currentBlockHeight() > last : this.leaders.isBlockhashExpired(rec.recentBlockhash);
       if (dead) return false;
     }
-    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight);
+    const trace = this.traces.reopen(rec.signature, rec.submittedAt);
+    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace);
     return true;
   }
 
   /** Accepted transactions from an ingress thread (one message per batch, off the latency path). */
   acceptedBatch(batch: Accepted[]): void {
-    for (const a of batch) {
-      this.rebroadcaster.add(a);
-      this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
-    }
+    for (const a of batch) this.hand(a);
   }
 
   async close(): Promise<void> {
+    // What is still in flight keeps its trace so far (a restart resumes it).
+    this.rebroadcaster.clear();
+    this.traces.flush();
     this.leaders.close();
     this.blocklist.close();
     this.client.close();

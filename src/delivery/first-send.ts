@@ -19,6 +19,7 @@ import { Histogram } from 'prom-client';
 import type { QuicClient } from '../../native/index.js';
 import type { ChainViewReplica, Leader, Route } from './chain-view.js';
 import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
+import { outcomeOf, packAttempt, type PackedAttempts } from './trace.js';
 
 /**
  * The whole first send, both rounds, answers within this (ms), whatever the leaders do. A warm
@@ -96,32 +97,44 @@ export class FirstSender {
     if (route.hold) return { slot, reached: 0, held: true };
     const started = performance.now();
     const failures: string[] = [];
+    const attempts: PackedAttempts = [];
     if (
-      !(await this.round(route.first, wire, receivedAt, FIRST_ROUND_MS, failures)) &&
-      !(await this.round(route.next, wire, receivedAt, FIRST_SEND_BUDGET_MS - (performance.now() - started), failures))
+      !(await this.round(route.first, wire, receivedAt, FIRST_ROUND_MS, failures, attempts)) &&
+      !(await this.round(route.next, wire, receivedAt, FIRST_SEND_BUDGET_MS - (performance.now() - started), failures, attempts))
     ) {
       const tried = failures.length > 0 ? failures.join(', ') : describe(route) || 'no leader with a TPU QUIC address';
       throw new DeliveryError(`no leader accepted the transaction within ${FIRST_SEND_BUDGET_MS} ms (tried ${tried})`);
     }
     this.sentIn.add(signature);
-    return { slot, reached: 1, held: false };
+    return { slot, reached: 1, held: false, attempts };
   }
 
   /**
    * One round to `leaders` with `budgetMs` to write to one of them; true once one has the
-   * stream written. The targets that failed go to `failures` as "address (reason)".
+   * stream written. The targets that failed go to `failures` as "address (reason)"; every
+   * target's attempt to `attempts` (for the delivery trace: from the result `sendFirst` gives
+   * anyway — the targets neither written nor failed by then are `pending`).
    */
-  private async round(leaders: Leader[], wire: Buffer, receivedAt: bigint, budgetMs: number, failures: string[]): Promise<boolean> {
+  private async round(leaders: Leader[], wire: Buffer, receivedAt: bigint, budgetMs: number, failures: string[], attempts: PackedAttempts): Promise<boolean> {
     let targets = this.targets.get(leaders);
     if (targets === undefined) this.targets.set(leaders, (targets = tpuTargets(leaders)));
     if (targets.length === 0 || budgetMs < 1) return false;
     const t0 = process.hrtime.bigint();
     const r = await this.client.sendFirst(targets, wire, Math.floor(budgetMs));
+    const sinceUs = Number(t0 - receivedAt) / 1000;
+    for (const f of r.failures) {
+      const reason = f.reason ?? 'other';
+      packAttempt(attempts, f.target, outcomeOf(reason, f.code ?? null), f.code ?? null, sinceUs + f.elapsedUs, reason);
+    }
+    if (r.target !== null) packAttempt(attempts, r.target, 'written', null, sinceUs + r.elapsedUs);
+    if (r.failures.length + (r.target === null ? 0 : 1) < targets.length) {
+      for (const t of targets) if (t !== r.target && !r.failures.some((f) => f.target === t)) packAttempt(attempts, t, 'pending', null, sinceUs);
+    }
     if (r.target === null) {
       for (const f of r.failures) failures.push(`${f.target} (${f.reason ?? 'failed'})`);
       return false;
     }
-    this.serviceLatency.observe(Number(t0 - receivedAt) / 1e9 + r.elapsedUs / 1e6);
+    this.serviceLatency.observe(sinceUs / 1e6 + r.elapsedUs / 1e6);
     return true;
   }
 }

@@ -16,12 +16,25 @@
  * the first round (the first permitted leader's, for anti-MEV), then gets its `max_retries`
  * rounds afresh: the rounds it had used are not stored (a write per slot per transaction), and
  * the send it was acknowledged for may have died with the process.
+ *
+ * Each round's outcomes go to the transaction's delivery trace (`TraceBook`): `sendMany` resolves
+ * with one outcome word per (transaction, target) — written, or the reason and the validator's
+ * close code — and a released hold is an attempt of its own. The trace is finished when the
+ * flight is dropped here, whatever the reason.
  */
-import type { QuicClient } from '../../native/index.js';
+import { sendOutcomeReasons, type QuicClient } from '../../native/index.js';
 import type { Resend } from '../store/records.js';
-import type { Route } from './chain-view.js';
+import type { Leader, Route } from './chain-view.js';
 import type { Accepted } from './delivery.js';
 import { tpuTargets } from './first-send.js';
+import { outcomeOf, type AttemptOutcome } from './trace.js';
+import { hrtimeUs, type LiveTrace, type TraceBook } from './trace-book.js';
+
+/** `sendMany`'s outcome word for a written transaction (low byte); failures are 2 + the reason's index. */
+const WORD_WRITTEN = 1;
+const WORD_FAILED_BASE = 2;
+/** The native send failure reasons, in the order outcome words number them. */
+const REASONS = sendOutcomeReasons();
 
 /** Rounds a transaction may spend on unreachable leaders: two leader windows of 4 slots. */
 export const MAX_FREE_ROUNDS = 8;
@@ -37,6 +50,10 @@ interface Flight {
   resumed: boolean;
   /** Last valid block height; null for durable nonces and unknown blockhashes (the tracker expires those). */
   lastValid: number | null;
+  /** Its delivery trace (null when the engine keeps none). */
+  trace: LiveTrace | null;
+  /** Rounds sent by this scheduler (the trace's round number). */
+  rounds: number;
 }
 
 export interface RoundCounters {
@@ -53,17 +70,25 @@ export class Rebroadcaster {
   private readonly flights = new Map<string, Flight>();
   readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, roundErrors: 0, resent: 0 };
 
-  constructor(private readonly client: QuicClient) {}
+  constructor(
+    private readonly client: QuicClient,
+    private readonly traces: TraceBook | null = null,
+  ) {}
 
   get size(): number {
     return this.flights.size;
   }
 
-  /** Start rebroadcasting (or holding) an accepted transaction. */
-  add(a: Accepted): void {
+  /**
+   * Start rebroadcasting (or holding) an accepted transaction. Returns false when it has no
+   * rounds to go (not held, `max_retries` 0): its trace, if given, is the caller's to finish.
+   */
+  add(a: Accepted, trace: LiveTrace | null = null): boolean {
     const { maxRetries, antiMev } = a.options;
-    if (!a.held && maxRetries === 0) return;
+    if (!a.held && maxRetries === 0) return false;
     if (a.held) this.counters.held++;
+    const earlier = this.flights.get(a.record.signature);
+    if (earlier && earlier.trace !== trace) this.end(earlier);
     this.flights.set(a.record.signature, {
       wire: a.wire,
       antiMev,
@@ -73,7 +98,10 @@ export class Rebroadcaster {
       held: a.held,
       resumed: false,
       lastValid: a.record.durableNonce ? null : a.record.lastValidBlockHeight,
+      trace,
+      rounds: 0,
     });
+    return true;
   }
 
   /**
@@ -82,7 +110,7 @@ export class Rebroadcaster {
    * `resend.maxRetries` rounds. A signature already in flight is left alone.
    * @param lastValid its blockhash's last valid block height (null: durable nonce or unknown)
    */
-  resume(signature: string, resend: Resend, lastValid: number | null): void {
+  resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null): void {
     if (this.flights.has(signature)) return;
     this.flights.set(signature, {
       wire: resend.wire,
@@ -93,12 +121,29 @@ export class Rebroadcaster {
       held: true,
       resumed: true,
       lastValid,
+      trace,
+      rounds: 0,
     });
   }
 
   /** The tracker settled it (confirmed, failed, expired): no more rounds. */
   settle(signature: string): void {
+    const f = this.flights.get(signature);
+    if (f) this.drop(signature, f);
+  }
+
+  /** Every transaction in flight is dropped (the service is closing): their traces are finished. */
+  clear(): void {
+    for (const [sig, f] of this.flights) this.drop(sig, f);
+  }
+
+  private drop(signature: string, f: Flight): void {
     this.flights.delete(signature);
+    this.end(f);
+  }
+
+  private end(f: Flight): void {
+    if (f.trace) this.traces?.end(f.trace);
   }
 
   /**
@@ -109,7 +154,7 @@ export class Rebroadcaster {
     const due = { plain: [] as Array<[Flight, boolean]>, antiMev: [] as Array<[Flight, boolean]> };
     for (const [sig, f] of this.flights) {
       if (f.lastValid !== null && height > f.lastValid) {
-        this.flights.delete(sig);
+        this.drop(sig, f);
         if (f.held && !f.resumed) this.counters.heldExpired++;
         continue;
       }
@@ -122,11 +167,12 @@ export class Rebroadcaster {
         if (f.resumed) this.counters.resent++;
         else this.counters.released++;
         retry = false; // a held transaction's first send is not a retry
+        f.trace?.push({ atUs: f.trace.sinceUs(hrtimeUs()), slot, round: f.rounds + 1, leader: route.first[0]?.identity ?? null, tpu: null, outcome: 'released', closeCode: null, reason: null });
       } else if (f.retriesLeft > 0) {
         this.counters.rebroadcasts++;
         retry = true;
       } else {
-        this.flights.delete(sig);
+        this.drop(sig, f);
         continue;
       }
       f.lastSentSlot = slot;
@@ -138,22 +184,50 @@ export class Rebroadcaster {
 
   private round(slot: number, route: Route, due: Array<[Flight, boolean]>): void {
     if (due.length === 0) return;
+    for (const [f] of due) f.rounds++;
     const targets = tpuTargets(route.first);
     if (targets.length === 0) {
       for (const [f, retry] of due) if (retry) spend(f, false);
       return;
     }
+    const leaders = route.first.filter((l) => l.tpuQuic !== null);
     // Index of the slot's own leader among the targets, if it has an address.
     const current = route.first[0]?.slot === slot && route.first[0].tpuQuic ? 0 : -1;
+    const sentUs = hrtimeUs();
+    for (const [f] of due) if (f.trace) f.trace.outstanding++;
     this.client.sendMany(targets, due.map(([f]) => f.wire)).then(
-      (written) => {
+      (words) => {
         for (let i = 0; i < due.length; i++) {
           const [f, retry] = due[i]!;
-          if (retry) spend(f, current >= 0 && written[i * targets.length + current] === 1);
+          if (retry) spend(f, current >= 0 && (words[i * targets.length + current]! & 0xff) === WORD_WRITTEN);
+          if (f.trace) {
+            traceRound(f.trace, f.trace.sinceUs(sentUs), slot, f.rounds, leaders, words, i * targets.length);
+            this.traces?.roundDone(f.trace);
+          }
         }
       },
-      () => this.counters.roundErrors++,
+      () => {
+        this.counters.roundErrors++;
+        for (const [f] of due) if (f.trace) this.traces?.roundDone(f.trace);
+      },
     );
+  }
+}
+
+/** One round's attempts of one transaction, from its outcome words (`sendMany`). */
+function traceRound(t: LiveTrace, atUs: number, slot: number, round: number, leaders: Leader[], words: Uint16Array, at: number): void {
+  for (let k = 0; k < leaders.length; k++) {
+    const w = words[at + k]!;
+    const low = w & 0xff;
+    const closeCode = w >> 8 === 0 ? null : (w >> 8) - 1;
+    let outcome: AttemptOutcome = 'written';
+    let reason: string | null = null;
+    if (low !== WORD_WRITTEN) {
+      reason = REASONS[low - WORD_FAILED_BASE] ?? 'other';
+      outcome = outcomeOf(reason, closeCode);
+    }
+    const l = leaders[k]!;
+    t.push({ atUs, slot, round, leader: l.identity, tpu: l.tpuQuic, outcome, closeCode, reason });
   }
 }
 

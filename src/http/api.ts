@@ -11,6 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
 import type { ChainHealth } from '../delivery/delivery.js';
+import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import type { StoreHealthView } from '../store/store-health.js';
@@ -166,34 +167,62 @@ function isSignatureShaped(sig: string): boolean {
   return true;
 }
 
+/**
+ * The status record of the path's signature for the calling account, with the query budget
+ * taken (spec §4.3: 400 for a malformed signature, 404 for one this account did not submit).
+ */
+function ownRecord(s: Wired, ctx: Ctx): { rec: StatusRecord; d: ReturnType<SubmissionCore['take']> } {
+  const who = authenticate(s.keys, ctx, true);
+  const sig = ctx.params[0] ?? '';
+  // The format is exactly the document's `Signature` pattern (64–88 base58 characters), so
+  // the document and the server agree on what is a 400. A string of that format that does not
+  // decode to 64 bytes is no transaction's signature: 404, with the reason saying why.
+  if (!isSignatureShaped(sig)) throw new Refusal('STATUS_SIGNATURE_INVALID', 'signature must be 64 to 88 base58 characters');
+  let bytes: Buffer | undefined;
+  try {
+    bytes = base58DecodeShared(sig);
+  } catch {
+    bytes = undefined;
+  }
+  const d = s.core.take(who.account, 'query');
+  if (!bytes || bytes.length !== 64) {
+    throw new Refusal('STATUS_NOT_FOUND', `no transaction has this signature: it decodes to ${bytes?.length ?? 0} bytes, not 64`);
+  }
+  let rec: StatusRecord | undefined;
+  try {
+    rec = s.store.getStatus(sig);
+  } catch (e) {
+    throw new Refusal('INTERNAL', `status lookup failed: ${(e as Error).message}`);
+  }
+  if (!rec || rec.accountId !== who.account.id) {
+    throw new Refusal('STATUS_NOT_FOUND', 'no transaction with this signature was submitted by this account');
+  }
+  return { rec, d };
+}
+
 function statusHandler(s: Wired): Handler {
   return (ctx) => {
-    const who = authenticate(s.keys, ctx, true);
-    const sig = ctx.params[0] ?? '';
-    // The format is exactly the document's `Signature` pattern (64–88 base58 characters), so
-    // the document and the server agree on what is a 400. A string of that format that does not
-    // decode to 64 bytes is no transaction's signature: 404, with the reason saying why.
-    if (!isSignatureShaped(sig)) throw new Refusal('STATUS_SIGNATURE_INVALID', 'signature must be 64 to 88 base58 characters');
-    let bytes: Buffer | undefined;
-    try {
-      bytes = base58DecodeShared(sig);
-    } catch {
-      bytes = undefined;
-    }
-    const d = s.core.take(who.account, 'query');
-    if (!bytes || bytes.length !== 64) {
-      throw new Refusal('STATUS_NOT_FOUND', `no transaction has this signature: it decodes to ${bytes?.length ?? 0} bytes, not 64`);
-    }
-    let rec: StatusRecord | undefined;
-    try {
-      rec = s.store.getStatus(sig);
-    } catch (e) {
-      throw new Refusal('INTERNAL', `status lookup failed: ${(e as Error).message}`);
-    }
-    if (!rec || rec.accountId !== who.account.id) {
-      throw new Refusal('STATUS_NOT_FOUND', 'no transaction with this signature was submitted by this account');
-    }
+    const { rec, d } = ownRecord(s, ctx);
     return { status: 200, body: statusView(rec), headers: rateHeaders(d) };
+  };
+}
+
+/**
+ * `GET /v1/status/{signature}/trace`: the delivery trace, as the status endpoint answers (same
+ * auth, budget and 404s). In flight, the engine on the main thread holds it; after its last
+ * round, the store. A transaction accepted a moment ago may not have reached the engine yet:
+ * its attempts are then empty.
+ */
+function traceHandler(s: Wired): Handler {
+  return async (ctx) => {
+    const { rec, d } = ownRecord(s, ctx);
+    let trace: Trace | null | undefined = s.liveTrace ? await s.liveTrace(rec.signature) : null;
+    try {
+      trace ??= s.store.getTrace(rec.signature);
+    } catch (e) {
+      throw new Refusal('INTERNAL', `trace lookup failed: ${(e as Error).message}`);
+    }
+    return { status: 200, body: traceView(rec, trace ?? { attempts: [], omitted: 0 }), headers: rateHeaders(d) };
   };
 }
 
@@ -258,6 +287,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'post', pattern: '/v1/send', body: SEND_BODY_LIMIT, handler: sendHandler(s) },
     { method: 'post', pattern: '/v1/send/batch', body: BATCH_BODY_LIMIT, handler: batchHandler(s) },
     { method: 'get', pattern: '/v1/status/:signature', body: null, handler: statusHandler(s) },
+    { method: 'get', pattern: '/v1/status/:signature/trace', body: null, handler: traceHandler(s) },
     { method: 'get', pattern: '/v1/account', body: null, handler: accountHandler(s) },
     { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })) },
     { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },

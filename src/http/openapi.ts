@@ -402,6 +402,25 @@ export const OPENAPI: OpenApiDocument = {
         },
       },
     },
+    '/v1/status/{signature}/trace': {
+      get: {
+        operationId: 'trace',
+        summary: 'Every delivery attempt of one of the account\'s transactions, and what became of it',
+        description:
+          'Each attempt to put the transaction in front of a leader, in order: the first send (round 0) and each rebroadcast round, with the time since the request was received, the slot, the leader and its TPU address, and the outcome; anti-MEV holds and releases are attempts too. Then the final state with its cause in words. Same authentication, query budget and 404 rules as the status. Kept as long as the status record. At most 64 attempts are kept; `attempts_omitted` counts the rest.',
+        tags: ['query'],
+        security: anyKey,
+        parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
+        responses: {
+          200: { description: 'The delivery trace', headers: RATE_HEADERS, content: json(schema('DeliveryTrace')) },
+          400: errorResponse(400, [MSG.invalidSignature], 'Not 64 to 88 base58 characters'),
+          401: ref('responses', 'Unauthorized'),
+          404: errorResponse(404, [MSG.notFound], 'Not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)'),
+          429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted (shared with the status)', RETRY_HEADERS),
+          500: ref('responses', 'InternalError'),
+        },
+      },
+    },
     '/v1/account': {
       get: {
         operationId: 'account',
@@ -630,6 +649,45 @@ export const OPENAPI: OpenApiDocument = {
         properties: { success: { const: true }, results: { type: 'array', items: schema('BatchItem') } },
       },
       StatusRecord: { type: 'object', required: STATUS_REQUIRED, additionalProperties: false, properties: STATUS_FIELDS },
+      DeliveryAttempt: {
+        type: 'object',
+        required: ['at_us', 'slot', 'round', 'leader', 'tpu', 'outcome', 'close_code', 'reason'],
+        additionalProperties: false,
+        properties: {
+          at_us: { type: 'integer', minimum: 0, description: 'Microseconds from the request received to the outcome (a rebroadcast: to the round being sent)' },
+          slot: { type: 'integer', minimum: 0, description: 'Cluster slot of the attempt' },
+          round: { type: 'integer', minimum: 0, description: '0: the first send; n: the n-th rebroadcast round' },
+          leader: { type: ['string', 'null'], description: 'Leader identity (base58); null when unknown' },
+          tpu: { type: ['string', 'null'], description: 'TPU QUIC address written to ("ip:port"); null for held and released' },
+          outcome: {
+            enum: ['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released'],
+            description:
+              'written: the stream was written on a live connection. pending: queued to a second leader, outcome not awaited (the first send answers once one leader has it). refused: the validator closed the connection or stopped the stream (close_code). backoff: not attempted, the leader refused or failed recently (close_code: its code). queue_full: not attempted, the connection\'s queue was full. failed: another failure (reason). held: held for anti-MEV, the leader is blocklisted. released: released from the hold at a permitted leader.',
+          },
+          close_code: { type: ['integer', 'null'], minimum: 0, description: "The validator's QUIC close code behind a refusal or back-off (1 dropped, 2 disallowed, 4 too many, 5 invalid stream)" },
+          reason: { type: ['string', 'null'], description: 'The send failure reason (connect_failed, handshake_timeout, backoff, deadline, ...); null unless it failed' },
+        },
+      },
+      DeliveryTrace: {
+        type: 'object',
+        required: ['signature', 'status', 'final_state', 'cause', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
+        additionalProperties: false,
+        properties: {
+          signature: schema('Signature'),
+          status: { enum: ['sent', 'confirmed', 'failed'], description: 'As in the status record' },
+          expired: { const: true, description: 'As in the status record' },
+          final_state: { enum: ['landed', 'failed', 'expired', 'pending'] },
+          cause: {
+            type: 'string',
+            description: '"landed in slot N", "failed on chain in slot N", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',
+            examples: ['landed in slot 4242', 'expired: blockhash past last valid block height 1234, reached 2 of 3 leaders'],
+          },
+          leaders_reached: { type: 'integer', minimum: 0, description: 'Distinct leaders the transaction was written to (K)' },
+          leaders_tried: { type: 'integer', minimum: 0, description: 'Distinct leaders it was sent to (M)' },
+          attempts: { type: 'array', maxItems: 64, items: schema('DeliveryAttempt'), description: 'In order; empty for a transaction accepted a moment ago' },
+          attempts_omitted: { type: 'integer', minimum: 0, description: 'Attempts made past the cap of 64, not kept' },
+        },
+      },
       Account: {
         type: 'object',
         required: ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier', 'lamports_per_point'],

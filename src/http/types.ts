@@ -8,6 +8,7 @@ import type { KeyCache } from '../accounts/key-cache.js';
 import type { RateLimiter } from '../accounts/rate-limiter.js';
 import type { Config } from '../config.js';
 import type { Delivery } from '../delivery/delivery.js';
+import type { Trace } from '../delivery/trace.js';
 import type { TipSet } from '../native.js';
 import type { Store } from '../store/store.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -32,6 +33,12 @@ export interface Services {
   inFlight?: InFlight;
   /** Logs and metrics; without it requests are counted but nothing is logged. */
   telemetry?: Telemetry;
+  /**
+   * The delivery trace of a transaction still in flight, from the main thread's engine (which
+   * writes it to the store when its last round is over); null: read the store. Absent: the
+   * store only.
+   */
+  liveTrace?: (signature: string) => Trace | null | Promise<Trace | null>;
   /** `GET /metrics` text; defaults to this thread's own registry (the main thread aggregates workers). */
   metricsText?: () => Promise<string>;
 }

@@ -7,6 +7,7 @@
 import type { Config } from '../config.js';
 import type { ChainSnapshot } from '../delivery/chain-view.js';
 import type { Accepted } from '../delivery/delivery.js';
+import type { Trace } from '../delivery/trace.js';
 import type { StatusRecord } from '../store/records.js';
 import type { MetricsJson } from '../telemetry/metrics.js';
 
@@ -35,6 +36,8 @@ export type ToWorker =
   | { type: 'status'; records: StatusRecord[] }
   | { type: 'metrics'; id: number }
   | { type: 'metrics-text'; id: number; text: string }
+  /** The answer to a `trace-request`: the trace the engine holds, or null (read the store). */
+  | { type: 'trace'; id: number; trace: Trace | null }
   | { type: 'close' };
 
 export type FromWorker =
@@ -46,4 +49,6 @@ export type FromWorker =
   /** A `/metrics` request on the worker: the main thread answers with the aggregated text. */
   | { type: 'metrics-request'; id: number }
   | { type: 'metrics'; id: number; json: MetricsJson }
+  /** A trace request on the worker for a transaction the main thread may still hold in flight. */
+  | { type: 'trace-request'; id: number; signature: string }
   | { type: 'closed' };

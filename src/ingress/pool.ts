@@ -129,6 +129,9 @@ export class IngressPool {
           from.worker.postMessage({ type: 'metrics-text', id: m.id, text: await this.opts.metrics.aggregatedText(parts) } satisfies ToWorker);
         });
         break;
+      case 'trace-request':
+        from.worker.postMessage({ type: 'trace', id: m.id, trace: this.opts.engine.liveTrace(m.signature) } satisfies ToWorker);
+        break;
       case 'metrics': {
         const w = this.metricsWaiting.get(m.id);
         if (!w) break;

@@ -31,6 +31,7 @@ import { StoreHealth } from '../store/store-health.js';
 import { Store } from '../store/store.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import type { SimulationResult } from '../chain/rpc.js';
+import type { Trace } from '../delivery/trace.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
 
 const port = parentPort!;
@@ -101,15 +102,24 @@ const hub = new StatusHub();
 hub.onAccountsChange = (streams) => post({ type: 'streams', streams });
 telemetry.metrics.registry.registerMetric(first.serviceLatency);
 
-/** `/metrics` asked here: the main thread gathers every thread's values and answers. */
-let metricsIds = 0;
-const metricsWaiting = new Map<number, (text: string) => void>();
-const metricsText = (): Promise<string> =>
-  new Promise((resolve) => {
-    const id = metricsIds++;
-    metricsWaiting.set(id, resolve);
-    post({ type: 'metrics-request', id });
+/** Questions to the main thread (rare, off the send path), answered by id. */
+let askIds = 0;
+const answers = new Map<number, (answer: never) => void>();
+function ask<T>(question: (id: number) => FromWorker): Promise<T> {
+  return new Promise((resolve) => {
+    const id = askIds++;
+    answers.set(id, resolve as (answer: never) => void);
+    post(question(id));
   });
+}
+function answer(id: number, value: unknown): void {
+  answers.get(id)?.(value as never);
+  answers.delete(id);
+}
+/** `/metrics` asked here: the main thread gathers every thread's values and answers. */
+const metricsText = (): Promise<string> => ask((id) => ({ type: 'metrics-request', id }));
+/** A trace asked here: the main thread's engine holds those of the transactions in flight. */
+const liveTrace = (signature: string): Promise<Trace | null> => ask((id) => ({ type: 'trace-request', id, signature }));
 
 let server: RunningServer | null = null;
 let app: ReturnType<typeof buildApp> | null = null;
@@ -126,8 +136,10 @@ port.on('message', (m: ToWorker) => {
       void telemetry.metrics.json().then((json) => post({ type: 'metrics', id: m.id, json }));
       break;
     case 'metrics-text':
-      metricsWaiting.get(m.id)?.(m.text);
-      metricsWaiting.delete(m.id);
+      answer(m.id, m.text);
+      break;
+    case 'trace':
+      answer(m.id, m.trace);
       break;
     case 'close':
       server?.close();
@@ -157,6 +169,7 @@ try {
     inFlight: new InFlight(config.plans, config.inFlightPerTps, init.inFlight),
     telemetry,
     metricsText,
+    liveTrace,
   });
   server = await listen(app, config.host, init.port);
   post({ type: 'listening', port: server.port });

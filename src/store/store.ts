@@ -8,6 +8,7 @@
  * | api_keys         | sha256(api key), 32 bytes    | KeyRecord                           |
  * | key_names        | [account id, key name]       | sha256 (bytes)                      |
  * | status_records   | signature, 64 raw bytes      | StatusRecord, `status-codec.ts`     |
+ * | status_traces    | signature, 64 raw bytes      | delivery Trace, `trace-codec.ts`    |
  * | meta             | string                       | any                                 |
  *
  * There is no pending table and no time index: a record is pending while `status === 'sent' &&
@@ -104,6 +105,8 @@ import { overlay } from '../native.js';
 import type { PendingRecord, Resend, StatusRecord } from './records.js';
 import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
 import { StoreHealth } from './store-health.js';
+import { decodeTrace, encodeTrace } from './trace-codec.js';
+import type { Trace } from '../delivery/trace.js';
 
 export type { PendingRecord, Resend, StatusRecord, Submission, TxStatus } from './records.js';
 
@@ -203,12 +206,16 @@ const LMDB_FILES = ['data.mdb', 'lock.mdb'];
  */
 const BORROW = { encode: (v: Buffer): Buffer => v, decode: (b: Buffer): Buffer => b };
 
-/** A status write waiting for its commit window. */
+/** A status (or trace) write waiting for its commit window. */
 interface QueuedWrite {
   key: Buffer;
   value: Buffer;
+  /** The overlay token of a status write; `TRACE_WRITE` for a trace (traces are not in the overlay). */
   token: number;
 }
+
+/** `QueuedWrite.token` of a trace write. */
+const TRACE_WRITE = -1;
 
 /** The writes of one window and the promise their callers hold. */
 interface Group {
@@ -264,6 +271,8 @@ export class Store {
   readonly keyNames: Database<Buffer, [string, string]>;
   /** Status records: signature bytes → `status-codec.ts` value. */
   readonly status: Database<Buffer, Buffer>;
+  /** Delivery traces (`trace-codec.ts`), keyed like `status`, pruned with it. */
+  readonly traces: Database<Buffer, Buffer>;
   /**
    * The same table for scans, its values borrowed: lmdb-js hands the decoder its shared read
    * buffer, valid only until the iterator moves on (read it at once, keep nothing). A copied
@@ -338,6 +347,7 @@ export class Store {
     this.status = this.root.openDB({ name: 'status_records', keyEncoding: 'binary', encoding: 'binary' });
     const scanOptions: DatabaseOptions & { name: string; encoder: typeof BORROW } = { name: 'status_records', keyEncoding: 'binary', encoder: BORROW };
     this.statusScan = this.root.openDB(scanOptions);
+    this.traces = this.root.openDB({ name: 'status_traces', keyEncoding: 'binary', encoding: 'binary' });
     this.meta = this.root.openDB({ name: 'meta' });
     this.migrated = readOnly ? 0 : this.migrateOldLayout();
   }
@@ -636,6 +646,34 @@ export class Store {
     return this.writeStatus(rec);
   }
 
+  /**
+   * Write a transaction's delivery trace, in the status records' commit window (no transaction
+   * of its own). Resolves as `updateStatus` does. Read back by `getTrace` once committed: the
+   * delivery engine keeps serving it from memory until then.
+   */
+  putTrace(signature: string, trace: Trace): Promise<boolean> {
+    if (this.closed) {
+      this.log.error({ sig: signature }, 'trace not written: store is closed');
+      return Promise.resolve(false);
+    }
+    const key = statusKey(signature);
+    if (!key) return Promise.reject(new RangeError(`trace: ${JSON.stringify(signature)} is not a 64-byte base58 signature`));
+    return this.queue(key, encodeTrace(trace), TRACE_WRITE);
+  }
+
+  /** The committed delivery trace of `signature`, or undefined. Throws `TraceDecodeError` for a value it cannot read. */
+  getTrace(signature: string): Trace | undefined {
+    const key = statusKey(signature);
+    if (!key) return undefined;
+    let value = this.traces.getBinaryFast(key);
+    if (value === undefined) {
+      // As in `getStatus`: our read snapshot may predate the commit that wrote it.
+      this.root.resetReadTxn();
+      value = this.traces.getBinaryFast(key);
+    }
+    return value === undefined ? undefined : decodeTrace(value);
+  }
+
   private writeStatus(rec: StatusRecord, resend?: Resend): Promise<boolean> {
     if (this.closed) {
       this.log.error({ sig: rec.signature }, 'status record not written: store is closed');
@@ -649,7 +687,11 @@ export class Store {
     } catch (e) {
       return Promise.reject(e as Error);
     }
-    const token = overlay.put(key, value);
+    return this.queue(key, value, overlay.put(key, value));
+  }
+
+  /** Queue one write for the current commit window (opened if there is none). */
+  private queue(key: Buffer, value: Buffer, token: number): Promise<boolean> {
     if (!this.current) {
       let resolve!: (committed: boolean) => void;
       const promise = new Promise<boolean>((r) => (resolve = r));
@@ -681,13 +723,13 @@ export class Store {
     for (const g of groups) {
       // A held write whose record was written again since (by any thread: the overlay holds the
       // newest) is not written: the newer one is, by its own window.
-      for (const w of g.writes) if (!g.held || overlay.get(w.key)?.equals(w.value)) writes.push(w);
+      for (const w of g.writes) if (!g.held || w.token === TRACE_WRITE || overlay.get(w.key)?.equals(w.value)) writes.push(w);
     }
     // One lmdb-js batch: one transaction, whose promise is ours to handle (see the open options).
     let committed: Promise<boolean>;
     try {
       committed = this.root.batch(() => {
-        for (const w of writes) void this.status.put(w.key, w.value);
+        for (const w of writes) void (w.token === TRACE_WRITE ? this.traces : this.status).put(w.key, w.value);
       });
     } catch (e) {
       committed = Promise.reject(e as Error);
@@ -720,7 +762,7 @@ export class Store {
       const g = this.retained.shift()!;
       this.retainedWrites -= g.writes.length;
       dropped += g.writes.length;
-      for (const w of g.writes) overlay.release(w.key, w.token);
+      for (const w of g.writes) if (w.token !== TRACE_WRITE) overlay.release(w.key, w.token);
       g.resolve(false);
     }
     if (dropped > 0) this.log.error({ dropped, held: this.retainedWrites }, 'status writes dropped: the store has been unavailable too long');
@@ -738,7 +780,7 @@ export class Store {
 
   /** Release committed writes from the overlay after the grace period (two generations). */
   private holdForRelease(writes: QueuedWrite[]): void {
-    for (const w of writes) this.heldNew.push([w.key, w.token]);
+    for (const w of writes) if (w.token !== TRACE_WRITE) this.heldNew.push([w.key, w.token]);
     if (this.closed) return this.releaseAll();
     if (!this.releaseTimer) {
       this.releaseTimer = setTimeout(this.releaseTick, RELEASE_GRACE_MS);
@@ -805,7 +847,10 @@ export class Store {
           for (const k of victims) {
             // Checked again inside the write transaction: a record rewritten since is kept.
             const v = this.status.getBinaryFast(k);
-            if (v !== undefined && submittedAtOf(v) < cutoffMs) this.status.removeSync(k);
+            if (v !== undefined && submittedAtOf(v) < cutoffMs) {
+              this.status.removeSync(k);
+              this.traces.removeSync(k); // the record's trace goes with it
+            }
           }
         }),
       );
@@ -837,7 +882,7 @@ export class Store {
     this.retryTimer = null;
     if (this.retainedWrites > 0) this.log.error({ lost: this.retainedWrites }, 'status writes never committed: the store closed while unavailable');
     for (const g of this.retained) {
-      for (const w of g.writes) overlay.release(w.key, w.token);
+      for (const w of g.writes) if (w.token !== TRACE_WRITE) overlay.release(w.key, w.token);
       g.resolve(false);
     }
     this.retained = [];

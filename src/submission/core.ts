@@ -233,7 +233,16 @@ export class SubmissionCore {
       // The wire bytes ride in the record while it is pending: a restart sends it again.
       store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });
       this.d.accounts.countSubmissions(who.account.id, 1);
-      delivery.accepted({ record, wire, options, receivedAt, sentSlot: first.held ? -1 : first.slot, held: first.held, nonceAccount: tx.nonceAccount });
+      delivery.accepted({
+        record,
+        wire,
+        options,
+        receivedAt,
+        sentSlot: first.held ? -1 : first.slot,
+        held: first.held,
+        firstAttempts: first.attempts,
+        nonceAccount: tx.nonceAccount,
+      });
     }
     return { signature: tx.signature, slot: first.slot };
   }

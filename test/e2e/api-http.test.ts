@@ -343,7 +343,9 @@ describe('GET /v1/account', () => {
       await get(`/v1/account?api_key=${a.key}`),
     ]) {
       expect(r.status).toBe(200);
-      expect(Object.keys(r.body).sort()).toEqual(['limits', 'member_since', 'next_tier', 'plan', 'plan_upgraded_at', 'usage']);
+      // Spec §2.5's fields, and the additive lamports_per_point (this API's accounts use 1000).
+      expect(Object.keys(r.body).sort()).toEqual(['lamports_per_point', 'limits', 'member_since', 'next_tier', 'plan', 'plan_upgraded_at', 'usage']);
+      expect(r.body.lamports_per_point).toBe(1000);
       expect(r.body.plan).toBe('starter');
       expect(r.body.limits).toEqual({ max_tps: 8, min_tip_bp: 1000 });
       expect(r.body.member_since).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/);

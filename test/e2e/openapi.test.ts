@@ -134,6 +134,7 @@ describe('the OpenAPI document', () => {
         '/v1/send',
         '/v1/send/batch',
         '/v1/status/{signature}',
+        '/v1/status/{signature}/trace',
         '/v1/stream',
         '/v1/tip-addresses',
       ].sort(),
@@ -187,6 +188,17 @@ describe('real responses match the document', () => {
     expect((await call(statusPath, 'get', `/v1/status/${good.signature}?api-key=${starter.key}`)).status).toBe(404);
     const polls = await Promise.all(Array.from({ length: 30 }, () => call(statusPath, 'get', `/v1/status/${good.signature}?api-key=${starter.key}`)));
     expect(polls.some((r) => r.status === 429)).toBe(true);
+
+    const tracePath = '/v1/status/{signature}/trace';
+    const landed = await call(tracePath, 'get', `/v1/status/${good.signature}/trace`, { headers: json(whale.key) });
+    expect(landed.body).toMatchObject({ status: 'confirmed', final_state: 'landed', cause: `landed in slot ${done.body.slot}` });
+    expect(landed.body.attempts.length).toBeGreaterThan(0);
+    expect((await call(tracePath, 'get', `/v1/status/not-a-signature/trace?api-key=${whale.key}`)).status).toBe(400);
+    expect((await call(tracePath, 'get', `/v1/status/${good.signature}/trace`)).status).toBe(401);
+    // Another account's transaction (a fresh account: the starter's query budget is spent above).
+    expect((await call(tracePath, 'get', `/v1/status/${good.signature}/trace?api-key=${account(s, 'growth').key}`)).status).toBe(404);
+    const tracePolls = await Promise.all(Array.from({ length: 30 }, () => call(tracePath, 'get', `/v1/status/${good.signature}/trace?api-key=${starter.key}`)));
+    expect(tracePolls.some((r) => r.status === 429)).toBe(true);
 
     expect((await call('/v1/account', 'get', `/v1/account?api-key=${starter.key}`)).body.next_tier).not.toBeNull();
     expect((await call('/v1/account', 'get', `/v1/account?api-key=${whale.key}`)).body.next_tier).toBeNull();
@@ -328,6 +340,11 @@ describe('real responses match the document', () => {
       const f = documented('/v1/status/{signature}', 'get', 500);
       await conforms(failed, f.response, f.at, 'status 500');
       covered.add('get /v1/status/{signature} 500');
+      const traceFailed = await fetch(`${base}/v1/status/${sig}/trace?api-key=${key}`);
+      expect(traceFailed.status).toBe(500);
+      const tf = documented('/v1/status/{signature}/trace', 'get', 500);
+      await conforms(traceFailed, tf.response, tf.at, 'trace 500');
+      covered.add('get /v1/status/{signature}/trace 500');
     } finally {
       server.close();
       tmp.cleanup();

@@ -59,3 +59,23 @@ it('deletes exactly the records older than the window, in slices, while requests
   expect(await again.runOnce()).toBe(0);
   again.stop();
 });
+
+it('prunes a record\'s delivery trace with it, and keeps the trace of a record it keeps', async () => {
+  const now = 100 * DAY;
+  const old = rec(now - 8 * DAY);
+  const fresh = rec(now - DAY);
+  const leader = base58Encode(randomBytes(32));
+  const trace = (slot: number) => ({
+    attempts: [{ atUs: 300, slot, round: 0, leader, tpu: '127.0.0.1:8003', outcome: 'written' as const, closeCode: null, reason: null }],
+    omitted: 0,
+  });
+  for (const r of [old, fresh]) store.insertStatus(r);
+  const traces = [store.putTrace(old.signature, trace(7)), store.putTrace(fresh.signature, trace(9))];
+  expect(await Promise.all(traces)).toEqual([true, true]);
+  expect(store.getTrace(old.signature)!.attempts[0]!.slot).toBe(7);
+  const r = startRetention(store, { retentionDays: 7, now: () => now, intervalMs: 3_600_000 });
+  expect(await r.runOnce()).toBe(1);
+  r.stop();
+  expect(store.getTrace(old.signature)).toBeUndefined();
+  expect(store.getTrace(fresh.signature)).toEqual(trace(9));
+});

@@ -1,0 +1,145 @@
+/**
+ * The delivery traces of the transactions in flight, on the main thread (one per process, owned
+ * by the `Engine`). A trace is opened when the accepted transaction reaches this thread (with its
+ * first send's attempts), grows with each rebroadcast round, and is written to the store once,
+ * in the status records' grouped commit, when its last round's outcomes are in — not per round:
+ * a write per round per transaction would cost the send path a put and an encode each time.
+ * Until its write is committed it is served from here (`current`); after that, from the store.
+ *
+ * Memory: a trace lives here exactly as long as the rebroadcast scheduler keeps its flight (the
+ * rounds, a few slots; an anti-MEV hold, at most a blockhash lifetime), plus one commit window.
+ */
+import type { Accepted } from './delivery.js';
+import { TraceBuilder, unpackAttempts, type Trace } from './trace.js';
+
+/** Where finished traces go (the `Store`). */
+export interface TraceStore {
+  putTrace(signature: string, trace: Trace): Promise<boolean>;
+  getTrace(signature: string): Trace | undefined;
+}
+
+/** The trace of one transaction in flight. */
+export class LiveTrace extends TraceBuilder {
+  /** Rounds sent whose outcomes are not in yet: the trace is written after the last. */
+  outstanding = 0;
+  /** The flight ended: write once `outstanding` is 0. */
+  ended = false;
+
+  constructor(
+    readonly signature: string,
+    /** When the request was received, µs on the `process.hrtime` clock (the same in every thread). */
+    readonly acceptedUs: number,
+    from?: Trace,
+  ) {
+    super(from);
+  }
+
+  /** µs since the request was received, at `nowUs` (`hrtimeUs()`). */
+  sinceUs(nowUs: number): number {
+    return Math.max(0, Math.round(nowUs - this.acceptedUs));
+  }
+}
+
+/** `process.hrtime` in µs (a double: exact to well below a µs for centuries of uptime). */
+export function hrtimeUs(): number {
+  return Number(process.hrtime.bigint()) / 1000;
+}
+
+export class TraceBook {
+  private readonly live = new Map<string, LiveTrace>();
+  /** Written, not committed yet: still served from here. */
+  private readonly writing = new Map<string, Trace>();
+  /** Where finished traces are written; none (tests of the engine alone): they are dropped. */
+  store: TraceStore | null = null;
+  /** Traces the store did not take (closed, or unavailable too long). */
+  lost = 0;
+
+  /** @param leaderOf the leader identity of a TPU address, if known */
+  constructor(private readonly leaderOf: (tpu: string) => string | null) {}
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /**
+   * Open the trace of an accepted transaction: its first send's attempts, or its hold (the
+   * leader then is blocked for anti-MEV). A signature already traced (a resubmission handed over
+   * again) keeps its trace and gains the new attempts.
+   * @param holdLeader the leader of the submission slot, for a held transaction
+   */
+  open(a: Accepted, holdLeader: string | null): LiveTrace {
+    const sig = a.record.signature;
+    let t = this.live.get(sig);
+    if (t === undefined) {
+      const earlier = this.writing.get(sig) ?? this.stored(sig);
+      t = new LiveTrace(sig, Number(a.receivedAt) / 1000, earlier);
+      this.live.set(sig, t);
+    }
+    t.ended = false;
+    const slot = a.record.submitSlot;
+    if (a.held) {
+      t.push({ atUs: t.sinceUs(hrtimeUs()), slot, round: 0, leader: holdLeader, tpu: null, outcome: 'held', closeCode: null, reason: null });
+    } else if (a.firstAttempts) {
+      unpackAttempts(a.firstAttempts, slot, this.leaderOf, t);
+    }
+    return t;
+  }
+
+  /**
+   * Reopen the trace of a pending transaction after a restart, to trace its resend. Its clock
+   * starts at the record's submission time (the old process's monotonic clock is gone).
+   */
+  reopen(signature: string, submittedAtMs: number): LiveTrace {
+    const existing = this.live.get(signature);
+    if (existing) return existing;
+    const acceptedUs = hrtimeUs() - Math.max(0, Date.now() - submittedAtMs) * 1000;
+    const t = new LiveTrace(signature, acceptedUs, this.stored(signature));
+    this.live.set(signature, t);
+    return t;
+  }
+
+  /** The flight ended (settled, expired, rounds done): write the trace once its last round is in. */
+  end(t: LiveTrace): void {
+    t.ended = true;
+    if (t.outstanding === 0) this.write(t);
+  }
+
+  /** A round's outcomes are in. */
+  roundDone(t: LiveTrace): void {
+    t.outstanding--;
+    if (t.ended && t.outstanding === 0) this.write(t);
+  }
+
+  /** The trace of `signature` while this thread still holds it (in flight or being written), else null. */
+  current(signature: string): Trace | null {
+    const t = this.live.get(signature) ?? this.writing.get(signature);
+    return t === undefined ? null : { attempts: t.attempts.slice(), omitted: t.omitted };
+  }
+
+  /** Write every trace still in flight (the service is closing; each resumes after a restart). */
+  flush(): void {
+    for (const t of [...this.live.values()]) this.write(t);
+  }
+
+  private stored(signature: string): Trace | undefined {
+    try {
+      return this.store?.getTrace(signature);
+    } catch {
+      return undefined; // an unreadable old trace is started afresh rather than failing the send
+    }
+  }
+
+  private write(t: LiveTrace): void {
+    // Written once: a round that comes in after `flush` wrote it (closing) is not written again.
+    if (this.live.get(t.signature) !== t) return;
+    this.live.delete(t.signature);
+    if (this.store === null) return;
+    const snapshot: Trace = { attempts: t.attempts, omitted: t.omitted };
+    this.writing.set(t.signature, snapshot);
+    const done = (committed: boolean) => {
+      if (!committed) this.lost++;
+      if (this.writing.get(t.signature) === snapshot) this.writing.delete(t.signature);
+    };
+    this.store.putTrace(t.signature, snapshot).then(done, () => done(false));
+  }
+}

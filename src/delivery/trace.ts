@@ -1,0 +1,187 @@
+/**
+ * The delivery trace of one transaction: every attempt to put it in front of a leader, in order
+ * (`GET /v1/status/{signature}/trace`). An attempt is one (transaction, target) write of the first
+ * send or of a rebroadcast round, or an anti-MEV hold or release.
+ *
+ * Where the facts come from, at no cost a send did not already pay:
+ * - the first send: the result `QuicClient.sendFirst` already resolves with on the thread that
+ *   took the request (the written target, the failures known by then), packed into the
+ *   `Accepted` hand-off that already goes to the main thread (`packFirstSend`);
+ * - rebroadcast rounds: the outcome word of each (transaction, target) that `sendMany` resolves
+ *   with (written, or the reason and the validator's close code);
+ * - holds and releases: the rebroadcast scheduler's own decisions.
+ * The main thread keeps a transaction's trace in memory while it is in flight (`TraceBook`) and
+ * writes it once, with the status records' grouped commit, when its last round is over; the
+ * final state is read off the status record when the trace is shown (`traceView`).
+ */
+import type { StatusRecord } from '../store/records.js';
+
+/** What became of one attempt. */
+export type AttemptOutcome =
+  /** The stream was written on a live connection to the leader. */
+  | 'written'
+  /**
+   * Queued to the leader, outcome not awaited: the first send answers as soon as one leader has
+   * the transaction, and the others' outcomes only reach the metrics.
+   */
+  | 'pending'
+  /** The validator closed the connection (or stopped the stream) with a close code. */
+  | 'refused'
+  /** Not attempted: the leader failed recently (the close code that caused it, if any). */
+  | 'backoff'
+  /** Not attempted: the connection's write queue was full. */
+  | 'queue_full'
+  /** Any other failure (`reason` says which: handshake_timeout, connect_failed, deadline, ...). */
+  | 'failed'
+  /** Held for anti-MEV: the current leader is on the blocklist. */
+  | 'held'
+  /** Released from an anti-MEV hold (or sent again after a restart) at a permitted leader. */
+  | 'released';
+
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released'];
+
+export interface Attempt {
+  /** Microseconds since the request was received. */
+  atUs: number;
+  slot: number;
+  /** 0 for the first send, n for the n-th rebroadcast round. */
+  round: number;
+  /** Leader identity (base58), when known. */
+  leader: string | null;
+  /** TPU QUIC address written to ("ip:port"); null for holds and releases. */
+  tpu: string | null;
+  outcome: AttemptOutcome;
+  /** The validator's QUIC close code behind a failure (or a back-off), if any. */
+  closeCode: number | null;
+  /** The send failure reason for a failure (`connect_failed`, `backoff`, ...), else null. */
+  reason: string | null;
+}
+
+export interface Trace {
+  /** At most `MAX_ATTEMPTS`, oldest first. */
+  attempts: Attempt[];
+  /** Attempts made after the cap was reached, not kept. */
+  omitted: number;
+}
+
+/** Attempts kept per transaction: a first send and 10 rounds to 2 leaders need 22; the rest is counted. */
+export const MAX_ATTEMPTS = 64;
+
+/** The outcome a send failure reason (and close code) means in a trace. */
+export function outcomeOf(reason: string, closeCode: number | null): AttemptOutcome {
+  if (reason === 'backoff') return 'backoff';
+  if (reason === 'queue_full') return 'queue_full';
+  return closeCode !== null ? 'refused' : 'failed';
+}
+
+/** A trace being built: attempts appended until the cap, then only counted. */
+export class TraceBuilder implements Trace {
+  attempts: Attempt[] = [];
+  omitted = 0;
+
+  constructor(from?: Trace) {
+    if (from) {
+      this.attempts = from.attempts.slice();
+      this.omitted = from.omitted;
+    }
+  }
+
+  push(a: Attempt): void {
+    if (this.attempts.length < MAX_ATTEMPTS) this.attempts.push(a);
+    else this.omitted++;
+  }
+}
+
+/**
+ * A first send's attempts as the ingress thread ships them in `Accepted.firstAttempts`: flat,
+ * `PACKED_STRIDE` entries per attempt (target, outcome index, close code or -1, µs since the
+ * request, failure reason or ''), so the hand-off message carries a few primitives, not objects.
+ * The slot is the send's; the leader identity is resolved on the main thread from the address.
+ */
+export type PackedAttempts = Array<string | number>;
+const PACKED_STRIDE = 5;
+
+export function packAttempt(out: PackedAttempts, target: string, outcome: AttemptOutcome, closeCode: number | null, atUs: number, reason = ''): void {
+  out.push(target, ATTEMPT_OUTCOMES.indexOf(outcome), closeCode ?? -1, Math.max(0, Math.round(atUs)), reason);
+}
+
+/** The attempts `packAttempt` packed, as the first send's (round 0) attempts in `slot`. */
+export function unpackAttempts(packed: PackedAttempts, slot: number, leaderOf: (tpu: string) => string | null, into: TraceBuilder): void {
+  for (let i = 0; i + PACKED_STRIDE <= packed.length; i += PACKED_STRIDE) {
+    const tpu = packed[i] as string;
+    const code = packed[i + 2] as number;
+    const reason = packed[i + 4] as string;
+    into.push({
+      atUs: packed[i + 3] as number,
+      slot,
+      round: 0,
+      leader: leaderOf(tpu),
+      tpu,
+      outcome: ATTEMPT_OUTCOMES[packed[i + 1] as number] ?? 'failed',
+      closeCode: code < 0 ? null : code,
+      reason: reason === '' ? null : reason,
+    });
+  }
+}
+
+/** Final state of a transaction, with its cause in words. */
+export interface FinalState {
+  state: 'landed' | 'failed' | 'expired' | 'pending';
+  cause: string;
+}
+
+/** Distinct leaders an attempt was made to (M), and those that had the transaction written (K). */
+export function leadersReached(t: Trace): { reached: number; tried: number } {
+  const tried = new Set<string>();
+  const reached = new Set<string>();
+  for (const a of t.attempts) {
+    const who = a.leader ?? a.tpu;
+    if (who === null || a.tpu === null) continue;
+    tried.add(who);
+    if (a.outcome === 'written') reached.add(who);
+  }
+  return { reached: reached.size, tried: tried.size };
+}
+
+/** What became of the transaction, from its status record and its trace. */
+export function finalState(rec: StatusRecord, t: Trace): FinalState {
+  if (rec.status === 'confirmed') return { state: 'landed', cause: `landed in slot ${rec.slot}` };
+  if (rec.status === 'failed') return { state: 'failed', cause: `failed on chain${rec.slot !== null ? ` in slot ${rec.slot}` : ''}` };
+  const { reached, tried } = leadersReached(t);
+  const leaders = `reached ${reached} of ${tried} leader${tried === 1 ? '' : 's'}`;
+  if (rec.expired) {
+    const why = rec.durableNonce
+      ? 'durable nonce advanced'
+      : rec.lastValidBlockHeight !== null
+        ? `blockhash past last valid block height ${rec.lastValidBlockHeight}`
+        : 'blockhash no longer valid';
+    return { state: 'expired', cause: `expired: ${why}, ${leaders}` };
+  }
+  return { state: 'pending', cause: `pending: not landed yet, ${leaders}` };
+}
+
+/** The trace of `GET /v1/status/{signature}/trace`. */
+export function traceView(rec: StatusRecord, t: Trace): Record<string, unknown> {
+  const { reached, tried } = leadersReached(t);
+  const final = finalState(rec, t);
+  return {
+    signature: rec.signature,
+    status: rec.status,
+    ...(rec.expired && { expired: true }),
+    final_state: final.state,
+    cause: final.cause,
+    leaders_reached: reached,
+    leaders_tried: tried,
+    attempts: t.attempts.map((a) => ({
+      at_us: a.atUs,
+      slot: a.slot,
+      round: a.round,
+      leader: a.leader,
+      tpu: a.tpu,
+      outcome: a.outcome,
+      close_code: a.closeCode,
+      reason: a.reason,
+    })),
+    attempts_omitted: t.omitted,
+  };
+}

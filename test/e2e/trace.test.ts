@@ -1,0 +1,205 @@
+/**
+ * `GET /v1/status/{signature}/trace` end to end: the full service (with its ingress thread, so
+ * the first send's attempts travel in the accepted hand-off and a trace in flight is asked of the
+ * main thread) on the local cluster, with real web3.js transactions. Landed, failed on chain and
+ * expired transactions; a validator refusing connections with a close code; the 404s and the
+ * query budget of the status endpoint.
+ */
+import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LandfallApiError, LandfallClient } from '../../src/client/index.js';
+import { transfer } from '../helpers/transactions.js';
+import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
+
+async function trace(s: Stack, key: string, signature: string) {
+  const r = await fetch(`${s.svc.url}/v1/status/${signature}/trace`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: r.status, headers: r.headers, body: (await r.json()) as any };
+}
+
+/** The trace once the service has written it (its flight is over and the write committed). */
+async function finishedTrace(s: Stack, key: string, signature: string, done: (t: any) => boolean) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const t = await trace(s, key, signature);
+    expect(t.status).toBe(200);
+    if (done(t.body)) return t.body;
+    if (Date.now() > deadline) throw new Error(`trace of ${signature} never finished: ${JSON.stringify(t.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Rounds never go backwards, and every attempt has the fields the document promises. */
+function expectWellFormed(t: any): void {
+  const rounds = t.attempts.map((a: any) => a.round);
+  expect(rounds).toEqual([...rounds].sort((a, b) => a - b));
+  for (const a of t.attempts) {
+    expect(a.at_us).toBeGreaterThanOrEqual(0);
+    expect(a.slot).toBeGreaterThan(0);
+    expect(['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released']).toContain(a.outcome);
+  }
+}
+
+describe('delivery trace on the local cluster', () => {
+  let s: Stack;
+  let bot: { id: string; key: string };
+  let from: Keypair;
+
+  beforeAll(async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'trace-e2e' } });
+    bot = account(s);
+    from = await payer(s);
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('a landed transaction: written to the leader it landed with, final state "landed in slot N"', async () => {
+    const tx = await tipped(s, from, 300_000);
+    const r = await send(s, bot.key, tx.base64);
+    expect(r.status).toBe(200);
+    const rec = await settled(s, bot.key, tx.signature);
+    expect(rec.status).toBe('confirmed');
+    const t = await finishedTrace(s, bot.key, tx.signature, (b) => b.final_state === 'landed');
+    expect(t).toMatchObject({ signature: tx.signature, status: 'confirmed', final_state: 'landed', cause: `landed in slot ${rec.slot}`, attempts_omitted: 0 });
+    expectWellFormed(t);
+    // The first send (round 0) was made in the submission slot and written to a leader.
+    const first = t.attempts.filter((a: any) => a.round === 0);
+    expect(first.length).toBeGreaterThan(0);
+    for (const a of first) expect(a.slot).toBe(r.body.slot);
+    expect(first.some((a: any) => a.outcome === 'written')).toBe(true);
+    // The validator that included it leads the slot it landed in: the trace names it, by
+    // identity and TPU address, with the transaction written to it.
+    const lander = s.net.validators.find((v) => v.name === s.net.leaderAt(rec.slot).name)!;
+    expect(t.attempts).toContainEqual(expect.objectContaining({ leader: lander.identity, tpu: lander.tpuQuic, outcome: 'written' }));
+    expect(t.leaders_reached).toBeGreaterThanOrEqual(1);
+    expect(t.leaders_reached).toBeLessThanOrEqual(t.leaders_tried);
+
+    // The typed client reads the same trace, and a foreign signature is its 404 error.
+    const client = new LandfallClient({ url: s.svc.url, apiKey: bot.key, stream: false });
+    const other = new LandfallClient({ url: s.svc.url, apiKey: account(s).key, stream: false });
+    try {
+      expect(await client.trace(tx.signature)).toEqual(t);
+      const err = await other.trace(tx.signature).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(LandfallApiError);
+      expect((err as LandfallApiError).status).toBe(404);
+    } finally {
+      client.close();
+      other.close();
+    }
+  });
+
+  it('a transaction that fails on chain: final state "failed on chain"', async () => {
+    const poor = await payer(s, 0.05);
+    const tx = await tipped(s, poor, 300_000, { extra: [transfer(poor.publicKey, Keypair.generate().publicKey, LAMPORTS_PER_SOL)] });
+    expect((await send(s, bot.key, tx.base64)).status).toBe(200);
+    const rec = await settled(s, bot.key, tx.signature);
+    expect(rec.status).toBe('failed');
+    const t = await finishedTrace(s, bot.key, tx.signature, (b) => b.final_state === 'failed');
+    expect(t).toMatchObject({ status: 'failed', cause: `failed on chain in slot ${rec.slot}` });
+    expect(t.attempts.some((a: any) => a.outcome === 'written')).toBe(true);
+    expectWellFormed(t);
+  });
+
+  it('an expired transaction: its rounds, then "expired: blockhash past last valid block height N, reached K of M leaders"', async () => {
+    const broke = Keypair.generate(); // never funded: no leader includes it
+    const tx = await tipped(s, broke, 300_000);
+    expect((await send(s, bot.key, tx.base64, { max_retries: 2 })).status).toBe(200);
+    // While in flight the trace is served from the engine (through the main thread).
+    const early = await trace(s, bot.key, tx.signature);
+    expect(early.status).toBe(200);
+    expect(early.body.final_state).toBe('pending');
+    await settled(s, bot.key, tx.signature, (x) => x.expired === true, 40_000);
+    const t = await finishedTrace(s, bot.key, tx.signature, (b) => b.final_state === 'expired');
+    expectWellFormed(t);
+    const m = /^expired: blockhash past last valid block height (\d+), reached (\d+) of (\d+) leaders?$/.exec(t.cause);
+    expect(m, t.cause).not.toBeNull();
+    expect(Number(m![2])).toBe(t.leaders_reached);
+    expect(Number(m![3])).toBe(t.leaders_tried);
+    expect(t.leaders_reached).toBeGreaterThan(0);
+    // The first send and at most max_retries rounds, each to the slot's leaders.
+    const rounds = new Set<number>(t.attempts.map((a: any) => a.round));
+    expect(rounds.has(0)).toBe(true);
+    expect(Math.max(...rounds)).toBeLessThanOrEqual(2);
+    // The cluster received every write the trace reports, and nothing it does not account for
+    // (a pending attempt's outcome was not awaited: it may or may not have arrived).
+    const count = (o: string) => t.attempts.filter((a: any) => a.outcome === o).length;
+    const received = s.net.receivedBy(tx.signature).length;
+    expect(count('written')).toBeGreaterThan(0);
+    expect(received).toBeGreaterThanOrEqual(count('written'));
+    expect(received).toBeLessThanOrEqual(count('written') + count('pending'));
+  }, 60_000);
+
+  it('404 for a signature never sent and for another account\'s; 400 for a malformed one', async () => {
+    const tx = await tipped(s, from, 300_000);
+    expect((await send(s, bot.key, tx.base64)).status).toBe(200);
+    const other = account(s);
+    const foreign = await trace(s, other.key, tx.signature);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.message).toBe('Not found');
+    const unknown = await tipped(s, from, 300_000); // signed, never sent
+    expect((await trace(s, bot.key, unknown.signature)).status).toBe(404);
+    expect((await trace(s, bot.key, 'not-a-signature')).status).toBe(400);
+    const noKey = await fetch(`${s.svc.url}/v1/status/${tx.signature}/trace`);
+    expect(noKey.status).toBe(401);
+  });
+
+  it('draws from the status query budget: a starter account runs out across status and trace alike', async () => {
+    const tx = await tipped(s, from, 1_000_000); // the starter minimum, 1000 BP
+    const starter = account(s, 'starter');
+    expect((await send(s, starter.key, tx.base64)).status).toBe(200);
+    // The starter query budget is 16 a second (one second of burst): 40 at once cannot all pass.
+    const answers = await Promise.all(Array.from({ length: 40 }, () => trace(s, starter.key, tx.signature)));
+    const codes = answers.map((a) => a.status);
+    expect(codes.filter((c) => c === 200).length).toBeGreaterThan(0);
+    expect(codes.filter((c) => c === 200).length).toBeLessThanOrEqual(20);
+    const limited = answers.find((a) => a.status === 429)!;
+    expect(limited.body.error.message).toBe('Query rate limit exceeded');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The same budget: right after, the status endpoint is limited too.
+    const st = await fetch(`${s.svc.url}/v1/status/${tx.signature}`, { headers: { authorization: `Bearer ${starter.key}` } });
+    expect(st.status).toBe(429);
+  });
+});
+
+describe('delivery trace with a validator refusing connections', () => {
+  let s: Stack | undefined;
+  afterEach(async () => {
+    await s?.close();
+    s = undefined;
+  });
+
+  it('attempts to the refusing validator carry its close code; the transactions land elsewhere', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'trace-refuse', faults: { v2: { refuseCode: 2 } } } });
+    const st = s;
+    const bot = account(st);
+    const from = await payer(st);
+    const v2 = st.net.validators.find((v) => v.name === 'v2')!;
+    const sigs: string[] = [];
+    // One per slot over three leader windows of four slots: v2 leads some, is next in others.
+    for (let i = 0; i < 12; i++) {
+      await nextSlot(st);
+      const tx = await tipped(st, from, 300_000);
+      expect((await send(st, bot.key, tx.base64, { max_retries: 6 })).status).toBe(200);
+      sigs.push(tx.signature);
+    }
+    const toV2: any[] = [];
+    for (const sig of sigs) {
+      expect((await settled(st, bot.key, sig)).status).toBe('confirmed');
+      const t = await finishedTrace(st, bot.key, sig, (b) => b.final_state === 'landed');
+      expectWellFormed(t);
+      toV2.push(...t.attempts.filter((a: any) => a.leader === v2.identity));
+    }
+    expect(toV2.length).toBeGreaterThan(0);
+    // v2 completes each handshake and then closes the connection with code 2, so a write can
+    // still make it onto a connection before its close arrives ("written", as the native client
+    // defines it: the cluster then never receives it). Every attempt that failed says why: the
+    // refusal itself, or the back-off the client applies after it, both with v2's close code.
+    const failed = toV2.filter((a) => a.outcome !== 'written' && a.outcome !== 'pending');
+    expect(failed.length).toBeGreaterThan(0);
+    for (const a of failed) {
+      expect(['refused', 'backoff']).toContain(a.outcome);
+      expect(a.close_code).toBe(2);
+    }
+    for (const sig of sigs) expect(st.net.receivedBy(sig).map((r) => r.validator)).not.toContain('v2');
+  }, 90_000);
+});

@@ -1,0 +1,173 @@
+/**
+ * The rebroadcast scheduler's part of the delivery trace, with real parts: the native QUIC
+ * client writing to two real QUIC servers on loopback (one refusing every connection with close
+ * code 2, as an Agave validator does for a disallowed peer), the real `TraceBook`, and the real
+ * LMDB store the finished trace is written to. What `sendMany`'s outcome words carry must come
+ * out as attempts: written, refused with the close code, then the client's back-off.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { QuicClient, QuicServer } from '../../native/index.js';
+import type { Leader, Route } from '../../src/delivery/chain-view.js';
+import { DEFAULT_SEND_OPTIONS, type Accepted } from '../../src/delivery/delivery.js';
+import { Rebroadcaster } from '../../src/delivery/rebroadcast.js';
+import { packAttempt, type Attempt, type PackedAttempts } from '../../src/delivery/trace.js';
+import { TraceBook } from '../../src/delivery/trace-book.js';
+import { base58Encode } from '../../src/native.js';
+import { sentRecord } from '../../src/store/records.js';
+import { Store } from '../../src/store/store.js';
+import { waitFor } from '../helpers/localnet.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+});
+
+function server(): QuicServer {
+  const s = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, () => {});
+  closers.push(() => s.close());
+  return s;
+}
+
+function accepted(opts: { held?: boolean; maxRetries?: number; firstAttempts?: PackedAttempts } = {}): Accepted {
+  const record = sentRecord({
+    signature: base58Encode(randomBytes(64)),
+    accountId: 'acct',
+    keyName: 'default',
+    tipLamports: 1_000_000n,
+    recentBlockhash: base58Encode(randomBytes(32)),
+    durableNonce: false,
+    submittedAt: Date.now(),
+    submitSlot: 10,
+    lastValidBlockHeight: 1_000,
+  });
+  return {
+    record,
+    wire: randomBytes(200),
+    options: { ...DEFAULT_SEND_OPTIONS, antiMev: false, maxRetries: opts.maxRetries ?? 2 },
+    receivedAt: process.hrtime.bigint(),
+    sentSlot: opts.held ? -1 : 10,
+    held: opts.held ?? false,
+    firstAttempts: opts.firstAttempts,
+  };
+}
+
+describe('rebroadcast rounds in the delivery trace', () => {
+  it('records each round per leader from sendMany\'s outcome words, and writes the trace to the store when the rounds are over', async () => {
+    const live = server();
+    const refusing = server();
+    refusing.setFaults({ refuseCode: 2 });
+    const client = new QuicClient({ identity: randomBytes(32) });
+    closers.push(() => client.close());
+    const tmp = tempDir();
+    const store = Store.open(tmp.dir);
+    closers.push(() => tmp.cleanup());
+    closers.push(() => store.close());
+    const leaders: Leader[] = [
+      { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr },
+      { slot: 12, identity: base58Encode(randomBytes(32)), tpuQuic: refusing.localAddr },
+    ];
+    const book = new TraceBook((tpu) => leaders.find((l) => l.tpuQuic === tpu)?.identity ?? null);
+    book.store = store;
+    const rebroadcaster = new Rebroadcaster(client, book);
+    const route: Route = { first: leaders, next: [], hold: false };
+
+    // As the ingress thread packs a first send: written to the live leader.
+    const first: PackedAttempts = [];
+    packAttempt(first, live.localAddr, 'written', null, 150);
+    const a = accepted({ firstAttempts: first, maxRetries: 10 });
+    const sig = a.record.signature;
+    expect(rebroadcaster.add(a, book.open(a, null))).toBe(true);
+
+    const attemptsOf = (round: number): Attempt[] => (book.current(sig)?.attempts ?? []).filter((x) => x.round === round);
+    const roundAt = async (slot: number, round: number): Promise<Attempt[]> => {
+      rebroadcaster.onSlot(slot, 100 + slot, { plain: route, antiMev: route });
+      return waitFor(`round ${round} outcomes`, () => (attemptsOf(round).length === 2 ? attemptsOf(round) : undefined), 10_000);
+    };
+    // The refusing server completes each handshake, then closes the connection with code 2: a
+    // write may still make it onto the connection before the close arrives (written, as the
+    // native client defines it), so rounds go on until one meets the refusal — as the send's
+    // own failure (refused) or, once the client has seen the close, its back-off (not attempted).
+    let round = 0;
+    let refused: Attempt | undefined;
+    while (refused === undefined && round < 6) {
+      round++;
+      const attempts = await roundAt(10 + round, round);
+      expect(attempts[0]).toMatchObject({ slot: 10 + round, leader: leaders[0]!.identity, tpu: live.localAddr, outcome: 'written', closeCode: null, reason: null });
+      expect(attempts[1]).toMatchObject({ slot: 10 + round, leader: leaders[1]!.identity, tpu: refusing.localAddr });
+      if (attempts[1]!.outcome !== 'written') refused = attempts[1];
+    }
+    expect(refused).toMatchObject({ closeCode: 2 });
+    expect(['refused', 'backoff']).toContain(refused!.outcome);
+    if (refused!.outcome === 'refused') expect(['connect_failed', 'connection_lost', 'stream_stopped']).toContain(refused!.reason);
+
+    // Not attempted next round: the client backs off the peer that refused it, and says whose refusal.
+    const after = await roundAt(11 + round, round + 1);
+    expect(after[0]!.outcome).toBe('written');
+    expect(after[1]).toMatchObject({ outcome: 'backoff', closeCode: 2, reason: 'backoff' });
+
+    // Settled by the tracker: the flight ends and the trace goes to the store.
+    rebroadcaster.settle(sig);
+    expect(rebroadcaster.size).toBe(0);
+    await store.flushed();
+    const stored = await waitFor('the stored trace', () => store.getTrace(sig), 5_000);
+    expect(stored.attempts).toHaveLength(1 + 2 * (round + 1));
+    expect(stored.attempts[0]).toMatchObject({ slot: 10, round: 0, leader: leaders[0]!.identity, atUs: 150, outcome: 'written' });
+    expect(stored.attempts.slice(-3).map((x) => [x.outcome, x.closeCode])).toEqual([
+      [refused!.outcome, 2],
+      ['written', null],
+      ['backoff', 2],
+    ]);
+    expect(book.size).toBe(0);
+  });
+
+  it('a transaction with its rounds used up leaves the book when the next slot drops it', async () => {
+    const live = server();
+    const client = new QuicClient({ identity: randomBytes(32) });
+    closers.push(() => client.close());
+    const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr };
+    const book = new TraceBook(() => null);
+    const rebroadcaster = new Rebroadcaster(client, book);
+    const a = accepted({ maxRetries: 1 });
+    rebroadcaster.add(a, book.open(a, null));
+    const route: Route = { first: [leader], next: [], hold: false };
+    rebroadcaster.onSlot(11, 100, { plain: route, antiMev: route });
+    await waitFor('round 1', () => (book.current(a.record.signature)?.attempts.length === 1 ? true : undefined), 10_000);
+    rebroadcaster.onSlot(12, 101, { plain: route, antiMev: route });
+    expect(rebroadcaster.size).toBe(0);
+    expect(book.size).toBe(0);
+  });
+
+  it('a held transaction: held at the blocked leader, released at the first permitted one, then written', async () => {
+    const live = server();
+    const client = new QuicClient({ identity: randomBytes(32) });
+    closers.push(() => client.close());
+    const blocked = base58Encode(randomBytes(32));
+    const permitted: Leader = { slot: 12, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr };
+    const book = new TraceBook(() => null);
+    const rebroadcaster = new Rebroadcaster(client, book);
+    const a = accepted({ held: true, maxRetries: 0 });
+    expect(rebroadcaster.add(a, book.open(a, blocked))).toBe(true);
+    expect(book.current(a.record.signature)!.attempts).toEqual([expect.objectContaining({ slot: 10, round: 0, leader: blocked, tpu: null, outcome: 'held' })]);
+
+    // Still blocked in slot 11: nothing happens.
+    const hold: Route = { first: [permitted], next: [], hold: true };
+    rebroadcaster.onSlot(11, 100, { plain: hold, antiMev: hold });
+    expect(book.current(a.record.signature)!.attempts).toHaveLength(1);
+
+    const open: Route = { first: [permitted], next: [], hold: false };
+    rebroadcaster.onSlot(12, 101, { plain: open, antiMev: open });
+    const t = await waitFor('the release round', () => {
+      const c = book.current(a.record.signature);
+      return c && c.attempts.length === 3 ? c : undefined;
+    }, 10_000);
+    expect(t.attempts.slice(1)).toEqual([
+      expect.objectContaining({ slot: 12, round: 1, leader: permitted.identity, tpu: null, outcome: 'released' }),
+      expect.objectContaining({ slot: 12, round: 1, leader: permitted.identity, tpu: live.localAddr, outcome: 'written' }),
+    ]);
+    // Settled by the tracker: the flight ends (no store here: the trace is simply let go).
+    rebroadcaster.settle(a.record.signature);
+    expect(book.size).toBe(0);
+  });
+});

@@ -189,11 +189,13 @@ export class Tracker {
   /**
    * Watch again everything the store says is still pending (after a restart), counting it in
    * flight; `each` is handed every record resumed (with its resend tail: the engine sends it again).
+   * `only` narrows it to some records (a cluster node taking over a dead node's transactions).
    */
-  resume(each?: (rec: PendingRecord) => void): number {
+  resume(each?: (rec: PendingRecord) => void, only?: (rec: PendingRecord) => boolean): number {
     let n = 0;
     for (const rec of this.opts.store.pendingEntries()) {
       if (this.watching.has(rec.signature)) continue;
+      if (only && !only(rec)) continue;
       this.opts.inFlight?.add(rec.accountId);
       this.watch(rec, null);
       each?.(rec);

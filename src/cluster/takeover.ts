@@ -1,0 +1,112 @@
+/**
+ * Taking over a dead node's pending transactions (issue 13, part 4), once `Leases` elected
+ * this node for it.
+ *
+ * Each node tracks what it accepted. The other nodes hold the same records (applied from the
+ * status stream) but do not track them; they only remember which node each still-pending
+ * record came from (`PendingOrigins`, in memory: a restarted node resumes every pending record
+ * of its store anyway). The taker resumes the dead node's pending records exactly as the
+ * restart path resumes its own — `tracker.resume` (watched until confirmed, failed or expired)
+ * and `engine.resume` (sent again while the blockhash lives, when the record still carries its
+ * wire bytes) — and its settlements are published like its own. Records of the dead node that
+ * reach this node only after the takeover (its last events, delivered late) are adopted as they
+ * arrive, until the node is live again. A dead node that comes back resumes its own pending
+ * records too: the duplicates are harmless (applies only move forward, a record is credited once
+ * per node, and JetStream drops the repeated event by its msgID).
+ */
+import type { Engine } from '../delivery/engine.js';
+import { isPending, type PendingRecord, type StatusRecord } from '../store/records.js';
+import type { Tracker } from '../tracker/tracker.js';
+import type { NodeLease } from './leases.js';
+
+/** Origin node of each still-pending record applied from another node. */
+export class PendingOrigins {
+  private readonly bySignature = new Map<string, string>();
+
+  /** Record what an applied event said about `rec` (terminal records are forgotten). */
+  note(rec: StatusRecord, origin: string): void {
+    if (isPending(rec)) this.bySignature.set(rec.signature, origin);
+    else this.bySignature.delete(rec.signature);
+  }
+
+  originOf(signature: string): string | undefined {
+    return this.bySignature.get(signature);
+  }
+
+  /** Pending records known to come from `node`. */
+  pendingOf(node: string): Set<string> {
+    const out = new Set<string>();
+    for (const [sig, origin] of this.bySignature) if (origin === node) out.add(sig);
+    return out;
+  }
+
+  get size(): number {
+    return this.bySignature.size;
+  }
+}
+
+export interface TakeoverOptions {
+  tracker: Pick<Tracker, 'resume'>;
+  engine: Pick<Engine, 'resume'>;
+  origins: PendingOrigins;
+  /** Whether `node` is live again (its lease moves): then its late records are its own business. */
+  isLive(node: string): boolean;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+/** How long late records of an adopted node are gathered before one resume pass, ms. */
+const LATE_BATCH_MS = 250;
+
+export class Takeover {
+  /** Dead nodes this node took over and whose late records it adopts. */
+  private readonly adopted = new Set<string>();
+  private readonly late = new Set<string>();
+  private lateTimer: NodeJS.Timeout | null = null;
+  /** Records resumed by takeovers (for /metrics and tests). */
+  resumed = 0;
+
+  constructor(private readonly opts: TakeoverOptions) {}
+
+  /** `Leases.onTakeover`: resume the dead node's pending records here. */
+  takeOver(dead: NodeLease): number {
+    this.adopted.add(dead.node);
+    const sigs = this.opts.origins.pendingOf(dead.node);
+    const { resumed, resent } = this.resume(sigs);
+    this.opts.log?.('cluster: took over a dead node', { dead: dead.node, started: dead.started, pending: sigs.size, resumed, resent });
+    return resumed;
+  }
+
+  /** Every applied event (after `origins.note`): adopt a late pending record of a taken-over node. */
+  applied(rec: StatusRecord, origin: string): void {
+    if (!this.adopted.has(origin) || !isPending(rec)) return;
+    if (this.opts.isLive(origin)) {
+      this.adopted.delete(origin);
+      return;
+    }
+    this.late.add(rec.signature);
+    this.lateTimer ??= setTimeout(() => {
+      this.lateTimer = null;
+      const sigs = new Set(this.late);
+      this.late.clear();
+      this.resume(sigs);
+    }, LATE_BATCH_MS).unref();
+  }
+
+  close(): void {
+    if (this.lateTimer) clearTimeout(this.lateTimer);
+    this.lateTimer = null;
+  }
+
+  private resume(sigs: Set<string>): { resumed: number; resent: number } {
+    if (sigs.size === 0) return { resumed: 0, resent: 0 };
+    let resent = 0;
+    const resumed = this.opts.tracker.resume(
+      (rec: PendingRecord) => {
+        if (this.opts.engine.resume(rec)) resent++;
+      },
+      (rec) => sigs.has(rec.signature),
+    );
+    this.resumed += resumed;
+    return { resumed, resent };
+  }
+}

@@ -23,6 +23,7 @@ import { StoreHealth } from './store/store-health.js';
 import { Store } from './store/store.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { loadTipAddresses } from './tips.js';
+import { TipFloor } from './tracker/tip-floor.js';
 import { Tracker, type StatusChange } from './tracker/tracker.js';
 
 /** Lamports airdropped to each tip address on the local cluster, so any tip leaves it rent-exempt. */
@@ -113,6 +114,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     let settle: (c: StatusChange) => void = () => {};
     // Counted by every thread's submission core, given back by the tracker (this thread).
     const inFlight = new InFlight(config.plans, config.inFlightPerTps);
+    // Tips of what landed, for /v1/tip-floor (in memory: a restart starts it empty).
+    const tipFloor = new TipFloor(config.lamportsPerPoint);
     const tracker = new Tracker({
       rpc: engine.leaders.rpc,
       wsUrl,
@@ -126,6 +129,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       onChange: (c) => {
         if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');
         settle(c);
+        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);
         for (const l of listeners) l(c);
@@ -162,6 +166,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       const pool = ingress;
       cleanup.push(() => pool.close());
       port = pool.port;
+      // The threads serve the floor this thread computes: sent once a second, as it is recomputed.
+      pool.tipFloor(tipFloor.view());
+      const floorTimer = setInterval(() => pool.tipFloor(tipFloor.view()), 1000).unref();
+      cleanup.push(() => clearInterval(floorTimer));
     } else {
       const app = buildApp({
         config,
@@ -174,6 +182,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         streamSlots,
         inFlight,
         telemetry,
+        tipFloor,
         liveTrace: (sig) => engine.liveTrace(sig),
       });
       const server: RunningServer = await listen(app, config.host, config.port);

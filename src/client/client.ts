@@ -17,6 +17,7 @@ import {
   type SendOptions,
   type SendResult,
   type StatusRecord,
+  type TipFloorRecord,
 } from './types.js';
 
 export interface LandfallClientOptions {
@@ -172,6 +173,15 @@ export class LandfallClient {
   /** Where tips go (no key needed). */
   async tipAddresses(): Promise<string[]> {
     return ((await this.call('GET', '/v1/tip-addresses')) as { tip_addresses: string[] }).tip_addresses;
+  }
+
+  /**
+   * Tip percentiles of the transactions Landfall saw land in the last minute, 10 minutes and
+   * hour (`GET /v1/tip-floor`), with this account's plan minimum. The service recomputes it at
+   * most once a second; `addTip(tx, { client, percentile })` uses it.
+   */
+  tipFloor(): Promise<TipFloorRecord> {
+    return this.call('GET', '/v1/tip-floor') as Promise<TipFloorRecord>;
   }
 
   /** A cheap round trip (`GET /ping`) that keeps a connection warm between bursts. */

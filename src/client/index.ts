@@ -24,4 +24,9 @@ export {
   type SendOptions,
   type SendResult,
   type StatusRecord,
+  type Percentiles,
+  type TipFloorRecord,
+  type TipFloorWindow,
+  type TipPercentile,
+  type TipWindowName,
 } from './types.js';

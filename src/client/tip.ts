@@ -8,6 +8,7 @@ import {
   type AddressLookupTableAccount,
   type PublicKey,
 } from '@solana/web3.js';
+import { TIP_PERCENTILES, TIP_WINDOWS, type TipPercentile, type TipWindowName } from '../tracker/tip-floor.js';
 import type { LandfallClient } from './client.js';
 
 export interface AddTipOptions {
@@ -16,6 +17,16 @@ export interface AddTipOptions {
   payer?: PublicKey;
   /** Tip more than the account's minimum. */
   lamports?: number | bigint;
+  /**
+   * Tip this percentile (25, 50, 75, 95, 99) of the tips that landed through Landfall
+   * (`client.tipFloor()`), never less than the plan minimum; instead of `lamports`.
+   */
+  percentile?: TipPercentile;
+  /**
+   * Whose landings `percentile` reads: `1m`, `10m` or `1h`. Default: the shortest window in which
+   * anything landed (the plan minimum when nothing did in the last hour).
+   */
+  window?: TipWindowName;
   /** The tables a v0 message loads addresses from; needed to rebuild it. */
   addressLookupTableAccounts?: AddressLookupTableAccount[];
 }
@@ -39,13 +50,16 @@ export interface AddTipOptions {
  * tx.sign(payer);
  * await client.send(tx);
  *
+ * await addTip(tx, { client, percentile: 75 });   // what 75 % of recent landings tipped, at least the minimum
+ *
  * const v0 = await addTip(new VersionedTransaction(messageV0), { client, addressLookupTableAccounts: [table] });
  * v0.sign([payer]);
  * await client.send(v0);
  * ```
  */
 export async function addTip<T extends Transaction | VersionedTransaction>(tx: T, options: AddTipOptions): Promise<T> {
-  const { client, lamports, addressLookupTableAccounts } = options;
+  const { client, addressLookupTableAccounts } = options;
+  const lamports = await tipAmount(options);
   if (tx instanceof Transaction) {
     const payer = options.payer ?? tx.feePayer;
     if (!payer) throw new TypeError('addTip: the transaction has no feePayer; set it or pass { payer }');
@@ -64,4 +78,29 @@ export async function addTip<T extends Transaction | VersionedTransaction>(tx: T
     throw new Error(`addTip: tip address ${tip.toBase58()} is in an address lookup table; Landfall only counts tips to static account keys`);
   }
   return new VersionedTransaction(compiled) as T;
+}
+
+/**
+ * The tip `addTip` adds: `lamports` if given; for a `percentile`, that percentile of the chosen
+ * window's landed tips, raised to the plan minimum; otherwise undefined (the plan minimum).
+ */
+async function tipAmount(o: AddTipOptions): Promise<number | bigint | undefined> {
+  if (o.percentile === undefined) {
+    if (o.window !== undefined) throw new TypeError('addTip: window needs a percentile');
+    return o.lamports;
+  }
+  if (o.lamports !== undefined) throw new TypeError('addTip: give lamports or percentile, not both');
+  if (!TIP_PERCENTILES.includes(o.percentile)) throw new TypeError(`addTip: percentile must be one of ${TIP_PERCENTILES.join(', ')}, got ${o.percentile}`);
+  if (o.window !== undefined && !Object.hasOwn(TIP_WINDOWS, o.window)) {
+    throw new TypeError(`addTip: window must be one of ${Object.keys(TIP_WINDOWS).join(', ')}, got ${o.window}`);
+  }
+  const [floor, info] = await Promise.all([o.client.tipFloor(), o.client.tipInfo()]);
+  const names = o.window !== undefined ? [o.window] : (Object.keys(TIP_WINDOWS) as TipWindowName[]);
+  const seen = names.map((n) => floor.windows[n].lamports).find((l) => l !== null);
+  const observed = seen ? BigInt(seen[`p${o.percentile}`]) : 0n;
+  // Never below the minimum: the service's (fresh, in the answer) nor the cached one
+  // `tipInstruction` checks against (it only falls, so the cached one is the higher).
+  const minimum = BigInt(floor.plan_minimum?.min_tip_lamports ?? 0);
+  const floorMin = minimum > info.minTipLamports ? minimum : info.minTipLamports;
+  return observed > floorMin ? observed : floorMin;
 }

@@ -4,7 +4,10 @@
  * the stream is the same object.
  */
 import type { AccountView } from '../accounts/accounts.js';
-export type { PlanName } from '../accounts/plans.js';
+import type { PlanName } from '../accounts/plans.js';
+import type { TipFloorView } from '../tracker/tip-floor.js';
+export type { PlanName };
+export type { Percentiles, TipFloorWindow, TipPercentile, TipWindowName } from '../tracker/tip-floor.js';
 
 /** Spec §2.1, in camelCase; omitted fields take the service's defaults. */
 export interface SendOptions {
@@ -79,6 +82,9 @@ export interface DeliveryTrace {
 
 /** Spec §2.5, as the server renders it. */
 export type AccountRecord = AccountView;
+
+/** `GET /v1/tip-floor`: tip percentiles of what landed, and the caller's plan minimum (the client always sends its key). */
+export type TipFloorRecord = TipFloorView & { plan_minimum?: { plan: PlanName; min_tip_bp: number; min_tip_lamports: number } };
 
 /** True once a record will not change again: confirmed, failed, or expired. */
 export function isFinal(r: StatusRecord): boolean {

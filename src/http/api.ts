@@ -19,6 +19,7 @@ import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js'
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
 import { Telemetry } from '../telemetry/telemetry.js';
+import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { OPENAPI } from './openapi.js';
@@ -234,6 +235,25 @@ function accountHandler(s: Wired): Handler {
   };
 }
 
+/**
+ * `GET /v1/tip-floor`: tip percentiles of the transactions Landfall saw land (no key needed; the
+ * view is computed at most once a second and shared). With a key (header, `api-key`, `api_key`)
+ * it also gives the caller's plan minimum, so a bot can tip max(floor, minimum); a wrong key is
+ * 401 rather than silently ignored. It draws on no budget: answering costs one serialisation.
+ */
+function tipFloorHandler(s: Wired): Handler {
+  const floor = s.tipFloor ?? new TipFloor(s.config.lamportsPerPoint);
+  const lamportsPerPoint = s.config.lamportsPerPoint;
+  return (ctx) => {
+    const view = floor.view();
+    const keyGiven = ctx.authorization !== '' || ctx.queryParam('api-key') !== undefined || ctx.queryParam('api_key') !== undefined;
+    if (!keyGiven) return { status: 200, body: view };
+    const { account } = authenticate(s.keys, ctx, true);
+    const minTipBp = s.config.plans[account.plan].minTipBp;
+    return { status: 200, body: { ...view, plan_minimum: { plan: account.plan, min_tip_bp: minTipBp, min_tip_lamports: minTipBp * lamportsPerPoint } } };
+  };
+}
+
 // ---- the app -----------------------------------------------------------------------------------
 
 /** Fill in the defaults: quiet telemetry, a key cache, the submission core. */
@@ -290,6 +310,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'get', pattern: '/v1/status/:signature/trace', body: null, handler: traceHandler(s) },
     { method: 'get', pattern: '/v1/account', body: null, handler: accountHandler(s) },
     { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })) },
+    { method: 'get', pattern: '/v1/tip-floor', body: null, handler: tipFloorHandler(s) },
     { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
     { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
     { method: 'post', pattern: '/api/v1/transactions', body: BATCH_BODY_LIMIT, handler: dropIn },

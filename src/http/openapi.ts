@@ -10,6 +10,7 @@
  */
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
 import { MSG, RPC_CODES } from '../submission/refusals.js';
+import { TIP_PERCENTILES, TIP_WINDOWS } from '../tracker/tip-floor.js';
 import { CLOSE, MAX_STREAMS_PER_ACCOUNT } from './stream.js';
 
 const MAX_RPC_BATCH = MAX_BATCH;
@@ -446,6 +447,25 @@ export const OPENAPI: OpenApiDocument = {
         },
       },
     },
+    '/v1/tip-floor': {
+      get: {
+        operationId: 'tipFloor',
+        summary: 'Tip percentiles of the transactions Landfall saw land (no key needed)',
+        description:
+          'Percentiles (nearest rank) of the total tip of every transaction the tracker saw land (confirmed) in the last ' +
+          'minute, 10 minutes and hour, in lamports and in points (BP = floor(lamports / lamports_per_point)). Computed at ' +
+          'most once a second from per-second histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
+          'the bin of the nearest-rank sample, so it is never below the true percentile and at most 1/64 above it. Kept in ' +
+          "memory: a restart starts it empty. With a key (header, `api-key` or `api_key`) the answer also has the caller's " +
+          'plan minimum; a wrong key is 401. Draws on no budget.',
+        tags: ['query'],
+        security: optionalKey,
+        responses: {
+          200: { description: 'The tip floor; `plan_minimum` only when a key was given', headers: REQUEST_ID, content: json(schema('TipFloor')) },
+          401: ref('responses', 'Unauthorized'),
+        },
+      },
+    },
     '/': { post: rpcOperation('jsonRpc', '/v1/rpc') },
     '/v1/rpc': { post: rpcOperation('jsonRpcV1', '/') },
     '/api/v1/transactions': { post: dropInOperation('jitoTransactions', "Jito block-engine layout: sendTransaction (jito-js-rpc's sendTxn)") },
@@ -738,6 +758,44 @@ export const OPENAPI: OpenApiDocument = {
         },
       },
       Plan: { enum: ['starter', 'growth', 'pro', 'whale'] },
+      TipPercentiles: {
+        type: 'object',
+        required: TIP_PERCENTILES.map((p) => `p${p}`),
+        additionalProperties: false,
+        properties: Object.fromEntries(TIP_PERCENTILES.map((p) => [`p${p}`, { type: 'integer', minimum: 0 }])),
+      },
+      TipFloorWindow: {
+        type: 'object',
+        required: ['landed', 'lamports', 'bp'],
+        additionalProperties: false,
+        properties: {
+          landed: { type: 'integer', minimum: 0, description: 'Transactions seen landed (confirmed) in the window' },
+          lamports: { oneOf: [schema('TipPercentiles'), { type: 'null' }], description: 'Tip percentiles in lamports; null when nothing landed' },
+          bp: { oneOf: [schema('TipPercentiles'), { type: 'null' }], description: 'The same in points: floor(lamports / lamports_per_point)' },
+        },
+      },
+      TipFloor: {
+        type: 'object',
+        required: ['as_of', 'lamports_per_point', 'windows'],
+        additionalProperties: false,
+        properties: {
+          as_of: { type: 'string', format: 'date-time', description: 'When the view was computed (UTC)' },
+          lamports_per_point: { type: 'integer', minimum: 1 },
+          windows: {
+            type: 'object',
+            required: Object.keys(TIP_WINDOWS),
+            additionalProperties: false,
+            properties: Object.fromEntries(Object.keys(TIP_WINDOWS).map((w) => [w, schema('TipFloorWindow')])),
+          },
+          plan_minimum: {
+            type: 'object',
+            description: "The calling account's plan minimum (only with a key): tip at least this",
+            required: ['plan', 'min_tip_bp', 'min_tip_lamports'],
+            additionalProperties: false,
+            properties: { plan: schema('Plan'), min_tip_bp: { type: 'number', minimum: 0 }, min_tip_lamports: { type: 'integer', minimum: 0 } },
+          },
+        },
+      },
       LocalTimestamp: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}$', description: 'UTC, ISO-8601 without zone designator' },
       TipAddresses: {
         type: 'object',

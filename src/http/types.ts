@@ -10,6 +10,7 @@ import type { Config } from '../config.js';
 import type { Delivery } from '../delivery/delivery.js';
 import type { Trace } from '../delivery/trace.js';
 import type { TipSet } from '../native.js';
+import type { TipFloorView } from '../tracker/tip-floor.js';
 import type { Store } from '../store/store.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { Ctx, Reply } from './request.js';
@@ -41,6 +42,11 @@ export interface Services {
   liveTrace?: (signature: string) => Trace | null | Promise<Trace | null>;
   /** `GET /metrics` text; defaults to this thread's own registry (the main thread aggregates workers). */
   metricsText?: () => Promise<string>;
+  /**
+   * `GET /v1/tip-floor`: the main thread's `TipFloor`, or on an ingress thread the view it last
+   * received; absent: a floor nothing feeds (every window empty).
+   */
+  tipFloor?: { view(): TipFloorView };
 }
 
 export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;

@@ -10,6 +10,7 @@ import type { Accepted } from '../delivery/delivery.js';
 import type { Trace } from '../delivery/trace.js';
 import type { StatusRecord } from '../store/records.js';
 import type { MetricsJson } from '../telemetry/metrics.js';
+import type { TipFloorView } from '../tracker/tip-floor.js';
 
 /** What a worker is started with (`workerData`). */
 export interface IngressInit {
@@ -34,6 +35,8 @@ export interface IngressInit {
 export type ToWorker =
   | { type: 'chain'; snapshot: ChainSnapshot }
   | { type: 'status'; records: StatusRecord[] }
+  /** The tip floor as the main thread computed it (once a second). */
+  | { type: 'tip-floor'; floor: TipFloorView }
   | { type: 'metrics'; id: number }
   | { type: 'metrics-text'; id: number; text: string }
   /** The answer to a `trace-request`: the trace the engine holds, or null (read the store). */

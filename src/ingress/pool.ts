@@ -12,6 +12,7 @@ import type { Engine } from '../delivery/engine.js';
 import type { Accepted } from '../delivery/delivery.js';
 import type { StatusRecord } from '../store/records.js';
 import type { Metrics, MetricsJson } from '../telemetry/metrics.js';
+import type { TipFloorView } from '../tracker/tip-floor.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
 
 /**
@@ -157,6 +158,11 @@ export class IngressPool {
       const mine = records.filter((r) => t.streams.has(r.accountId));
       if (mine.length > 0) t.worker.postMessage({ type: 'status', records: mine } satisfies ToWorker);
     }
+  }
+
+  /** The main thread's tip floor, for `/v1/tip-floor` on every thread (sent once a second). */
+  tipFloor(floor: TipFloorView): void {
+    this.broadcast({ type: 'tip-floor', floor });
   }
 
   /** Every worker's metric values. */

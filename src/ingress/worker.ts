@@ -30,6 +30,7 @@ import { TipSet } from '../native.js';
 import { StoreHealth } from '../store/store-health.js';
 import { Store } from '../store/store.js';
 import { Telemetry } from '../telemetry/telemetry.js';
+import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
 import type { SimulationResult } from '../chain/rpc.js';
 import type { Trace } from '../delivery/trace.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
@@ -99,6 +100,8 @@ const view = new ChainViewReplica();
 const first = new FirstSender(client, view);
 const delivery = new IngressDelivery(view, first, init.rpcUrl);
 const hub = new StatusHub();
+/** The tip floor the main thread last sent (it computes it from the tracker's landings). */
+let tipFloor: TipFloorView = emptyTipFloor(config.lamportsPerPoint);
 hub.onAccountsChange = (streams) => post({ type: 'streams', streams });
 telemetry.metrics.registry.registerMetric(first.serviceLatency);
 
@@ -131,6 +134,9 @@ port.on('message', (m: ToWorker) => {
       break;
     case 'status':
       for (const r of m.records) hub.publish(r);
+      break;
+    case 'tip-floor':
+      tipFloor = m.floor;
       break;
     case 'metrics':
       void telemetry.metrics.json().then((json) => post({ type: 'metrics', id: m.id, json }));
@@ -169,6 +175,7 @@ try {
     inFlight: new InFlight(config.plans, config.inFlightPerTps, init.inFlight),
     telemetry,
     metricsText,
+    tipFloor: { view: () => tipFloor },
     liveTrace,
   });
   server = await listen(app, config.host, init.port);

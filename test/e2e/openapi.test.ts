@@ -137,6 +137,7 @@ describe('the OpenAPI document', () => {
         '/v1/status/{signature}/trace',
         '/v1/stream',
         '/v1/tip-addresses',
+        '/v1/tip-floor',
       ].sort(),
     );
     expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKey', 'apiKeyUnderscore', 'bearer', 'jitoAuth', 'jitoUuid', 'metricsToken']);
@@ -207,6 +208,18 @@ describe('real responses match the document', () => {
     expect(reads.some((r) => r.status === 429)).toBe(true);
 
     expect((await call('/v1/tip-addresses', 'get', '/v1/tip-addresses')).body.tip_addresses).toEqual(s.svc.tipAddresses);
+
+    // The tip floor: `good` landed above, so the hour's window counts it (the view is sent to the
+    // ingress thread once a second: wait for it, bounded).
+    let floor: any;
+    for (let i = 0; i < 60 && !(floor?.windows['1h'].landed > 0); i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      floor = (await call('/v1/tip-floor', 'get', '/v1/tip-floor')).body;
+    }
+    expect(floor.windows['1h'].lamports.p99).toBeGreaterThanOrEqual(1_000_000);
+    expect(floor).not.toHaveProperty('plan_minimum');
+    expect((await call('/v1/tip-floor', 'get', `/v1/tip-floor?api-key=${starter.key}`)).body.plan_minimum).toEqual({ plan: 'starter', min_tip_bp: 1000, min_tip_lamports: 1_000_000 });
+    expect((await call('/v1/tip-floor', 'get', '/v1/tip-floor', { headers: json('lf_wrong') })).status).toBe(401);
   });
 
   it('operations: health, ping, metrics, the document itself; 404 and 405 as their components', async () => {

@@ -1,0 +1,135 @@
+/**
+ * `TipFloor`: the windowed tip percentiles of landed transactions, on a clock the test moves.
+ * Percentiles are checked against the exact nearest-rank percentile of the same tips (sorted
+ * here): never below it, at most one bin (1/64 of the value) above it, exact for round tips.
+ */
+import { describe, expect, it } from 'vitest';
+import { TIP_PERCENTILES, TipFloor, tipBin, type Percentiles } from '../../src/tracker/tip-floor.js';
+
+/** A clock the test moves (ms). */
+function clock(start = 1_795_000_000_000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+/** Exact nearest-rank percentiles of `tips`. */
+function exact(tips: number[]): Percentiles {
+  const s = [...tips].sort((a, b) => a - b);
+  const out = {} as Percentiles;
+  for (const p of TIP_PERCENTILES) out[`p${p}`] = s[Math.max(1, Math.ceil((p / 100) * s.length)) - 1]!;
+  return out;
+}
+
+/** A deterministic pseudo-random sequence (xorshift32). */
+function rng(seed: number) {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+describe('tipBin', () => {
+  it('is exact below 64 lamports, monotonic, and a bin spans at most 1/64 of its values', () => {
+    for (let v = 0; v < 64; v++) expect(tipBin(v)).toBe(v);
+    const r = rng(7);
+    for (let i = 0; i < 20_000; i++) {
+      const v = Math.floor(r() ** 4 * 2 ** 50);
+      expect(tipBin(v + 1)).toBeGreaterThanOrEqual(tipBin(v));
+      // The smallest value of v's bin is within 1/64 of v.
+      let lo = v;
+      for (let step = 2 ** 44; step >= 1; step /= 2) if (lo - step >= 0 && tipBin(lo - step) === tipBin(v)) lo -= step;
+      expect((v - lo) / v || 0).toBeLessThanOrEqual(1 / 64);
+    }
+    // Powers of two (where Math.log2 may round) start a new bin.
+    for (let e = 6; e < 53; e++) expect(tipBin(2 ** e)).toBe(tipBin(2 ** e - 1) + 1);
+    expect(tipBin(Number.MAX_SAFE_INTEGER)).toBeLessThan(64 * 60);
+  });
+});
+
+describe('TipFloor', () => {
+  it('reports exact percentiles for round tips, in lamports and in BP', () => {
+    const c = clock();
+    const floor = new TipFloor(1000, c.now);
+    for (let k = 1; k <= 100; k++) floor.landed(BigInt(k * 10_000));
+    c.advance(1000);
+    const w = floor.view().windows['1m'];
+    expect(w.landed).toBe(100);
+    expect(w.lamports).toEqual({ p25: 250_000, p50: 500_000, p75: 750_000, p95: 950_000, p99: 990_000 });
+    expect(w.bp).toEqual({ p25: 250, p50: 500, p75: 750, p95: 950, p99: 990 });
+  });
+
+  it('for any tips: each percentile is at least the exact one and at most 1/64 above it', () => {
+    const c = clock();
+    const floor = new TipFloor(1000, c.now);
+    const r = rng(42);
+    const tips: number[] = [];
+    for (let i = 0; i < 5_000; i++) {
+      const tip = 1_000 + Math.floor(r() ** 3 * 50_000_000);
+      tips.push(tip);
+      floor.landed(BigInt(tip));
+    }
+    c.advance(1000);
+    const got = floor.view().windows['1h'].lamports!;
+    const want = exact(tips);
+    for (const p of TIP_PERCENTILES) {
+      expect(got[`p${p}`]).toBeGreaterThanOrEqual(want[`p${p}`]);
+      expect(got[`p${p}`]).toBeLessThanOrEqual(want[`p${p}`] * (1 + 1 / 64));
+      // It is a tip that actually landed.
+      expect(tips).toContain(got[`p${p}`]);
+    }
+  });
+
+  it('each window counts only its own landings, and they age out', () => {
+    const c = clock();
+    const floor = new TipFloor(1000, c.now);
+    floor.landed(5_000_000n);
+    c.advance(120_000); // 2 min later
+    floor.landed(1_000_000n);
+    c.advance(1000);
+    let v = floor.view().windows;
+    expect([v['1m'].landed, v['10m'].landed, v['1h'].landed]).toEqual([1, 2, 2]);
+    expect(v['1m'].lamports!.p99).toBe(1_000_000);
+    expect(v['10m'].lamports!.p99).toBe(5_000_000);
+    c.advance(10 * 60_000); // past 10 min for both
+    v = floor.view().windows;
+    expect([v['1m'].landed, v['10m'].landed, v['1h'].landed]).toEqual([0, 0, 2]);
+    expect(v['1m']).toEqual({ landed: 0, lamports: null, bp: null });
+    c.advance(60 * 60_000); // past the hour
+    v = floor.view().windows;
+    expect(v['1h']).toEqual({ landed: 0, lamports: null, bp: null });
+    // A bucket reused an hour later counts only the new second's landings.
+    floor.landed(7_000_000n);
+    c.advance(1000);
+    expect(floor.view().windows['1h']).toMatchObject({ landed: 1, lamports: { p50: 7_000_000 } });
+  });
+
+  it('is computed at most once a second: the same view within a second, the new landings in the next', () => {
+    const c = clock();
+    const floor = new TipFloor(2500, c.now);
+    floor.landed(2_500_000n);
+    const first = floor.view();
+    floor.landed(9_000_000n);
+    expect(floor.view()).toBe(first);
+    expect(first.windows['1m'].landed).toBe(1);
+    c.advance(1000);
+    const next = floor.view();
+    expect(next).not.toBe(first);
+    expect(next.windows['1m']).toMatchObject({ landed: 2, lamports: { p99: 9_000_000 }, bp: { p25: 1000, p99: 3600 } });
+    expect(next.lamports_per_point).toBe(2500);
+    expect(next.as_of).toBe(new Date(c.now()).toISOString());
+  });
+
+  it('stays bounded: a million landings of distinct tips in one second keep one histogram of at most 3 776 bins', () => {
+    const c = clock();
+    const floor = new TipFloor(1000, c.now);
+    const r = rng(9);
+    for (let i = 0; i < 1_000_000; i++) floor.landed(BigInt(Math.floor(r() * 2 ** 40)));
+    const bins = (floor as unknown as { ring: Array<{ bins: Map<number, unknown> }> }).ring.reduce((n, b) => n + b.bins.size, 0);
+    expect(bins).toBeLessThanOrEqual(3776);
+    c.advance(1000);
+    expect(floor.view().windows['1m'].landed).toBe(1_000_000);
+  });
+});

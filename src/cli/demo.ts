@@ -6,7 +6,9 @@
  *
  * On purpose, one transaction in five transfers more than its payer holds (it lands and fails),
  * and mid-run one validator starts losing packets and a later one goes down, so the table shows
- * failures and the delivery engine routing around a faulty leader.
+ * failures and the delivery engine routing around a faulty leader. At the end, the delivery
+ * trace (`client.trace`) of a few failed and expired ones says what happened to each: every
+ * attempt, to which validator, and why it ended as it did.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Connection, Keypair, LAMPORTS_PER_SOL, SystemProgram, Transaction } from '@solana/web3.js';
 import { PLAN_ORDER, type PlanName } from '../accounts/plans.js';
-import { addTip, LandfallApiError, LandfallClient, type StatusRecord } from '../client/index.js';
+import { addTip, LandfallApiError, LandfallClient, type DeliveryTrace, type StatusRecord } from '../client/index.js';
 import { DEFAULT_CONFIG, type Config } from '../config.js';
 import { LandfallError } from '../errors.js';
 import type { Fault } from '../localnet/faults.js';
@@ -34,6 +36,8 @@ const BLOCKHASH_REFRESH_MS = 2_000;
  * reach the next leader; the default 3 can all fall inside that window.
  */
 const MAX_RETRIES = 10;
+/** Delivery traces shown at the end, per state (failed, expired). */
+const TRACES_SHOWN = 2;
 
 /** When, as a share of the run, which validator gets which fault. */
 const FAULT_PLAN: Array<{ at: number; validator: string; fault: Fault; label: string }> = [
@@ -151,6 +155,11 @@ class Tally {
     this.states.set(r.signature, state);
   }
 
+  /** Signatures whose last known state is `state`, in the order they were first seen. */
+  inState(state: State): string[] {
+    return [...this.states].filter(([, s]) => s === state).map(([sig]) => sig);
+  }
+
   counts(): Record<State, number> {
     const c = { sent: 0, confirmed: 0, failed: 0, expired: 0 };
     for (const s of this.states.values()) c[s]++;
@@ -237,6 +246,21 @@ class Demo {
       if (this.o.tty) this.o.write('\x1b[?25h');
     }
     this.o.write(`final: ${this.line()}\n`);
+    if (!stopped()) await this.showTraces();
+  }
+
+  /** What happened to a few of the failed and expired ones, from their delivery traces. */
+  private async showTraces(): Promise<void> {
+    const names = new Map(this.svc.localnet!.validators.map((v) => [v.identity, v.name]));
+    for (const state of ['failed', 'expired'] as const) {
+      for (const sig of this.tally.inState(state).slice(0, TRACES_SHOWN)) {
+        try {
+          this.o.write(describeTrace(await this.client.trace(sig), names));
+        } catch (e) {
+          this.o.write(`trace ${sig}: ${e instanceof LandfallApiError ? `${e.status} ${e.reason}` : (e as Error).message}\n`);
+        }
+      }
+    }
   }
 
   private async refreshBlockhash(): Promise<void> {
@@ -312,6 +336,25 @@ class Demo {
       `rejected=${this.tally.rejected} landing=${landingRate(c)} p50_ms=${ms(l.p50)} p90_ms=${ms(l.p90)} p99_ms=${ms(l.p99)}`
     );
   }
+}
+
+/**
+ * A delivery trace in a few lines: its cause, then one line per round (the first send is round
+ * 0): the slot and each attempt as "validator outcome", with the close code when there is one.
+ *
+ *   trace 3Hv…Tq: failed on chain in slot 412 (reached 2 of 2 leaders, 6 attempts)
+ *     round 0  slot 409  +0.4 ms  v1 written, v2 pending
+ */
+export function describeTrace(t: DeliveryTrace, names: Map<string, string>): string {
+  const lines = [`trace ${t.signature.slice(0, 8)}…: ${t.cause} (${t.attempts.length} attempts${t.attempts_omitted > 0 ? `, ${t.attempts_omitted} more not kept` : ''})`];
+  const rounds = new Map<number, DeliveryTrace['attempts']>();
+  for (const a of t.attempts) rounds.set(a.round, [...(rounds.get(a.round) ?? []), a]);
+  for (const [round, attempts] of rounds) {
+    const who = (a: DeliveryTrace['attempts'][number]) => (a.leader !== null ? (names.get(a.leader) ?? a.leader.slice(0, 8)) : (a.tpu ?? '?'));
+    const what = attempts.map((a) => `${who(a)} ${a.outcome}${a.close_code !== null ? ` (code ${a.close_code})` : ''}`);
+    lines.push(`  round ${round}  slot ${attempts[0]!.slot}  +${(attempts[0]!.at_us / 1000).toFixed(1)} ms  ${what.join(', ')}`);
+  }
+  return lines.map((l) => `${l}\n`).join('');
 }
 
 /** Landed (confirmed or failed: both are in a block) over settled (landed or expired). */

@@ -16,6 +16,8 @@ interface Sub {
   method: string;
   params: unknown[];
   handler: Handler;
+  /** Called when the node refuses the subscription (e.g. -32601: it does not offer the method). */
+  onRefused?: (error: { code?: number; message?: string }) => void;
   /** Subscription id the node assigned on the current connection. */
   serverId: number | null;
 }
@@ -53,9 +55,9 @@ export class PubSub {
     this.connect();
   }
 
-  subscribe(method: string, params: unknown[], handler: Handler): Subscription {
+  subscribe(method: string, params: unknown[], handler: Handler, onRefused?: Sub['onRefused']): Subscription {
     const id = this.nextId++;
-    const sub: Sub = { id, method, params, handler, serverId: null };
+    const sub: Sub = { id, method, params, handler, onRefused, serverId: null };
     this.subs.set(id, sub);
     if (this.connected) this.request(sub);
     return {
@@ -144,6 +146,8 @@ export class PubSub {
       if (sub && typeof msg.result === 'number' && this.subs.has(sub.id)) {
         sub.serverId = msg.result;
         this.byServerId.set(msg.result, sub);
+      } else if (sub && msg.error !== undefined && this.subs.has(sub.id)) {
+        sub.onRefused?.(typeof msg.error === 'object' && msg.error !== null ? msg.error : {});
       }
       return;
     }

@@ -2,9 +2,14 @@
  * The chain view delivery needs: the current slot, who leads every slot of the next few
  * thousand, where their TPU QUIC ports are, and which blockhashes are still alive.
  *
- * - Slot: pushed by `slotSubscribe`; while the WebSocket is down (or silent for longer than
- *   `staleMs`) a timer polls `getSlot` instead. Every loop here awaits its RPC call before it can
- *   run again: nothing spins.
+ * - Slot: pushed by `slotsUpdatesSubscribe` where the node offers it (`firstShredReceived` N and
+ *   `completed` N − 1 say slot N started, a few ms to tens of ms before `slotSubscribe` says so)
+ *   and by `slotSubscribe`; every event goes through `RecentSlots`, the estimator of Agave's TPU
+ *   clients (median of recent events, outliers ignored), and the view moves on whichever source
+ *   is first. A node that refuses `slotsUpdatesSubscribe`, or whose updates stop, leaves
+ *   `slotSubscribe` driving; while the WebSocket is down (or silent for longer than `staleMs`) a
+ *   timer polls `getSlot` instead. Every loop here awaits its RPC call before it can run again:
+ *   nothing spins.
  * - Leaders: `getSlotLeaders` windows of up to `WINDOW` slots (never past the end of the next
  *   epoch, whose schedule is the last one known), refetched when the current slot gets within
  *   `WINDOW / 4` of the window's end (or of the epoch boundary), so `leaderAt(slot)` is an array
@@ -21,6 +26,7 @@
 import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, type Leader } from './chain-view.js';
+import { RecentSlots, slotStartOf } from './slot-estimator.js';
 
 export { BLOCKHASH_VALIDITY_BLOCKS, type Leader };
 
@@ -36,6 +42,11 @@ export interface LeaderTrackerOptions {
   /** Poll period while the push source is down. */
   pollMs?: number;
   nodesRefreshMs?: number;
+  /**
+   * Follow `slotsUpdatesSubscribe` too (default true); false: `slotSubscribe` and polling only
+   * (the slot-view bench compares the two).
+   */
+  slotsUpdates?: boolean;
   /** Called on every new slot (after the slot and leader window are updated). */
   onSlot?: (slot: number) => void;
   /** Called when a blockhash not seen before arrives (about once per slot, just after it starts). */
@@ -69,12 +80,29 @@ export class LeaderTracker {
   readonly staleMs: number;
   /** Errors of the background refreshes, counted (the next refresh retries). */
   readonly errors = { slot: 0, leaders: 0, nodes: 0, blockhash: 0 };
+  /** Slot events received per source, and how often each source was the one that moved the view to a new slot. */
+  readonly slotEvents = { updates: 0, slot: 0, poll: 0 };
+  readonly slotMoves = { updates: 0, slot: 0, poll: 0 };
+  /** The node refused `slotsUpdatesSubscribe` (it does not offer it): `slotSubscribe` drives the view. */
+  slotsUpdatesRefused = false;
+  private readonly recent = new RecentSlots();
 
   constructor(private readonly opts: LeaderTrackerOptions) {
     this.rpc = new Rpc(opts.rpcUrl);
     this.staleMs = opts.staleMs ?? 2_000;
     this.pubsub = new PubSub(opts.wsUrl);
-    this.pubsub.subscribe('slotSubscribe', [], (r) => this.observe((r as { slot: number }).slot));
+    if (opts.slotsUpdates ?? true) {
+      this.pubsub.subscribe(
+        'slotsUpdatesSubscribe',
+        [],
+        (r) => {
+          const slot = slotStartOf(r);
+          if (slot !== null) this.onSlotEvent(slot, 'updates');
+        },
+        () => (this.slotsUpdatesRefused = true),
+      );
+    }
+    this.pubsub.subscribe('slotSubscribe', [], (r) => this.onSlotEvent((r as { slot: number }).slot, 'slot'));
     this.every(opts.pollMs ?? 400, () => this.pollIfStale());
     this.every(opts.nodesRefreshMs ?? 30_000, () => this.refreshNodes());
   }
@@ -190,8 +218,20 @@ export class LeaderTracker {
     this.timers.push(t);
   }
 
+  /** A source says `slot` has started: the estimate of all recent events moves the view. */
+  private onSlotEvent(slot: number, source: keyof LeaderTracker['slotEvents']): void {
+    if (!Number.isSafeInteger(slot) || slot < 0) return;
+    this.slotEvents[source]++;
+    // Stale: the events remembered may be another chain's (a restart, a fail-over); start over.
+    if (this.slotAgeMs() > this.staleMs) this.recent.clear();
+    this.recent.record(slot);
+    const estimate = this.recent.estimate()!;
+    const before = this.slot;
+    this.observe(estimate);
+    if (this.slot !== before) this.slotMoves[source]++;
+  }
+
   private observe(slot: number): void {
-    if (!Number.isInteger(slot)) return;
     const stale = this.slotAgeMs() > this.staleMs;
     // A lower slot is an old notification, unless the view is stale: then it is a restarted
     // chain or a fail-over to another node, and waiting for it to pass the old slot would keep
@@ -247,7 +287,7 @@ export class LeaderTracker {
     if (this.polling) return;
     this.polling = true;
     try {
-      this.observe(await this.rpc.getSlot('processed'));
+      this.onSlotEvent(await this.rpc.getSlot('processed'), 'poll');
     } catch {
       this.errors.slot++;
     } finally {

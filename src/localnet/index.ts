@@ -38,6 +38,11 @@ export interface LocalnetOptions extends ClusterOptions {
   rpcPort?: number;
   /** How often the RPC node re-sends a pending `sendTransaction` (default 2000 ms, Agave's). */
   sendRetryMs?: number;
+  /**
+   * Offer `slotsUpdatesSubscribe` (default true). false: the PubSub answers it -32601 Method not
+   * found, as RPC providers that do not offer it do (clients must fall back to `slotSubscribe`).
+   */
+  slotsUpdates?: boolean;
 }
 
 export interface Localnet {
@@ -78,12 +83,12 @@ export interface Localnet {
 /** Attempts to find a free port pair (P, P + 1) when the RPC port is left to the system. */
 const PORT_PAIR_ATTEMPTS = 20;
 
-async function listenPair(host: string, rpcPort: number, cluster: Cluster, env: () => RpcEnv): Promise<[RpcServer, PubSub]> {
+async function listenPair(host: string, rpcPort: number, cluster: Cluster, slotsUpdates: boolean, env: () => RpcEnv): Promise<[RpcServer, PubSub]> {
   for (let attempt = 1; ; attempt++) {
     const rpc = await RpcServer.listen(host, rpcPort, env);
     try {
       if (rpc.port === 65535) throw Object.assign(new Error('no port above 65535'), { code: 'EADDRINUSE' });
-      return [rpc, await PubSub.listen(host, rpc.port + 1, cluster)];
+      return [rpc, await PubSub.listen(host, rpc.port + 1, cluster, slotsUpdates)];
     } catch (e) {
       await rpc.close();
       const inUse = (e as NodeJS.ErrnoException).code === 'EADDRINUSE';
@@ -106,6 +111,11 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
     throw new LandfallError('CONFIG_INVALID', `localnet sendRetryMs must be an integer ≥ 10 (got ${String(options.sendRetryMs)})`);
   }
 
+  const slotsUpdates = options.slotsUpdates ?? true;
+  if (typeof slotsUpdates !== 'boolean') {
+    throw new LandfallError('CONFIG_INVALID', `localnet slotsUpdates must be true or false (got ${String(options.slotsUpdates)})`);
+  }
+
   const cluster = new Cluster(opts);
   await cluster.start();
   let sender: SendService | null = null;
@@ -113,7 +123,7 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
     sender = new SendService(cluster, retryMs);
     const send = sender;
     let addresses = { rpc: '', pubsub: '' };
-    const [rpc, pubsub] = await listenPair(opts.host, rpcPort, cluster, () => ({
+    const [rpc, pubsub] = await listenPair(opts.host, rpcPort, cluster, slotsUpdates, () => ({
       cluster,
       sender: send,
       rpcAddress: addresses.rpc,

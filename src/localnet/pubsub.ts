@@ -66,6 +66,8 @@ export class PubSub {
     private readonly wss: WebSocketServer,
     readonly port: number,
     private readonly cluster: Cluster,
+    /** Offer slotsUpdatesSubscribe (LocalnetOptions.slotsUpdates). */
+    private readonly offerSlotsUpdates: boolean,
   ) {
     wss.on('connection', (socket) => {
       socket.on('message', (data, isBinary) => {
@@ -83,13 +85,13 @@ export class PubSub {
     });
   }
 
-  static listen(host: string, port: number, cluster: Cluster): Promise<PubSub> {
+  static listen(host: string, port: number, cluster: Cluster, offerSlotsUpdates = true): Promise<PubSub> {
     return new Promise((resolve, reject) => {
       const wss = new WebSocketServer({ host, port, maxPayload: MAX_REQUEST_BODY, perMessageDeflate: false });
       wss.once('error', reject);
       wss.once('listening', () => {
         wss.off('error', reject);
-        resolve(new PubSub(wss, (wss.address() as AddressInfo).port, cluster));
+        resolve(new PubSub(wss, (wss.address() as AddressInfo).port, cluster, offerSlotsUpdates));
       });
     });
   }
@@ -134,6 +136,7 @@ export class PubSub {
       if (this.subs.get(id)?.kind !== kind || this.subs.get(id)?.socket !== socket) throw invalidParams('Invalid subscription id.');
       return this.remove(id);
     };
+    if (!this.offerSlotsUpdates && method.startsWith('slotsUpdates')) return undefined;
     switch (method) {
       case 'slotSubscribe':
         return (req) => (positional(req.params, 0), this.add({ kind: 'slot', socket, id: this.nextId++ }));
@@ -205,17 +208,23 @@ export class PubSub {
   private onSlot(slot: number): void {
     const { ledger } = this.cluster;
     const info = { parent: Math.max(0, slot - 1), root: ledger.commitmentSlot('finalized'), slot };
+    const [early, late] = this.slotsUpdates(slot);
+    this.notifyUpdates(early);
     for (const sub of this.subs.values()) if (sub.kind === 'slot') this.notify(sub, 'slotNotification', info);
-    this.slotsUpdates(slot);
+    this.notifyUpdates(late);
     if (slot >= 1) for (const r of ledger.block(slot - 1)?.transactions ?? []) this.onCommitment(r, 'confirmed');
     if (slot >= 1 + FINALITY_DEPTH) for (const r of ledger.block(slot - 1 - FINALITY_DEPTH)?.transactions ?? []) this.onCommitment(r, 'finalized');
   }
 
-  /** The `slotsUpdatesNotification`s of slot `slot` beginning (see the module comment). */
-  private slotsUpdates(slot: number): void {
+  /**
+   * The `slotsUpdatesNotification`s of slot `slot` beginning (see the module comment): those an
+   * Agave node sends before its `slotNotification` (the first shred, the previous slot frozen
+   * and completed), and those after (the bank created, confirmations, the root).
+   */
+  private slotsUpdates(slot: number): [Array<Record<string, unknown>>, Array<Record<string, unknown>>] {
     let any = false;
     for (const sub of this.subs.values()) any ||= sub.kind === 'slotsUpdates';
-    if (!any) return;
+    if (!any) return [[], []];
     const timestamp = Date.now();
     const updates: Array<Record<string, unknown>> = [{ type: 'firstShredReceived', slot, timestamp }];
     if (slot >= 1) {
@@ -225,9 +234,14 @@ export class PubSub {
       const stats = { numTransactionEntries: txs.length, numSuccessfulTransactions: txs.length - failed, numFailedTransactions: failed, maxTransactionsPerEntry: Math.min(1, txs.length) };
       updates.push({ type: 'frozen', slot: slot - 1, timestamp, stats }, { type: 'completed', slot: slot - 1, timestamp });
     }
-    updates.push({ type: 'createdBank', slot, parent: Math.max(0, slot - 1), timestamp });
-    if (slot >= 1) updates.push({ type: 'optimisticConfirmation', slot: slot - 1, timestamp });
-    if (slot >= 1 + FINALITY_DEPTH) updates.push({ type: 'root', slot: slot - 1 - FINALITY_DEPTH, timestamp });
+    const late: Array<Record<string, unknown>> = [{ type: 'createdBank', slot, parent: Math.max(0, slot - 1), timestamp }];
+    if (slot >= 1) late.push({ type: 'optimisticConfirmation', slot: slot - 1, timestamp });
+    if (slot >= 1 + FINALITY_DEPTH) late.push({ type: 'root', slot: slot - 1 - FINALITY_DEPTH, timestamp });
+    return [updates, late];
+  }
+
+  private notifyUpdates(updates: Array<Record<string, unknown>>): void {
+    if (updates.length === 0) return;
     for (const sub of this.subs.values()) {
       if (sub.kind === 'slotsUpdates') for (const u of updates) this.notify(sub, 'slotsUpdatesNotification', u);
     }

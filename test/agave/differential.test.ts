@@ -12,11 +12,11 @@
  */
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { agaveMissingReason, findAgaveValidator, startAgaveValidator, type AgaveValidator } from '../helpers/agave.js';
 import { confirmed, post, waitFor } from '../helpers/localnet.js';
 import { shapeDiff } from '../helpers/shape.js';
+import { Client, type Frame } from '../helpers/ws-client.js';
 import { customInstruction, legacyTx, randomBlockhash, transfer, web3Base58 } from '../helpers/transactions.js';
 
 /**
@@ -205,49 +205,17 @@ function badlySigned(t: Target): string {
   return bytes.toString('base64');
 }
 
-/** A PubSub exchange: messages sent one after another, and what came back until `done` said enough. */
+/** A PubSub exchange: requests sent one after another, and the frames that came back. */
 interface WsCase {
   name: string;
-  /** Drive the socket; resolve with the messages to compare, keyed by what they are. */
-  run: (t: Target, ws: Session) => Promise<Record<string, unknown>>;
+  /** Drive the socket; resolve with the frames to compare, keyed by what they are. */
+  run: (t: Target, ws: Client) => Promise<Record<string, unknown>>;
   allow?: Allowance;
 }
 
-class Session {
-  readonly messages: unknown[] = [];
-  private nextId = 1;
-  constructor(readonly ws: WebSocket) {
-    ws.on('message', (d) => this.messages.push(JSON.parse(d.toString())));
-  }
-  static async open(url: string): Promise<Session> {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
-    const s = new Session(ws);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-    });
-    return s;
-  }
-  sendRaw(text: string): void {
-    this.ws.send(text);
-  }
-  /** Send a request; resolve with its reply. */
-  async request(method: string, params?: unknown[]): Promise<Record<string, unknown>> {
-    const id = this.nextId++;
-    this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) }));
-    return this.next(`reply to ${method}`, (m) => m.id === id);
-  }
-  /** The first message (already received or to come) matching `match`, bounded. */
-  next(what: string, match: (m: Record<string, unknown>) => boolean, timeoutMs = 20_000): Promise<Record<string, unknown>> {
-    return waitFor(what, () => this.messages.find((m) => match(m as Record<string, unknown>)) as Record<string, unknown> | undefined, timeoutMs);
-  }
-  close(): void {
-    this.ws.terminate();
-  }
-}
-
-const notificationOf = (method: string, sub: unknown) => (m: Record<string, unknown>): boolean =>
-  m.method === method && (m.params as { subscription?: unknown } | undefined)?.subscription === sub;
+const notificationOf = (method: string, sub: unknown) => (f: Frame): boolean => f.method === method && f.params?.subscription === sub;
+const errorCode = (code: number) => (f: Frame): boolean => f.error?.code === code;
+const WS_WAIT_MS = 20_000;
 
 async function sendTransfer(t: Target): Promise<string> {
   const { body } = await call(t, req('sendTransaction', [signedTransfer(t, 1_000_000), { encoding: 'base64', skipPreflight: true }]));
@@ -259,36 +227,35 @@ const WS_CASES: WsCase[] = [
     name: 'ws parse error, invalid request, unknown method',
     run: async (_t, s) => {
       s.sendRaw('{"jsonrpc":');
-      const parse = await s.next('parse error', (m) => (m.error as { code?: number } | undefined)?.code === -32700);
+      const parse = await s.next(errorCode(-32700), WS_WAIT_MS, 'parse error');
       s.sendRaw('{"id":99,"method":"slotSubscribe"}');
-      const invalid = await s.next('invalid request', (m) => (m.error as { code?: number } | undefined)?.code === -32600);
-      return { parse, invalid, unknown: await s.request('noSuchSubscribe') };
+      const invalid = await s.next(errorCode(-32600), WS_WAIT_MS, 'invalid request');
+      return { parse, invalid, unknown: await s.call('noSuchSubscribe') };
     },
   },
   {
     name: 'slotSubscribe, notification, unsubscribe twice',
     run: async (_t, s) => {
-      const sub = await s.request('slotSubscribe');
-      const note = await s.next('slotNotification', notificationOf('slotNotification', sub.result));
-      const unsub = await s.request('slotUnsubscribe', [sub.result]);
-      const again = await s.request('slotUnsubscribe', [sub.result]);
-      return { sub, note, unsub, again, badParams: await s.request('slotUnsubscribe', ['x']) };
+      const sub = await s.call('slotSubscribe');
+      const note = await s.next(notificationOf('slotNotification', sub.result), WS_WAIT_MS, 'slotNotification');
+      const unsub = await s.call('slotUnsubscribe', [sub.result]);
+      const again = await s.call('slotUnsubscribe', [sub.result]);
+      return { sub, note, unsub, again, badParams: await s.call('slotUnsubscribe', ['x']) };
     },
   },
   {
     name: 'slotsUpdatesSubscribe, each update type, unsubscribe',
     allow: ALLOWANCES.firstShred,
     run: async (_t, s) => {
-      const sub = await s.request('slotsUpdatesSubscribe');
+      const sub = await s.call('slotsUpdatesSubscribe');
       const types = ['firstShredReceived', 'completed', 'createdBank', 'frozen', 'optimisticConfirmation'];
       // Until the updates of two whole slots have come (bounded).
-      await s.next('two completed slots', () => s.messages.filter((m) => notificationOf('slotsUpdatesNotification', sub.result)(m as Record<string, unknown>) && ((m as { params: { result: { type: string } } }).params.result.type === 'completed')).length >= 2);
+      const updates = (): Frame[] => s.frames.filter(notificationOf('slotsUpdatesNotification', sub.result));
+      const typeOf = (f: Frame): string => (f.params!.result as { type: string }).type;
+      await waitFor('two completed slots', () => (updates().filter((f) => typeOf(f) === 'completed').length >= 2 ? true : undefined), WS_WAIT_MS);
       const byType: Record<string, unknown> = {};
-      for (const m of s.messages) {
-        const r = m as { method?: string; params?: { result: { type: string } } };
-        if (r.method === 'slotsUpdatesNotification' && types.includes(r.params!.result.type)) byType[r.params!.result.type] ??= m;
-      }
-      const unsub = await s.request('slotsUpdatesUnsubscribe', [sub.result]);
+      for (const f of updates()) if (types.includes(typeOf(f))) byType[typeOf(f)] ??= f;
+      const unsub = await s.call('slotsUpdatesUnsubscribe', [sub.result]);
       return { sub, ...byType, unsub };
     },
   },
@@ -297,26 +264,26 @@ const WS_CASES: WsCase[] = [
     run: async (t, s) => {
       const signature = signedTransfer(t, 1_000_000);
       const sig = web3Base58(Buffer.from(signature, 'base64').subarray(1, 65));
-      const sub = await s.request('signatureSubscribe', [sig, { commitment: 'processed' }]);
+      const sub = await s.call('signatureSubscribe', [sig, { commitment: 'processed' }]);
       await call(t, req('sendTransaction', [signature, { encoding: 'base64', skipPreflight: true }]));
-      const note = await s.next('signatureNotification', notificationOf('signatureNotification', sub.result));
+      const note = await s.next(notificationOf('signatureNotification', sub.result), WS_WAIT_MS, 'signatureNotification');
       // Already confirmed: notified (at once here, at the next commitment pass on Agave), then gone.
-      const old = await s.request('signatureSubscribe', [t.landed, { commitment: 'confirmed' }]);
-      const oldNote = await s.next('signatureNotification of the landed one', notificationOf('signatureNotification', old.result));
-      const unsubOld = await s.request('signatureUnsubscribe', [old.result]);
-      return { sub, note, old, oldNote, unsubOld, bad: await s.request('signatureSubscribe', ['abc']) };
+      const old = await s.call('signatureSubscribe', [t.landed, { commitment: 'confirmed' }]);
+      const oldNote = await s.next(notificationOf('signatureNotification', old.result), WS_WAIT_MS, 'signatureNotification of the landed one');
+      const unsubOld = await s.call('signatureUnsubscribe', [old.result]);
+      return { sub, note, old, oldNote, unsubOld, bad: await s.call('signatureSubscribe', ['abc']) };
     },
   },
   {
     name: 'logsSubscribe mentions, notification, unsubscribe; bad filters',
     run: async (t, s) => {
-      const sub = await s.request('logsSubscribe', [{ mentions: [t.payer.publicKey.toBase58()] }, { commitment: 'confirmed' }]);
+      const sub = await s.call('logsSubscribe', [{ mentions: [t.payer.publicKey.toBase58()] }, { commitment: 'confirmed' }]);
       await sendTransfer(t);
-      const note = await s.next('logsNotification', notificationOf('logsNotification', sub.result));
-      const unsub = await s.request('logsUnsubscribe', [sub.result]);
-      const two = await s.request('logsSubscribe', [{ mentions: [NOBODY, NOBODY] }]);
-      const bad = await s.request('logsSubscribe', ['some']);
-      const all = await s.request('logsSubscribe', ['all']);
+      const note = await s.next(notificationOf('logsNotification', sub.result), WS_WAIT_MS, 'logsNotification');
+      const unsub = await s.call('logsUnsubscribe', [sub.result]);
+      const two = await s.call('logsSubscribe', [{ mentions: [NOBODY, NOBODY] }]);
+      const bad = await s.call('logsSubscribe', ['some']);
+      const all = await s.call('logsSubscribe', ['all']);
       return { sub, note, unsub, two, bad, all };
     },
   },
@@ -356,7 +323,7 @@ describe.runIf(binary !== null)('the local cluster answers like Agave 4.2.2', ()
   });
 
   it.each(WS_CASES)('PubSub: $name', async (c) => {
-    const sessions = await Promise.all(targets.map((t) => Session.open(t.wsUrl)));
+    const sessions = await Promise.all(targets.map((t) => Client.open(t.wsUrl)));
     try {
       const [a, l] = await Promise.all(targets.map((t, i) => c.run(t, sessions[i]!)));
       const exact = Object.keys({ ...a, ...l }).flatMap((k) => EXACT.map((p) => p.replace('$', `$.${k}`)));

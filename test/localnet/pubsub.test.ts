@@ -4,58 +4,9 @@
  */
 import { Connection, Keypair } from '@solana/web3.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { fundedKeypair, transferTx, waitFor } from '../helpers/localnet.js';
-
-interface Frame {
-  jsonrpc: string;
-  id?: number;
-  result?: unknown;
-  error?: { code: number; message: string };
-  method?: string;
-  params?: { result: unknown; subscription: number };
-}
-
-/** A WebSocket client that keeps every frame and can wait for one matching a predicate. */
-class Client {
-  readonly frames: Frame[] = [];
-  private nextId = 1;
-  private constructor(private readonly ws: WebSocket) {
-    ws.on('message', (data) => this.frames.push(JSON.parse(data.toString()) as Frame));
-  }
-
-  static open(url: string): Promise<Client> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url);
-      ws.once('open', () => resolve(new Client(ws)));
-      ws.once('error', reject);
-    });
-  }
-
-  /** Send a request; resolves with its reply frame. */
-  async call(method: string, params?: unknown[]): Promise<Frame> {
-    const id = this.nextId++;
-    this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) }));
-    return this.next((f) => f.id === id);
-  }
-
-  sendRaw(text: string): void {
-    this.ws.send(text);
-  }
-
-  next(match: (f: Frame) => boolean, timeoutMs?: number): Promise<Frame> {
-    return waitFor('a matching WebSocket frame', () => this.frames.find(match), timeoutMs);
-  }
-
-  notifications(subscription: number): Frame[] {
-    return this.frames.filter((f) => f.params?.subscription === subscription);
-  }
-
-  close(): void {
-    this.ws.close();
-  }
-}
+import { Client } from '../helpers/ws-client.js';
 
 let net: Localnet;
 let connection: Connection;
@@ -182,6 +133,34 @@ describe('PubSub WebSocket', () => {
       return seen.includes(unrelated) && seen.includes(signature) ? true : undefined;
     });
     expect((await c.call('logsUnsubscribe', [processedSub.result])).result).toBe(true);
+  });
+
+  it('slotsUpdatesSubscribe: each slot start in Agave order around its slotNotification; refused where not offered', async () => {
+    const c = await client();
+    const updates = (await c.call('slotsUpdatesSubscribe')).result as number;
+    const slots = (await c.call('slotSubscribe')).result as number;
+    const first = await c.next((f) => f.params?.subscription === updates && (f.params.result as { type: string }).type === 'firstShredReceived');
+    const n = (first.params!.result as { slot: number }).slot;
+    // Everything about slot n's start, from its first shred to its bank's creation (bounded).
+    await c.next((f) => f.params?.subscription === updates && (f.params.result as { type: string; slot: number }).type === 'createdBank' && (f.params.result as { slot: number }).slot === n);
+    const from = c.frames.indexOf(first);
+    const seq = c.frames.slice(from).flatMap((f) => {
+      if (f.params?.subscription === slots) return (f.params.result as { slot: number }).slot === n ? ['slotNotification'] : [];
+      const u = f.params?.subscription === updates ? (f.params.result as { type: string; slot: number; parent?: number }) : null;
+      return u && (u.slot === n || u.slot === n - 1) ? [`${u.type} ${u.slot === n ? 'n' : 'n-1'}`] : [];
+    });
+    expect(seq.slice(0, 6)).toEqual(['firstShredReceived n', 'frozen n-1', 'completed n-1', 'slotNotification', 'createdBank n', 'optimisticConfirmation n-1']);
+    expect(await c.call('slotsUpdatesUnsubscribe', [updates])).toMatchObject({ result: true });
+
+    const plain = await startLocalnet({ validators: 1, slotMs: 50, slotsUpdates: false });
+    try {
+      const p = await Client.open(plain.wsUrl);
+      clients.push(p);
+      expect((await p.call('slotsUpdatesSubscribe')).error).toEqual({ code: -32601, message: 'Method not found' });
+    } finally {
+      await plain.close();
+    }
+    await expect(startLocalnet({ slotsUpdates: 'yes' as unknown as boolean })).rejects.toThrow(/slotsUpdates must be true or false/);
   });
 
   it('errors: unknown method, bad params, more than one mention, parse error', async () => {

@@ -1,6 +1,7 @@
 /**
  * The leader tracker against the local cluster's real RPC and PubSub: leaders and addresses
- * match what the cluster says, and when the WebSocket is unreachable the slot still advances
+ * match what the cluster says, the slot follows slotsUpdatesSubscribe where the node offers it and
+ * slotSubscribe where it does not, and when the WebSocket is unreachable the slot still advances
  * through the polling fallback.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +44,39 @@ describe('LeaderTracker', () => {
       expect(t.isBlockhashExpired('11111111111111111111111111111111')).toBe(false); // unknown is not expired
     } finally {
       t.close();
+    }
+  });
+
+  it('follows slotsUpdatesSubscribe: the view moves on firstShredReceived, before slotSubscribe says so', async () => {
+    const t = new LeaderTracker({ rpcUrl: net.rpcUrl, wsUrl: net.wsUrl });
+    try {
+      await t.ready();
+      const from = t.slotMoves.updates;
+      await waitFor('five slots moved by slotsUpdates', () => (t.slotMoves.updates >= from + 5 ? true : undefined));
+      // The local cluster sends a slot's firstShredReceived before its slotNotification (as an
+      // Agave RPC node does): slotSubscribe, counted, never moves the view first.
+      expect(t.slotEvents.slot).toBeGreaterThan(0);
+      expect(t.slotMoves.slot).toBe(0);
+      expect(t.slotsUpdatesRefused).toBe(false);
+      expect(Math.abs(t.currentSlot() - net.slot())).toBeLessThanOrEqual(1);
+    } finally {
+      t.close();
+    }
+  });
+
+  it('falls back to slotSubscribe on a node that does not offer slotsUpdatesSubscribe', async () => {
+    const plain = await startLocalnet({ slotMs: 50, seed: 'leaders', slotsUpdates: false });
+    const t = new LeaderTracker({ rpcUrl: plain.rpcUrl, wsUrl: plain.wsUrl });
+    try {
+      await t.ready();
+      await waitFor('refused', () => (t.slotsUpdatesRefused ? true : undefined));
+      const from = t.slotMoves.slot;
+      await waitFor('five slots moved by slotSubscribe', () => (t.slotMoves.slot >= from + 5 ? true : undefined));
+      expect(t.slotEvents.updates).toBe(0);
+      expect(t.synced()).toBe(true);
+    } finally {
+      t.close();
+      await plain.close();
     }
   });
 

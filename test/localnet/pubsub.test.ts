@@ -170,7 +170,9 @@ describe('PubSub WebSocket', () => {
     const two = [Keypair.generate().publicKey.toBase58(), Keypair.generate().publicKey.toBase58()];
     expect((await c.call('logsSubscribe', [{ mentions: two }])).error).toEqual({ code: -32602, message: 'Invalid Request: Only 1 address supported' });
     expect((await c.call('logsSubscribe', [{ nothing: true }])).error?.code).toBe(-32602);
-    expect((await c.call('signatureSubscribe', [Keypair.generate().publicKey.toBase58() + 'x'.repeat(44), { commitment: 'later' }])).error?.code).toBe(-32602);
+    expect((await c.call('signatureSubscribe', ['0'.repeat(88)])).error).toEqual({ code: -32602, message: 'Invalid Request: Invalid signature provided' });
+    // An unknown commitment is the default, as in Agave (a flattened optional config that fails to parse is absent).
+    expect(typeof (await c.call('signatureSubscribe', ['1'.repeat(64), { commitment: 'later' }])).result).toBe('number');
     c.sendRaw('{not json');
     const parse = await c.next((f) => f.error?.code === -32700);
     expect(parse).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });

@@ -27,6 +27,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   batch: async () => (await import('./batch.js')).suite,
   status: async () => (await import('./status.js')).suite,
   delivery: async () => (await import('./delivery.js')).suite,
+  'tip-floor': async () => (await import('./tip-floor.js')).suite,
   'slot-view': async () => (await import('./slot-view.js')).suite,
 };
 

@@ -453,8 +453,9 @@ export const OPENAPI: OpenApiDocument = {
         summary: 'Tip percentiles of the transactions Landfall saw land (no key needed)',
         description:
           'Percentiles (nearest rank) of the total tip of every transaction the tracker saw land (confirmed) in the last ' +
-          'minute, 10 minutes and hour, in lamports and in points (BP = floor(lamports / lamports_per_point)). Computed at ' +
-          'most once a second from per-second histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
+          'minute, 10 minutes and hour, in lamports and in points (BP = floor(lamports / lamports_per_point)). `1m` is the ' +
+          'last 60 seconds; `10m` and `1h` count whole minutes (the current one so far and the 10 or 60 before it). Computed at ' +
+          'most once a second from per-second and per-minute histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
           'the bin of the nearest-rank sample, so it is never below the true percentile and at most 1/64 above it. Kept in ' +
           "memory: a restart starts it empty. With a key (header, `api-key` or `api_key`) the answer also has the caller's " +
           'plan minimum; a wrong key is 401. Draws on no budget.',

@@ -2,15 +2,20 @@
  * The tip floor from Landfall's own landings: percentiles of the tips of transactions the tracker
  * saw land (confirmed) in the last minute, ten minutes and hour, served by `GET /v1/tip-floor`.
  *
- * Bounded, whatever the rate: one bucket per second for the last hour (a ring of 3600), each a
- * small histogram of tips. A tip falls into a log-linear bin: exact below 64 lamports, then 64
- * bins per power of two (each 1/64 of its power wide, so a bin spans at most 1.6 % of its
- * value); the bin keeps its count and the largest tip seen in it. A percentile is the largest tip
+ * Bounded, whatever the rate: each landing goes into two small histograms, its second's (a ring of
+ * 60) and its minute's (a ring of 61). A tip falls into a log-linear bin: exact below 64 lamports,
+ * then 64 bins per power of two (each 1/64 of its power wide, so a bin spans at most 1.6 % of its
+ * value); a bin keeps its count and the largest tip seen in it. A percentile is the largest tip
  * seen in the bin holding the nearest-rank sample: never below the true percentile, at most 1.6 %
  * above it, and exact when tips are round numbers (every tip of 1 000 000 reads 1 000 000). A
- * bucket holds at most one entry per distinct bin (≤ 3 776), so memory is bounded by the ring,
- * not by the number of landings, and no request sorts anything: the view is computed at most once
- * a second (merging the ring's buckets, then walking at most 3 776 bins) and reused in between.
+ * histogram has at most one entry per distinct bin (≤ 3 776), so memory is bounded by the 121
+ * histograms, not by the number of landings.
+ *
+ * Windows: `1m` is the last 60 seconds, to the second; `10m` and `1h` count whole minutes: the
+ * current minute so far and the 10 (60) before it, so they always cover at least 10 minutes (an
+ * hour) and at most one minute more. That keeps a recomputation to merging 60 + 11 + 61 small
+ * histograms and walking at most 3 776 bins (bench/tip-floor.ts), done at most once a second and
+ * reused in between; no request sorts anything.
  *
  * Lives on the main thread (the tracker settles there); ingress threads get the computed view
  * once a second (`IngressPool.tipFloor`).
@@ -47,7 +52,8 @@ export interface TipFloorView {
 /** Exact bins below 2^SUB_BITS lamports; 2^SUB_BITS bins per power of two above. */
 const SUB_BITS = 6;
 const SUB = 1 << SUB_BITS;
-const RING_SECONDS = TIP_WINDOWS['1h'];
+/** Whole minutes before the current one that `10m` and `1h` count. */
+const WINDOW_MINUTES: Record<Exclude<TipWindowName, '1m'>, number> = { '10m': 10, '1h': 60 };
 
 /** The histogram bin of a tip (monotonic in the tip). */
 export function tipBin(lamports: number): number {
@@ -64,10 +70,25 @@ interface Bin {
   max: number;
 }
 
+/** One second's or one minute's landings. */
 interface Bucket {
-  /** Unix second this bucket counts; -1 while unused. */
-  second: number;
+  /** The Unix second (or minute) it counts; -1 while unused. */
+  at: number;
   bins: Map<number, Bin>;
+}
+
+function ring(length: number): Bucket[] {
+  return Array.from({ length }, () => ({ at: -1, bins: new Map() }));
+}
+
+/** The ring's bucket for `at`, emptied first if it still holds an older second (minute). */
+function bucketFor(buckets: Bucket[], at: number): Bucket {
+  const b = buckets[at % buckets.length]!;
+  if (b.at !== at) {
+    b.at = at;
+    b.bins.clear();
+  }
+  return b;
 }
 
 function addTo(bins: Map<number, Bin>, bin: number, count: number, max: number): void {
@@ -95,7 +116,8 @@ function percentiles(bins: Map<number, Bin>, n: number): Percentiles | null {
 }
 
 export class TipFloor {
-  private readonly ring: Bucket[] = Array.from({ length: RING_SECONDS }, () => ({ second: -1, bins: new Map() }));
+  private readonly seconds = ring(TIP_WINDOWS['1m']);
+  private readonly minutes = ring(WINDOW_MINUTES['1h'] + 1);
   private cached: { second: number; view: TipFloorView } | null = null;
 
   constructor(
@@ -107,12 +129,9 @@ export class TipFloor {
   landed(tipLamports: bigint): void {
     const tip = tipLamports > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tipLamports);
     const second = Math.floor(this.now() / 1000);
-    const bucket = this.ring[second % RING_SECONDS]!;
-    if (bucket.second !== second) {
-      bucket.second = second;
-      bucket.bins.clear();
-    }
-    addTo(bucket.bins, tipBin(tip), 1, tip);
+    const bin = tipBin(tip);
+    addTo(bucketFor(this.seconds, second).bins, bin, 1, tip);
+    addTo(bucketFor(this.minutes, Math.floor(second / 60)).bins, bin, 1, tip);
   }
 
   /** The current view: computed at most once per second, the same object in between. */
@@ -120,27 +139,30 @@ export class TipFloor {
     const nowMs = this.now();
     const second = Math.floor(nowMs / 1000);
     if (this.cached?.second === second) return this.cached.view;
-    const names = Object.keys(TIP_WINDOWS) as TipWindowName[];
-    const merged = names.map(() => ({ bins: new Map<number, Bin>(), n: 0 }));
-    for (const bucket of this.ring) {
-      const age = second - bucket.second;
-      if (bucket.second < 0 || age < 0 || age >= RING_SECONDS) continue;
-      names.forEach((name, w) => {
-        if (age >= TIP_WINDOWS[name]) return;
-        for (const [bin, b] of bucket.bins) {
-          addTo(merged[w]!.bins, bin, b.count, b.max);
-          merged[w]!.n += b.count;
-        }
-      });
-    }
-    const windows = {} as Record<TipWindowName, TipFloorWindow>;
-    names.forEach((name, w) => {
-      const lamports = percentiles(merged[w]!.bins, merged[w]!.n);
-      windows[name] = { landed: merged[w]!.n, lamports, bp: lamports && this.toPoints(lamports) };
-    });
+    const minute = Math.floor(second / 60);
+    const windows: Record<TipWindowName, TipFloorWindow> = {
+      '1m': this.window(this.seconds, second, TIP_WINDOWS['1m'] - 1),
+      '10m': this.window(this.minutes, minute, WINDOW_MINUTES['10m']),
+      '1h': this.window(this.minutes, minute, WINDOW_MINUTES['1h']),
+    };
     const view: TipFloorView = { as_of: new Date(nowMs).toISOString(), lamports_per_point: this.lamportsPerPoint, windows };
     this.cached = { second, view };
     return view;
+  }
+
+  /** The buckets from `at - back` to `at`, merged, as percentiles. */
+  private window(buckets: Bucket[], at: number, back: number): TipFloorWindow {
+    const merged = new Map<number, Bin>();
+    let landed = 0;
+    for (const b of buckets) {
+      if (b.at < at - back || b.at > at) continue;
+      for (const [bin, x] of b.bins) {
+        addTo(merged, bin, x.count, x.max);
+        landed += x.count;
+      }
+    }
+    const lamports = percentiles(merged, landed);
+    return { landed, lamports, bp: lamports && this.toPoints(lamports) };
   }
 
   private toPoints(l: Percentiles): Percentiles {

@@ -93,17 +93,35 @@ describe('TipFloor', () => {
     expect([v['1m'].landed, v['10m'].landed, v['1h'].landed]).toEqual([1, 2, 2]);
     expect(v['1m'].lamports!.p99).toBe(1_000_000);
     expect(v['10m'].lamports!.p99).toBe(5_000_000);
-    c.advance(10 * 60_000); // past 10 min for both
+    c.advance(11 * 60_000); // past 11 min for both: out of 10m (which counts at most 11)
     v = floor.view().windows;
     expect([v['1m'].landed, v['10m'].landed, v['1h'].landed]).toEqual([0, 0, 2]);
     expect(v['1m']).toEqual({ landed: 0, lamports: null, bp: null });
-    c.advance(60 * 60_000); // past the hour
+    c.advance(61 * 60_000); // past 61 min: out of the hour
     v = floor.view().windows;
     expect(v['1h']).toEqual({ landed: 0, lamports: null, bp: null });
-    // A bucket reused an hour later counts only the new second's landings.
+    // Buckets reused an hour later count only the new landings.
     floor.landed(7_000_000n);
     c.advance(1000);
     expect(floor.view().windows['1h']).toMatchObject({ landed: 1, lamports: { p50: 7_000_000 } });
+  });
+
+  it('1m is the last 60 seconds to the second; 10m and 1h keep a landing at least 10 (60) minutes and at most 11 (61)', () => {
+    for (const offset of [0, 1_000, 30_000, 59_000]) {
+      const c = clock(1_795_000_020_000 + offset); // landings at different points of their minute
+      const floor = new TipFloor(1000, c.now);
+      floor.landed(3_000_000n);
+      const at = (s: number) => {
+        c.advance(s * 1000 - (c.now() - (1_795_000_020_000 + offset)));
+        return floor.view().windows;
+      };
+      expect(at(59)['1m'].landed).toBe(1);
+      expect(at(60)['1m'].landed).toBe(0);
+      expect(at(599)['10m'].landed).toBe(1);
+      expect(at(660)['10m'].landed).toBe(0);
+      expect(at(3599)['1h'].landed).toBe(1);
+      expect(at(3660)['1h'].landed).toBe(0);
+    }
   });
 
   it('is computed at most once a second: the same view within a second, the new landings in the next', () => {
@@ -122,13 +140,14 @@ describe('TipFloor', () => {
     expect(next.as_of).toBe(new Date(c.now()).toISOString());
   });
 
-  it('stays bounded: a million landings of distinct tips in one second keep one histogram of at most 3 776 bins', () => {
+  it('stays bounded: a million landings of distinct tips in one second keep two histograms of at most 3 776 bins each', () => {
     const c = clock();
     const floor = new TipFloor(1000, c.now);
     const r = rng(9);
     for (let i = 0; i < 1_000_000; i++) floor.landed(BigInt(Math.floor(r() * 2 ** 40)));
-    const bins = (floor as unknown as { ring: Array<{ bins: Map<number, unknown> }> }).ring.reduce((n, b) => n + b.bins.size, 0);
-    expect(bins).toBeLessThanOrEqual(3776);
+    const rings = floor as unknown as { seconds: Array<{ bins: Map<number, unknown> }>; minutes: Array<{ bins: Map<number, unknown> }> };
+    const bins = [...rings.seconds, ...rings.minutes].reduce((n, b) => n + b.bins.size, 0);
+    expect(bins).toBeLessThanOrEqual(2 * 3776);
     c.advance(1000);
     expect(floor.view().windows['1m'].landed).toBe(1_000_000);
   });

@@ -29,6 +29,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   delivery: async () => (await import('./delivery.js')).suite,
   'tip-floor': async () => (await import('./tip-floor.js')).suite,
   'slot-view': async () => (await import('./slot-view.js')).suite,
+  cluster: async () => (await import('./cluster.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

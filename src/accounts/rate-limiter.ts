@@ -82,9 +82,18 @@ export class RateLimiter {
    * Main thread, clustered: apply the account's current share weights (set in `budgetShares`)
    * to its buckets now. The buckets are process-wide, so every thread's takes see it at once;
    * a thread that reconfigures later (plan change) reads the same weights.
+   *
+   * A share that grows brings no fresh burst: the bucket keeps the tokens it had and fills to its
+   * new size at the new rate. Otherwise every node whose share grows at the same moment (they
+   * all start at 1/n when demand appears everywhere at once, and each sees its own demand a
+   * report earlier than the others') would hand out the difference at once, together.
    */
   reweigh(a: AccountRecord): void {
-    this.configure(this.slots(a), a.plan);
+    const s = this.slots(a);
+    const before = [buckets.available(s.send), buckets.available(s.query)] as const;
+    this.configure(s, a.plan);
+    keepAvailable(s.send, before[0]);
+    keepAvailable(s.query, before[1]);
   }
 
   private take(slot: number, n: number, limit: number): RateDecision {
@@ -105,6 +114,12 @@ export class RateLimiter {
     if (budgetShares !== null) budgetShares.addDemand(s.index, QUERY, 1);
     return this.take(s.query, 1, queryTps(this.plans[a.plan]));
   }
+}
+
+/** After a bucket grew: take back the tokens above the `available` it had (they refill at its rate). */
+function keepAvailable(slot: number, available: number): void {
+  const extra = buckets.available(slot) - available;
+  if (extra > 0) buckets.take(slot, extra);
 }
 
 /** Lowest rate a share configures (tokens/s): the native bucket refuses intervals past ~18 min. */

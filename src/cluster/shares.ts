@@ -26,6 +26,7 @@ import { QUERY, SEND, type BudgetShares } from '../accounts/budget-shares.js';
 import { queryTps, type PlanTable } from '../accounts/plans.js';
 import { RateLimiter } from '../accounts/rate-limiter.js';
 import type { AccountRecord } from '../store/store.js';
+import type { NatsConnection } from '@nats-io/transport-node';
 
 /** ε as a fraction of a budget's rate: the demand an idle node is counted with. */
 export const EPSILON = 0.01;
@@ -75,7 +76,10 @@ export class ShareTable {
     this.peers.set(report.node, { at: now, accounts: new Map(Object.entries(report.accounts)) });
   }
 
-  /** Nodes known from another source (e.g. live leases), including this one. */
+  /**
+   * Nodes known to be up from another source (the live leases), including this one: counted for
+   * the local share, and as idle nodes while their first demand report has not arrived.
+   */
   hintKnownNodes(n: number): void {
     this.knownHint = Math.max(1, n);
   }
@@ -112,15 +116,20 @@ export class ShareTable {
     const eps = EPSILON * rate;
     const mine = Math.max(demand, eps);
     let sum = mine;
+    let live = 1;
     for (const p of this.peers.values()) {
-      if (now - p.at <= STALE_MS) sum += Math.max(p.accounts.get(account)?.[budget] ?? 0, eps);
+      if (now - p.at > STALE_MS) continue;
+      live++;
+      sum += Math.max(p.accounts.get(account)?.[budget] ?? 0, eps);
     }
-    return mine / sum;
+    // Nodes the leases know to be up but not heard from yet (just started) count as idle.
+    return mine / (sum + Math.max(0, this.knownHint - live) * eps);
   }
 
   /** The share of an account nobody has asked for: ε / (n·ε) = 1 / live nodes, or the local share. */
   defaultWeight(now: number): number {
-    return this.mode(now) === 'local-share' ? 1 / this.knownNodes(now) : 1 / this.liveNodes(now).length;
+    if (this.mode(now) === 'local-share') return 1 / this.knownNodes(now);
+    return 1 / Math.max(this.liveNodes(now).length, this.knownHint);
   }
 
   /** Accounts live peers report demand for. */
@@ -185,6 +194,24 @@ export interface ShareLink {
   subscribe(subject: string, onData: (data: Uint8Array) => void): () => void;
 }
 
+/** A `ShareLink` over a NATS connection; `up` is the cluster link's view of it. */
+export function natsShareLink(nc: NatsConnection, up: () => boolean): ShareLink {
+  return {
+    get up() {
+      return up();
+    },
+    publish: (subject, data) => nc.publish(subject, data),
+    subscribe(subject, onData) {
+      const sub = nc.subscribe(subject, {
+        callback: (err, msg) => {
+          if (err === null) onData(msg.data);
+        },
+      });
+      return () => sub.unsubscribe();
+    },
+  };
+}
+
 export interface BudgetSharerOptions {
   node: string;
   link: ShareLink;
@@ -210,6 +237,8 @@ export class BudgetSharer {
   private readonly limiter: RateLimiter;
   /** Weights applied, per account id: [send, query]. */
   private readonly applied = new Map<string, Demand>();
+  /** This node's demand as of its last report. */
+  private reported = new Map<string, Demand>();
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
 
@@ -263,8 +292,13 @@ export class BudgetSharer {
     }
     this.table.forgetGone(now);
     this.opts.shares.setDefaultWeight(this.table.defaultWeight(now));
-    const ids = new Set([...this.applied.keys(), ...demand.keys(), ...this.table.peerAccounts(now)]);
-    for (const id of ids) this.rebalance(id, demand.get(id) ?? [0, 0], now);
+    // Weigh this node's demand as the others see it: as of its previous report, exactly as
+    // stale as theirs. With its fresh demand against their older reports, every node would
+    // believe itself alone for a report period whenever demand appears everywhere at once.
+    const mine = this.reported;
+    this.reported = demand;
+    const ids = new Set([...this.applied.keys(), ...mine.keys(), ...this.table.peerAccounts(now)]);
+    for (const id of ids) this.rebalance(id, mine.get(id) ?? [0, 0], now);
   }
 
   private rebalance(id: string, demand: Demand, now: number): void {

@@ -5,66 +5,14 @@
  * (heartbeat 100 ms, dead after 400 ms); every wait is bounded.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { KV } from '@nats-io/kv';
 import { Leases, openNodesBucket, type NodeLease } from '../../src/cluster/leases.js';
-import { natsServerPath } from '../../scripts/nats-server.mjs';
-import { tempDir } from '../helpers/tmp.js';
+import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
 
 const HEARTBEAT = 100;
 const DEAD_AFTER = 400;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** One nats-server with JetStream on a fixed free port and store dir, restartable. */
-class NatsServer {
-  private child: ChildProcess | null = null;
-  constructor(
-    readonly port: number,
-    private readonly storeDir: string,
-  ) {}
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-  async start(): Promise<void> {
-    const bin = natsServerPath();
-    if (!bin) throw new Error('nats-server is not built: run `npm run test:deps`');
-    const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
-    this.child = child;
-    let log = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`nats-server did not start: ${log}`)), 15_000);
-      child.stderr!.on('data', (d: Buffer) => {
-        log += d.toString();
-        if (log.includes('Server is ready')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('exit', (code) => reject(new Error(`nats-server exited (${code}): ${log}`)));
-    });
-  }
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await exited;
-    this.child = null;
-  }
-}
 
 /** Poll `cond` every 50 ms until true; throws after `ms`. */
 async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
@@ -76,8 +24,7 @@ async function until(cond: () => boolean, ms: number, what: string): Promise<voi
 }
 
 describe('node leases on a real nats-server', () => {
-  const tmp = tempDir('landfall-leases-');
-  let server: NatsServer;
+  let server: NatsCluster;
   let nc: NatsConnection;
   let kv: KV;
   /** The connection's state, from its status events (what the cluster link's `up` reports). */
@@ -107,9 +54,8 @@ describe('node leases on a real nats-server', () => {
       .sort((x, y) => x.started - y.started);
 
   beforeAll(async () => {
-    server = new NatsServer(await freePort(), tmp.dir);
-    await server.start();
-    nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    server = await startNatsCluster(1);
+    nc = await connect({ servers: server.urls[0], maxReconnectAttempts: -1, reconnectTimeWait: 100 });
     kv = await openNodesBucket(nc, 1);
     void (async () => {
       for await (const st of nc.status()) {
@@ -121,8 +67,7 @@ describe('node leases on a real nats-server', () => {
   afterAll(async () => {
     for (const l of running) await l.stop();
     await nc?.close();
-    await server?.stop();
-    tmp.cleanup();
+    await server?.close();
   });
 
   it('exactly one live node takes over a node that stops heartbeating, once per incarnation', async () => {
@@ -155,13 +100,13 @@ describe('node leases on a real nats-server', () => {
     const before = [...takenBy.values()].flat().length;
     const live = [a, b];
     expect(live.map((l) => l.liveNodes().join())).toEqual(['a,b', 'a,b']);
-    await server.stop();
+    await server.kill(0);
     await until(() => live.every((l) => !l.healthy()), 5_000, 'the nodes to notice the outage');
     await sleep(3 * DEAD_AFTER); // every lease is now older than the dead-after time
     // b's link comes back half a dead-after time later than a's: a's first reads still show
     // b's lease as it was before the outage.
     lagging.add('b');
-    await server.start();
+    await server.restart(0);
     await until(() => live.some((l) => l.healthy()), 15_000, 'a to reach NATS again');
     await sleep(DEAD_AFTER / 2);
     lagging.delete('b');

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import { ACCOUNT_SLOTS, accountSlot } from '../../src/native.js';
+import { ACCOUNT_SLOTS, accountSlot, buckets } from '../../src/native.js';
 import { budgetShares, enableBudgetShares, QUERY, SEND } from '../../src/accounts/budget-shares.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_PLANS, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
@@ -79,6 +79,15 @@ describe('ShareTable: weights from demand reports', () => {
     expect(t.weight('acc', SEND, RATE, RATE, later)).toBeCloseTo(RATE / (RATE + EPS), 12);
   });
 
+  it('a node the leases know but not yet heard from counts as an idle node', () => {
+    const t = table('a');
+    t.hintKnownNodes(3);
+    expect(t.weight('acc', SEND, RATE, RATE, 0)).toBeCloseTo(RATE / (RATE + 2 * EPS), 12);
+    expect(t.defaultWeight(0)).toBeCloseTo(1 / 3, 12);
+    t.observe({ node: 'b', accounts: { acc: [RATE, 0] } }, 0);
+    expect(t.weight('acc', SEND, RATE, RATE, 0)).toBeCloseTo(RATE / (2 * RATE + EPS), 12);
+  });
+
   it('before NATS is heard at all, the share is 1 / the nodes the leases know', () => {
     const t = new ShareTable('a');
     expect(t.mode(0)).toBe('local-share');
@@ -149,13 +158,31 @@ describe('budget shares reach every thread’s limiter (real native buckets)', (
     expect(r1.granted).toBeLessThanOrEqual(10 + Math.ceil(10 * r1.seconds));
     expect(shares.takeDemand(index, SEND)).toBe(40); // every attempt counted, granted or refused
 
-    // The whole budget again: the 10 tokens in use stay in use, 30 more are granted at once.
-    const r2 = await onWorker(a, 'send', 100, () => {
-      shares.setWeight(index, SEND, 1);
-      main.reweigh(a);
-    });
-    expect(r2.granted).toBeGreaterThanOrEqual(30);
-    expect(r2.granted).toBeLessThanOrEqual(30 + Math.ceil(40 * (r1.seconds + r2.seconds)));
+    // The whole budget again: no fresh burst (the bucket keeps what it had), but the rate is 40/s.
+    const t0 = performance.now();
+    shares.setWeight(index, SEND, 1);
+    main.reweigh(a);
+    await new Promise((r) => setTimeout(r, 500));
+    const refilling = (performance.now() - t0) / 1000;
+    const r2 = await onWorker(a, 'send', 100);
+    expect(r2.granted).toBeGreaterThanOrEqual(Math.floor(40 * refilling) - 1);
+    expect(r2.granted).toBeLessThanOrEqual(Math.ceil(40 * (refilling + r2.seconds)) + 1);
+  });
+
+  it('a growing share brings no fresh burst; a shrinking one keeps the tokens in use', () => {
+    const a = account();
+    const index = accountSlot(a.id);
+    const slot = FIRST_SLOT + 2 * index;
+    budgetShares!.setWeight(index, SEND, 0.25);
+    main.reweigh(a);
+    expect(buckets.available(slot)).toBe(10);
+    budgetShares!.setWeight(index, SEND, 1);
+    main.reweigh(a);
+    expect(buckets.available(slot)).toBe(10); // not 40: the new room refills at 40/s
+    // 30 tokens are in use (40 − 10), more than the new burst of 4: the smaller bucket is empty.
+    budgetShares!.setWeight(index, SEND, 0.1);
+    main.reweigh(a);
+    expect(buckets.available(slot)).toBe(0);
   });
 
   it('the query budget has its own weight', async () => {

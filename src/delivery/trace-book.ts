@@ -63,16 +63,17 @@ export class TraceBook {
 
   /**
    * Open the trace of an accepted transaction: its first send's attempts, or its hold (the
-   * leader then is blocked for anti-MEV). A signature already traced (a resubmission handed over
-   * again) keeps its trace and gains the new attempts.
+   * leader then is blocked for anti-MEV). A signature this thread still holds a trace of (two
+   * threads accepted it at once) keeps it and gains the new attempts. The store is not read:
+   * only a new record is handed over, so there is nothing stored to continue (a read per send
+   * on this thread would cost more than the rest of the trace).
    * @param holdLeader the leader of the submission slot, for a held transaction
    */
   open(a: Accepted, holdLeader: string | null): LiveTrace {
     const sig = a.record.signature;
     let t = this.live.get(sig);
     if (t === undefined) {
-      const earlier = this.writing.get(sig) ?? this.stored(sig);
-      t = new LiveTrace(sig, Number(a.receivedAt) / 1000, earlier);
+      t = new LiveTrace(sig, Number(a.receivedAt) / 1000, this.writing.get(sig));
       this.live.set(sig, t);
     }
     t.ended = false;

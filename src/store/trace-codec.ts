@@ -54,6 +54,12 @@ const MAX_TPU_BYTES = 255;
 const U32 = 2 ** 32;
 const REASON_INDEX = new Map<string, number>(REASONS.map((r, i) => [r, i]));
 const ZERO_IDENTITY = Buffer.alloc(IDENTITY_BYTES);
+/**
+ * Decoded leader identities: a trace names the same few leaders as every other trace of its
+ * epoch, so each is decoded once, not once per trace. Cleared when it grows past the bound.
+ */
+const identities = new Map<string, Buffer>();
+const MAX_CACHED_IDENTITIES = 4096;
 
 /** Thrown by `decodeTrace` for a value it cannot read: the message says where and why. */
 export class TraceDecodeError extends RangeError {
@@ -62,13 +68,19 @@ export class TraceDecodeError extends RangeError {
 
 function identityBytes(id: string | null): Buffer {
   if (id === null) return ZERO_IDENTITY;
-  try {
-    const b = base58DecodeShared(id);
-    if (b.length === IDENTITY_BYTES) return Buffer.from(b);
-  } catch {
-    // not base58: stored as unknown
+  let bytes = identities.get(id);
+  if (bytes === undefined) {
+    bytes = ZERO_IDENTITY; // not the base58 of 32 bytes: stored as unknown
+    try {
+      const b = base58DecodeShared(id);
+      if (b.length === IDENTITY_BYTES) bytes = Buffer.from(b);
+    } catch {
+      // not base58
+    }
+    if (identities.size >= MAX_CACHED_IDENTITIES) identities.clear();
+    identities.set(id, bytes);
   }
-  return ZERO_IDENTITY;
+  return bytes;
 }
 
 /**
@@ -96,7 +108,7 @@ export function encodeTrace(t: Trace): Buffer {
   });
   let size = 1 + 2 + 8 + 1 + 1 + attempts.length * ATTEMPT_BYTES;
   for (const [, tpu] of leaders) size += IDENTITY_BYTES + 1 + tpu.length;
-  const out = Buffer.alloc(size);
+  const out = Buffer.allocUnsafe(size); // every byte is written below
   let off = out.writeUInt8(TRACE_CODEC_VERSION, 0);
   off = out.writeUInt16BE(Math.min(omitted, NONE_U16), off);
   off = out.writeUInt32BE(Math.floor(baseSlot / U32), off);

@@ -16,6 +16,7 @@
 import { Bench } from 'tinybench';
 import { TipFloor } from '../src/tracker/tip-floor.js';
 import { finishMachineInfo, fmtNs, machineInfo, machineLine, mdTable, pooledStats, samplesOf, warnIfBusy, type MachineInfo, type Suite, type SuiteResult, type TaskStats } from './lib/suite.js';
+import { mulberry32 } from '../test/helpers/wire.js';
 
 export interface TipFloorResult extends SuiteResult {
   suite: 'tip-floor';
@@ -25,17 +26,6 @@ export interface TipFloorResult extends SuiteResult {
   viewWide: TaskStats & { landingsPerSecond: number; bins: number };
   /** Bytes of the JSON body of a full view (without the plan minimum). */
   responseBytes: number;
-}
-
-/** A deterministic sequence in [0, 1) (xorshift32): the same inputs on every run. */
-function rng(seed: number) {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
 }
 
 /** A floor filled for a whole hour by `tip()`, `perSecond` landings a second; and its clock. */
@@ -70,10 +60,10 @@ async function measure(name: string, fn: () => unknown): Promise<TaskStats> {
 async function run(): Promise<TipFloorResult> {
   const machine = machineInfo();
   warnIfBusy(machine);
-  const r1 = rng(14);
+  const r1 = mulberry32(14);
   // Tips of bots on a few plans: multiples of 250 000 lamports up to 5 000 000.
   const realistic = filled(50, () => 250_000 * (1 + Math.floor(r1() * 20)));
-  const r2 = rng(15);
+  const r2 = mulberry32(15);
   const wide = filled(200, () => Math.floor(r2() * 2 ** 40));
 
   let t = 1_795_000_000_000;

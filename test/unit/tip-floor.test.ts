@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TIP_PERCENTILES, TipFloor, tipBin, type Percentiles } from '../../src/tracker/tip-floor.js';
+import { mulberry32 } from '../helpers/wire.js';
 
 /** A clock the test moves (ms). */
 function clock(start = 1_795_000_000_000) {
@@ -20,21 +21,10 @@ function exact(tips: number[]): Percentiles {
   return out;
 }
 
-/** A deterministic pseudo-random sequence (xorshift32). */
-function rng(seed: number) {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
-
 describe('tipBin', () => {
   it('is exact below 64 lamports, monotonic, and a bin spans at most 1/64 of its values', () => {
     for (let v = 0; v < 64; v++) expect(tipBin(v)).toBe(v);
-    const r = rng(7);
+    const r = mulberry32(7);
     for (let i = 0; i < 20_000; i++) {
       const v = Math.floor(r() ** 4 * 2 ** 50);
       expect(tipBin(v + 1)).toBeGreaterThanOrEqual(tipBin(v));
@@ -64,7 +54,7 @@ describe('TipFloor', () => {
   it('for any tips: each percentile is at least the exact one and at most 1/64 above it', () => {
     const c = clock();
     const floor = new TipFloor(1000, c.now);
-    const r = rng(42);
+    const r = mulberry32(42);
     const tips: number[] = [];
     for (let i = 0; i < 5_000; i++) {
       const tip = 1_000 + Math.floor(r() ** 3 * 50_000_000);
@@ -143,7 +133,7 @@ describe('TipFloor', () => {
   it('stays bounded: a million landings of distinct tips in one second keep two histograms of at most 3 776 bins each', () => {
     const c = clock();
     const floor = new TipFloor(1000, c.now);
-    const r = rng(9);
+    const r = mulberry32(9);
     for (let i = 0; i < 1_000_000; i++) floor.landed(BigInt(Math.floor(r() * 2 ** 40)));
     const rings = floor as unknown as { seconds: Array<{ bins: Map<number, unknown> }>; minutes: Array<{ bins: Map<number, unknown> }> };
     const bins = [...rings.seconds, ...rings.minutes].reduce((n, b) => n + b.bins.size, 0);

@@ -21,6 +21,9 @@ async function serve(argv: string[]): Promise<void> {
       config: { type: 'string' },
       rpc: { type: 'string' },
       ws: { type: 'string' },
+      nats: { type: 'string' },
+      'node-name': { type: 'string' },
+      'nats-replicas': { type: 'string' },
     },
     strict: true,
   });
@@ -31,6 +34,9 @@ async function serve(argv: string[]): Promise<void> {
     config: values.config,
     rpcUrl: values.rpc,
     wsUrl: values.ws,
+    nats: values.nats,
+    nodeName: values['node-name'],
+    natsReplicas: values['nats-replicas'],
   });
   const service = await startService(config);
   process.stdout.write(banner(service));

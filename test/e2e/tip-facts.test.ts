@@ -138,3 +138,24 @@ describe('lamports_per_point', () => {
     await expect(addTip(await legacy(), { client: c, lamports: expected - 1n })).rejects.toThrow(RangeError);
   });
 });
+
+describe('tip floor without ingress threads', () => {
+  it('the main thread serves the floor its own tracker feeds', async () => {
+    const solo = await startStack({ localnet: { slotMs: 100, seed: 'tip-facts-solo' }, config: { ingressThreads: 0 } });
+    try {
+      const bot = account(solo, 'whale');
+      const kp = await payer(solo);
+      const tx = await tipped(solo, kp, 3_000_000);
+      expect((await send(solo, bot.key, tx.base64)).status).toBe(200);
+      expect((await settled(solo, bot.key, tx.signature)).status).toBe('confirmed');
+      const floor = await waitFor('the landing in the floor', async () => {
+        const body = (await (await fetch(`${solo.svc.url}/v1/tip-floor`)).json()) as any;
+        return body.windows['1m'].landed === 1 ? body : undefined;
+      });
+      expect(floor.windows['1m'].lamports).toEqual({ p25: 3_000_000, p50: 3_000_000, p75: 3_000_000, p95: 3_000_000, p99: 3_000_000 });
+      expect(floor.lamports_per_point).toBe(1000);
+    } finally {
+      await solo.close();
+    }
+  });
+});

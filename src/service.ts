@@ -5,6 +5,7 @@
  */
 import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
+import { enableBudgetShares } from './accounts/budget-shares.js';
 import { InFlight } from './accounts/in-flight.js';
 import { RateLimiter } from './accounts/rate-limiter.js';
 import { deriveWsUrl, type Config } from './config.js';
@@ -17,7 +18,7 @@ import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
 import { startLocalnet, type Localnet } from './localnet/index.js';
-import { TipSet } from './native.js';
+import { ACCOUNT_SLOTS, TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { StoreHealth } from './store/store-health.js';
 import { Store } from './store/store.js';
@@ -152,13 +153,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
     engine.onAccepted = (record) => statusHub.publish(record);
     const streamSlots = new StreamSlots();
+    // Clustered: this node's buckets hold only its shares of each account's budgets
+    // (src/cluster/shares.ts), read by every thread's limiter; allocated before any limiter
+    // configures a bucket. Single node: none, and the limiters never look.
+    const budgetShares = config.nats ? enableBudgetShares(ACCOUNT_SLOTS) : null;
     let port: number;
     if (config.ingressThreads > 0) {
       // Every request on the worker threads; this thread keeps the tracker and rebroadcasts.
       ingress = await IngressPool.start({
         threads: config.ingressThreads,
         port: config.port,
-        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer },
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, budgetShares },
         engine,
         metrics: telemetry.metrics,
         onWorkerExit: (index, code) => telemetry.log.error({ thread: index, code }, 'ingress thread died; replaced'),

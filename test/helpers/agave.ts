@@ -6,52 +6,18 @@
  *
  * The binary: $LANDFALL_AGAVE_VALIDATOR, else `../shared/bin/solana-test-validator` (next to the
  * repository; CI always has it), else the cache `npm run test:agave` builds into
- * (`.cache/agave/<version>/bin/`), else `solana-test-validator` on PATH.
+ * (`.cache/agave/<version>/bin/`), else `solana-test-validator` on PATH — found by
+ * scripts/agave-validator.mjs, which also builds it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { AGAVE_CACHE_BIN, AGAVE_VERSION, agaveMissingReason, findAgaveValidator } from '../../scripts/agave-validator.mjs';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** The Agave release the suite is written against (the one in ../shared/bin and the cache build). */
-export const AGAVE_VERSION = '4.2.2';
-/** Where `npm run test:agave` builds the binary when none is found (scripts/agave-validator.mjs). */
-export const AGAVE_CACHE_BIN = join(ROOT, '.cache', 'agave', AGAVE_VERSION, 'bin', 'solana-test-validator');
-const SHARED_BIN = join(ROOT, '..', 'shared', 'bin', 'solana-test-validator');
-
-function executable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** The validator binary's path per the order above, or null when there is none. */
-export function findAgaveValidator(): string | null {
-  const override = process.env.LANDFALL_AGAVE_VALIDATOR;
-  if (override) return executable(override) ? override : null;
-  for (const candidate of [SHARED_BIN, AGAVE_CACHE_BIN]) if (executable(candidate)) return candidate;
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && executable(join(dir, 'solana-test-validator'))) return join(dir, 'solana-test-validator');
-  }
-  return null;
-}
-
-/** One line saying why the Agave tests do not run here (null when a validator was found). */
-export function agaveMissingReason(): string | null {
-  if (findAgaveValidator()) return null;
-  const override = process.env.LANDFALL_AGAVE_VALIDATOR;
-  return override
-    ? `Agave tests not run: LANDFALL_AGAVE_VALIDATOR=${override} is not an executable file`
-    : `Agave tests not run: no solana-test-validator (LANDFALL_AGAVE_VALIDATOR, ../shared/bin, ${AGAVE_CACHE_BIN} or PATH); \`npm run test:agave\` builds one`;
-}
+export { AGAVE_CACHE_BIN, AGAVE_VERSION, agaveMissingReason, findAgaveValidator };
 
 export interface AgaveOptions {
   /** The binary; default findAgaveValidator(). */

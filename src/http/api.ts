@@ -23,7 +23,7 @@ import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { OPENAPI } from './openapi.js';
-import { Ctx, parseJson, requireJson, type Reply } from './request.js';
+import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
 import { registerStream } from './stream.js';
 import { StreamSlots } from './stream-slots.js';
 import type { Handler, Services } from './types.js';
@@ -313,9 +313,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'get', pattern: '/v1/tip-floor', body: null, handler: tipFloorHandler(s) },
     { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
     { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
-    { method: 'post', pattern: '/api/v1/transactions', body: BATCH_BODY_LIMIT, handler: dropIn },
-    { method: 'post', pattern: '/api/v1/bundles', body: BATCH_BODY_LIMIT, handler: dropIn },
-    { method: 'post', pattern: '/fast', body: BATCH_BODY_LIMIT, handler: dropIn },
+    ...[...DROP_IN_ROUTES].map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: dropIn })),
     { method: 'get', pattern: '/v1/openapi.json', body: null, handler: constant(200, JSON.stringify(OPENAPI)) },
     adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
     { method: 'get', pattern: '/ping', body: null, handler: constant(200, 'pong', 'text/plain') },

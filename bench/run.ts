@@ -28,6 +28,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   status: async () => (await import('./status.js')).suite,
   delivery: async () => (await import('./delivery.js')).suite,
   'tip-floor': async () => (await import('./tip-floor.js')).suite,
+  trace: async () => (await import('./trace.js')).suite,
   'slot-view': async () => (await import('./slot-view.js')).suite,
   cluster: async () => (await import('./cluster.js')).suite,
 };

@@ -214,8 +214,8 @@ export class Rebroadcaster {
   }
 }
 
-/** One round's attempts of one transaction, from its outcome words (`sendMany`). */
-function traceRound(t: LiveTrace, atUs: number, slot: number, round: number, leaders: Leader[], words: Uint16Array, at: number): void {
+/** One round's attempts of one transaction, from its outcome words (`sendMany`; `at`: its first word). */
+export function traceRound(t: LiveTrace, atUs: number, slot: number, round: number, leaders: Leader[], words: Uint16Array, at: number): void {
   for (let k = 0; k < leaders.length; k++) {
     const w = words[at + k]!;
     const low = w & 0xff;

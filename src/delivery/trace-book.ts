@@ -49,6 +49,8 @@ export class TraceBook {
   private readonly live = new Map<string, LiveTrace>();
   /** Written, not committed yet: still served from here. */
   private readonly writing = new Map<string, Trace>();
+  /** The commit window the latest writes went into. */
+  private batch: WriteBatch | null = null;
   /** Where finished traces are written; none (tests of the engine alone): they are dropped. */
   store: TraceStore | null = null;
   /** Traces the store did not take (closed, or unavailable too long). */
@@ -135,12 +137,27 @@ export class TraceBook {
     if (this.live.get(t.signature) !== t) return;
     this.live.delete(t.signature);
     if (this.store === null) return;
-    const snapshot: Trace = { attempts: t.attempts, omitted: t.omitted };
-    this.writing.set(t.signature, snapshot);
-    const done = (committed: boolean) => {
-      if (!committed) this.lost++;
-      if (this.writing.get(t.signature) === snapshot) this.writing.delete(t.signature);
-    };
-    this.store.putTrace(t.signature, snapshot).then(done, () => done(false));
+    this.writing.set(t.signature, t);
+    const promise = this.store.putTrace(t.signature, t);
+    // One reaction per commit window, not per trace: the writes of a window share its promise.
+    let batch = this.batch;
+    if (batch === null || batch.promise !== promise) {
+      const mine: WriteBatch = (batch = this.batch = { promise, traces: [] });
+      const done = (committed: boolean) => {
+        for (const w of mine.traces) {
+          if (!committed) this.lost++;
+          if (this.writing.get(w.signature) === w) this.writing.delete(w.signature);
+        }
+        if (this.batch === mine) this.batch = null;
+      };
+      promise.then(done, () => done(false));
+    }
+    batch.traces.push(t);
   }
+}
+
+/** The traces written in one commit window (they share its promise). */
+interface WriteBatch {
+  promise: Promise<boolean>;
+  traces: LiveTrace[];
 }

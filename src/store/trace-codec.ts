@@ -53,6 +53,7 @@ const MAX_LEADERS = 255;
 const MAX_TPU_BYTES = 255;
 const U32 = 2 ** 32;
 const REASON_INDEX = new Map<string, number>(REASONS.map((r, i) => [r, i]));
+const OUTCOME_INDEX = new Map<string, number>(ATTEMPT_OUTCOMES.map((o, i) => [o, i]));
 const ZERO_IDENTITY = Buffer.alloc(IDENTITY_BYTES);
 /**
  * Decoded leader identities: a trace names the same few leaders as every other trace of its
@@ -66,69 +67,91 @@ export class TraceDecodeError extends RangeError {
   override readonly name = 'TraceDecodeError';
 }
 
-function identityBytes(id: string | null): Buffer {
-  if (id === null) return ZERO_IDENTITY;
-  let bytes = identities.get(id);
+/** `key`'s bytes from `cache`, made by `make` on a miss; the cache is cleared when it grows past its bound. */
+function cached(cache: Map<string, Buffer>, key: string, make: (key: string) => Buffer): Buffer {
+  let bytes = cache.get(key);
   if (bytes === undefined) {
-    bytes = ZERO_IDENTITY; // not the base58 of 32 bytes: stored as unknown
-    try {
-      const b = base58DecodeShared(id);
-      if (b.length === IDENTITY_BYTES) bytes = Buffer.from(b);
-    } catch {
-      // not base58
-    }
-    if (identities.size >= MAX_CACHED_IDENTITIES) identities.clear();
-    identities.set(id, bytes);
+    if (cache.size >= MAX_CACHED_IDENTITIES) cache.clear();
+    cache.set(key, (bytes = make(key)));
   }
   return bytes;
 }
 
+function decodeIdentity(id: string): Buffer {
+  try {
+    const b = base58DecodeShared(id);
+    if (b.length === IDENTITY_BYTES) return Buffer.from(b);
+  } catch {
+    // not base58
+  }
+  return ZERO_IDENTITY; // not the base58 of 32 bytes: stored as unknown
+}
+
+/** TPU addresses' UTF-8 bytes (at most `MAX_TPU_BYTES`), as few as the leaders. */
+const addresses = new Map<string, Buffer>();
+const addressBytes = (tpu: string): Buffer => Buffer.from(tpu, 'utf8').subarray(0, MAX_TPU_BYTES);
+
 /**
  * Encode a trace. Attempts past `MAX_ATTEMPTS` (there are none in a trace built by
  * `TraceBuilder`) are dropped and counted in `omitted`; leaders past the table's 255 entries
- * are stored as unknown.
+ * are stored as unknown. Runs on the main thread once per accepted transaction: the leader
+ * table is a scan of a few entries (no map, no key strings) and the bytes of identities and
+ * addresses are cached across traces.
  */
 export function encodeTrace(t: Trace): Buffer {
-  const attempts = t.attempts.slice(0, MAX_ATTEMPTS);
-  const omitted = t.omitted + (t.attempts.length - attempts.length);
-  const baseSlot = attempts[0]?.slot ?? 0;
-  const table = new Map<string, number>();
-  const leaders: Array<[identity: Buffer, tpu: Buffer]> = [];
-  const leaderIndex = attempts.map((a) => {
-    if (a.leader === null && a.tpu === null) return NONE_U8;
-    const k = `${a.leader ?? ''}@${a.tpu ?? ''}`;
-    let i = table.get(k);
-    if (i === undefined) {
-      if (leaders.length >= MAX_LEADERS) return NONE_U8;
-      const tpu = Buffer.from(a.tpu ?? '', 'utf8').subarray(0, MAX_TPU_BYTES);
-      table.set(k, (i = leaders.length));
-      leaders.push([identityBytes(a.leader), tpu]);
+  const count = Math.min(t.attempts.length, MAX_ATTEMPTS);
+  const omitted = t.omitted + (t.attempts.length - count);
+  const attempts = t.attempts;
+  const baseSlot = count > 0 ? attempts[0]!.slot : 0;
+  // The leader table: distinct (identity, address) pairs, in order of first use.
+  const ids: Array<string | null> = [];
+  const tpus: Array<string | null> = [];
+  const leaderIndex = new Uint8Array(count);
+  let size = 1 + 2 + 8 + 1 + 1 + count * ATTEMPT_BYTES;
+  for (let i = 0; i < count; i++) {
+    const a = attempts[i]!;
+    let k = NONE_U8;
+    if (a.leader !== null || a.tpu !== null) {
+      for (let j = 0; j < ids.length; j++) {
+        if (ids[j] === a.leader && tpus[j] === a.tpu) {
+          k = j;
+          break;
+        }
+      }
+      if (k === NONE_U8 && ids.length < MAX_LEADERS) {
+        k = ids.length;
+        ids.push(a.leader);
+        tpus.push(a.tpu);
+        size += IDENTITY_BYTES + 1 + (a.tpu === null ? 0 : cached(addresses, a.tpu, addressBytes).length);
+      }
     }
-    return i;
-  });
-  let size = 1 + 2 + 8 + 1 + 1 + attempts.length * ATTEMPT_BYTES;
-  for (const [, tpu] of leaders) size += IDENTITY_BYTES + 1 + tpu.length;
+    leaderIndex[i] = k;
+  }
   const out = Buffer.allocUnsafe(size); // every byte is written below
   let off = out.writeUInt8(TRACE_CODEC_VERSION, 0);
   off = out.writeUInt16BE(Math.min(omitted, NONE_U16), off);
   off = out.writeUInt32BE(Math.floor(baseSlot / U32), off);
   off = out.writeUInt32BE(baseSlot >>> 0, off);
-  off = out.writeUInt8(leaders.length, off);
-  for (const [identity, tpu] of leaders) {
-    off += identity.copy(out, off);
-    off = out.writeUInt8(tpu.length, off);
-    off += tpu.copy(out, off);
+  off = out.writeUInt8(ids.length, off);
+  for (let j = 0; j < ids.length; j++) {
+    const id = ids[j]!;
+    off += (id === null ? ZERO_IDENTITY : cached(identities, id, decodeIdentity)).copy(out, off);
+    const tpu = tpus[j];
+    const bytes = tpu === null || tpu === undefined ? null : cached(addresses, tpu, addressBytes);
+    off = out.writeUInt8(bytes === null ? 0 : bytes.length, off);
+    if (bytes !== null) off += bytes.copy(out, off);
   }
-  off = out.writeUInt8(attempts.length, off);
-  attempts.forEach((a: Attempt, i) => {
+  off = out.writeUInt8(count, off);
+  for (let i = 0; i < count; i++) {
+    const a = attempts[i]!;
     off = out.writeUInt32BE(Math.min(Math.max(0, Math.round(a.atUs)), U32 - 1), off);
     off = out.writeInt32BE(Math.max(-(2 ** 31), Math.min(2 ** 31 - 1, a.slot - baseSlot)), off);
-    off = out.writeUInt8(Math.min(a.round, 254), off);
-    off = out.writeUInt8(Math.max(0, ATTEMPT_OUTCOMES.indexOf(a.outcome)), off);
-    off = out.writeUInt8(leaderIndex[i]!, off);
-    off = out.writeUInt8(a.reason === null ? NONE_U8 : (REASON_INDEX.get(a.reason) ?? 0), off);
+    out[off++] = Math.min(a.round, 254);
+    out[off++] = Math.max(0, OUTCOME_INDEX.get(a.outcome) ?? 0);
+    out[off++] = leaderIndex[i]!;
+    out[off++] = a.reason === null ? NONE_U8 : (REASON_INDEX.get(a.reason) ?? 0);
     off = out.writeUInt16BE(a.closeCode === null ? NONE_U16 : Math.min(a.closeCode, NONE_U16 - 1), off);
-  });
+  }
   return out;
 }
 

@@ -28,6 +28,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import type { StatusChange } from '../../src/tracker/tracker.js';
 import { confirmed, waitFor } from '../helpers/localnet.js';
+import { fetchMetric } from '../helpers/metrics.js';
 import { account, blockhash, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
 import { legacyTx, makeLookupTable, nonceAdvance, randomBlockhash, transfer, v0Tx, web3Base58 } from '../helpers/transactions.js';
 
@@ -55,16 +56,8 @@ afterAll(async () => {
 });
 
 /** One sample of the service's `/metrics` (summed over label sets matching `labels`). */
-async function metric(name: string, labels: Record<string, string> = {}): Promise<number> {
-  const text = await (await fetch(`${s.svc.url}/metrics`)).text();
-  let sum = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
-  }
-  return sum;
+function metric(name: string, labels: Record<string, string> = {}): Promise<number> {
+  return fetchMetric(s.svc.url, name, labels);
 }
 
 /** The reason the tracker gave for expiring `signature`, if it did. */

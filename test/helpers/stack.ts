@@ -90,7 +90,13 @@ export async function payer(s: Stack, sol = 100): Promise<Keypair> {
   return kp;
 }
 
-export async function blockhash(s: Stack): Promise<string> {
+/** What the transaction helpers below need: a connection to the chain and the service's tip addresses. */
+export interface TipTarget {
+  connection: Connection;
+  tips: PublicKey[];
+}
+
+export async function blockhash(s: Pick<TipTarget, 'connection'>): Promise<string> {
   return (await s.connection.getLatestBlockhash('confirmed')).blockhash;
 }
 
@@ -101,7 +107,7 @@ let unique = 0;
  * two otherwise equal transactions never share a signature), then the tip to a tip address.
  */
 export async function tipped(
-  s: Stack,
+  s: TipTarget,
   from: Keypair,
   tipLamports: number,
   opts: { extra?: ReturnType<typeof transfer>[]; blockhash?: string } = {},
@@ -114,7 +120,12 @@ export async function tipped(
   return { ...tx, signature: web3Base58(tx.signatures[0]!) };
 }
 
-export async function send(s: Stack, key: string, base64: string, options?: Record<string, unknown>) {
+/** What the request helpers below need: the service's URL (a Stack, or a `landfall serve` child). */
+export interface Endpoint {
+  svc: { url: string };
+}
+
+export async function send(s: Endpoint, key: string, base64: string, options?: Record<string, unknown>) {
   const r = await fetch(`${s.svc.url}/v1/send`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
@@ -123,7 +134,7 @@ export async function send(s: Stack, key: string, base64: string, options?: Reco
   return { status: r.status, body: (await r.json()) as any };
 }
 
-export async function sendBatch(s: Stack, key: string, transactions: string[]) {
+export async function sendBatch(s: Endpoint, key: string, transactions: string[]) {
   const r = await fetch(`${s.svc.url}/v1/send/batch`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
@@ -132,18 +143,18 @@ export async function sendBatch(s: Stack, key: string, transactions: string[]) {
   return { status: r.status, body: (await r.json()) as any };
 }
 
-export async function status(s: Stack, key: string, signature: string) {
+export async function status(s: Endpoint, key: string, signature: string) {
   const r = await fetch(`${s.svc.url}/v1/status/${signature}`, { headers: { authorization: `Bearer ${key}` } });
   return { status: r.status, body: (await r.json()) as any };
 }
 
-export async function accountView(s: Stack, key: string) {
+export async function accountView(s: Endpoint, key: string) {
   const r = await fetch(`${s.svc.url}/v1/account?api-key=${key}`);
   return (await r.json()) as any;
 }
 
 /** Poll the status endpoint every 50 ms (inside any plan's query budget) until `done(record)`. */
-export async function settled(s: Stack, key: string, signature: string, done: (r: any) => boolean = (r) => r.status !== 'sent', timeoutMs = 20_000) {
+export async function settled(s: Endpoint, key: string, signature: string, done: (r: any) => boolean = (r) => r.status !== 'sent', timeoutMs = 20_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await status(s, key, signature);

@@ -44,6 +44,12 @@ const ALLOWANCES = {
    * shred; the local cluster's RPC node is not a leader and reports it, as an Agave RPC node does.
    */
   firstShred: { '$.firstShredReceived': 'Agave\'s test validator is the leader: no firstShredReceived' },
+  /**
+   * signatureSubscribe's `receivedSignature`: Agave sends it when the transaction's entries reach
+   * the node in the leader's shreds (completed data sets), which the test validator, the leader,
+   * never receives; the local cluster's RPC node sends it when a leader accepts the transaction.
+   */
+  receivedSignature: { '$.received': 'the test validator is the leader: it never receives shreds, so no receivedSignature' },
 } as const;
 
 type Allowance = Readonly<Record<string, string>>;
@@ -279,17 +285,22 @@ const WS_CASES: WsCase[] = [
   },
   {
     name: 'signatureSubscribe (received + processed), signature already confirmed, bad signature',
+    allow: ALLOWANCES.receivedSignature,
     run: async (t, s) => {
       const signature = signedTransfer(t, 1_000_000);
       const sig = web3Base58(Buffer.from(signature, 'base64').subarray(1, 65));
-      const sub = await s.call('signatureSubscribe', [sig, { commitment: 'processed' }]);
+      const sub = await s.call('signatureSubscribe', [sig, { commitment: 'processed', enableReceivedNotification: true }]);
       await call(t, req('sendTransaction', [signature, { encoding: 'base64', skipPreflight: true }]));
-      const note = await s.next(notificationOf('signatureNotification', sub.result), WS_WAIT_MS, 'signatureNotification');
+      const isReceived = (f: Frame): boolean => (f.params?.result as { value?: unknown } | undefined)?.value === 'receivedSignature';
+      const ofSub = notificationOf('signatureNotification', sub.result);
+      // Only a node that gets the leader's shreds sends it (see ALLOWANCES.receivedSignature).
+      const received = t.name === 'local' ? await s.next((f) => ofSub(f) && isReceived(f), WS_WAIT_MS, 'receivedSignature') : undefined;
+      const note = await s.next((f) => ofSub(f) && !isReceived(f), WS_WAIT_MS, 'signatureNotification');
       // Already confirmed: notified (at once here, at the next commitment pass on Agave), then gone.
       const old = await s.call('signatureSubscribe', [t.landed, { commitment: 'confirmed' }]);
       const oldNote = await s.next(notificationOf('signatureNotification', old.result), WS_WAIT_MS, 'signatureNotification of the landed one');
       const unsubOld = await s.call('signatureUnsubscribe', [old.result]);
-      return { sub, note, old, oldNote, unsubOld, bad: await s.call('signatureSubscribe', ['abc']) };
+      return { sub, received, note, old, oldNote, unsubOld, bad: await s.call('signatureSubscribe', ['abc']) };
     },
   },
   {

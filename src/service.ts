@@ -9,6 +9,7 @@ import { enableBudgetShares } from './accounts/budget-shares.js';
 import { InFlight } from './accounts/in-flight.js';
 import { RateLimiter } from './accounts/rate-limiter.js';
 import { deriveWsUrl, type Config } from './config.js';
+import type { Accepted } from './delivery/delivery.js';
 import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildAdminApp } from './http/admin.js';
@@ -21,14 +22,19 @@ import { startLocalnet, type Localnet } from './localnet/index.js';
 import { ACCOUNT_SLOTS, TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { StoreHealth } from './store/store-health.js';
+import type { StatusRecord } from './store/records.js';
 import { Store } from './store/store.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { loadTipAddresses } from './tips.js';
 import { TipFloor } from './tracker/tip-floor.js';
 import { Tracker, type StatusChange } from './tracker/tracker.js';
+import type { Cluster } from './cluster/index.js';
+import type { ClusterHealth } from './cluster/health.js';
 
 /** Lamports airdropped to each tip address on the local cluster, so any tip leaves it rent-exempt. */
 const LOCALNET_TIP_FUNDING = 1_000_000_000;
+/** How often the ingress threads are told the cluster's state (for their `/health`). */
+const CLUSTER_HEALTH_MS = 250;
 
 export interface Service {
   config: Config;
@@ -59,6 +65,8 @@ export interface Service {
   serviceLatency(): Promise<MetricValueWithName<string>[]>;
   /** The JSON logger and the Prometheus metrics (`GET /metrics`). */
   telemetry: Telemetry;
+  /** The node's part of a cluster (`config.nats`), else null. */
+  cluster: Cluster | null;
   close(): Promise<void>;
 }
 
@@ -111,6 +119,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
     const listeners = new Set<(c: StatusChange) => void>();
     let ingress: IngressPool | null = null;
+    let cluster: Cluster | null = null;
     const statusHub = new StatusHub();
     let settle: (c: StatusChange) => void = () => {};
     // Counted by every thread's submission core, given back by the tracker (this thread).
@@ -133,6 +142,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);
+        cluster?.changed(c.record);
         for (const l of listeners) l(c);
       },
     });
@@ -148,15 +158,41 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const retention: Retention = startRetention(store, { retentionDays: config.retentionDays });
     cleanup.push(() => retention.stop());
 
-    telemetry.metrics.watchDelivery(engine);
-    telemetry.metrics.watchTracker(tracker);
-    telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
-    engine.onAccepted = (record) => statusHub.publish(record);
-    const streamSlots = new StreamSlots();
     // Clustered: this node's buckets hold only its shares of each account's budgets
     // (src/cluster/shares.ts), read by every thread's limiter; allocated before any limiter
     // configures a bucket. Single node: none, and the limiters never look.
     const budgetShares = config.nats ? enableBudgetShares(ACCOUNT_SLOTS) : null;
+    if (config.nats !== null) {
+      // Several nodes, one service: loaded only when configured (a single node never imports it).
+      const { startCluster } = await import('./cluster/index.js');
+      cluster = await startCluster({
+        nats: config.nats,
+        retentionMs: config.retentionDays * 86_400_000,
+        store,
+        accounts,
+        engine,
+        tracker,
+        telemetry,
+        publishLocal: (rec) => {
+          statusHub.publish(rec);
+          ingress?.publish([rec]);
+        },
+      });
+      const c = cluster;
+      cleanup.push(() => c.close());
+    }
+    const clusterHealth = cluster ? cluster.health : (): ClusterHealth | null => null;
+
+    telemetry.metrics.watchDelivery(engine);
+    telemetry.metrics.watchTracker(tracker);
+    telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
+    engine.onAccepted = cluster
+      ? (record, a) => {
+          statusHub.publish(record);
+          cluster!.accepted([a]);
+        }
+      : (record) => statusHub.publish(record);
+    const streamSlots = new StreamSlots();
     let port: number;
     if (config.ingressThreads > 0) {
       // Every request on the worker threads; this thread keeps the tracker and rebroadcasts.
@@ -166,6 +202,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, budgetShares },
         engine,
         metrics: telemetry.metrics,
+        ...(cluster && { onAccepted: (_records: StatusRecord[], batch: Accepted[]) => cluster!.accepted(batch) }),
         onWorkerExit: (index, code) => telemetry.log.error({ thread: index, code }, 'ingress thread died; replaced'),
       });
       const pool = ingress;
@@ -175,6 +212,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       pool.tipFloor(tipFloor.view());
       const floorTimer = setInterval(() => pool.tipFloor(tipFloor.view()), 1000).unref();
       cleanup.push(() => clearInterval(floorTimer));
+      if (cluster) {
+        // /health on the threads tells the cluster's state as this thread last saw it.
+        const c = cluster;
+        const healthTimer = setInterval(() => pool.clusterHealth(c.health()), CLUSTER_HEALTH_MS).unref();
+        cleanup.push(() => clearInterval(healthTimer));
+      }
     } else {
       const app = buildApp({
         config,
@@ -189,6 +232,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         telemetry,
         tipFloor,
         liveTrace: (sig) => engine.liveTrace(sig),
+        cluster: clusterHealth,
       });
       const server: RunningServer = await listen(app, config.host, config.port);
       cleanup.push(() => server.close());
@@ -202,6 +246,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       const adminApp = buildAdminApp(telemetry, {
         health: () => engine.health(),
         store: () => storeHealth.view(),
+        cluster: clusterHealth,
         metricsText: async () => (pool ? telemetry.metrics.aggregatedText(await pool.gather()) : telemetry.metrics.text()),
         metricsContentType: telemetry.metrics.contentType,
         token: config.metricsToken,
@@ -251,6 +296,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       },
       ingress,
       telemetry,
+      cluster,
       close: () => runCleanup(cleanup),
     };
   } catch (e) {

@@ -113,9 +113,7 @@ export class Accounts {
   // ---- administration (CLI) ---------------------------------------------------------
 
   createAccount(name: string, plan: PlanName = 'starter', keyName = 'default'): CreatedAccount {
-    if (!name || name.length > 128) throw new LandfallError('CONFIG_INVALID', 'account name must be 1..128 characters');
-    if (!isPlanName(plan)) throw new LandfallError('CONFIG_INVALID', `unknown plan ${JSON.stringify(plan)}`);
-    checkKeyName(keyName);
+    checkNewAccount(name, plan, keyName);
     const id = 'acc_' + base58Encode(randomBytes(12));
     const t = this.now();
     const apiKey = generateApiKey();
@@ -196,9 +194,11 @@ export class Accounts {
   /**
    * Count `n` accepted submissions for the account (total and UTC day): one native add, shared
    * by every thread of the process.
+   * @param at when they were submitted (default now; a cluster node counting another node's
+   *   acceptance gives its time: a send of an earlier day is not counted in today's)
    */
-  countSubmissions(accountId: string, n: number): void {
-    usageCounters.add(this.usageSlot(accountId), n, utcDay(this.now()));
+  countSubmissions(accountId: string, n: number, at = this.now()): void {
+    usageCounters.add(this.usageSlot(accountId), n, utcDay(at));
   }
 
   /** The account's sends: all-time, and on the current UTC day (every thread's, persisted or not). */
@@ -256,11 +256,13 @@ export class Accounts {
   /**
    * Credit the points a confirmed transaction earned and apply any upgrade (possibly several
    * tiers), atomically. Returns the account after the change.
+   * @param at when it was confirmed: the time of an upgrade it causes (default now; every node of
+   *   a cluster gives the record's `confirmedAt`, so every node shows the same upgrade time)
    */
-  async accrueTip(accountId: string, tipLamports: bigint): Promise<AccountRecord | undefined> {
+  async accrueTip(accountId: string, tipLamports: bigint, at = this.now()): Promise<AccountRecord | undefined> {
     const pts = pointsForTip(tipLamports, this.opts.lamportsPerPoint);
     if (pts <= 0) return this.store.getAccount(accountId);
-    const t = this.now();
+    const t = at;
     const credit = (a: AccountRecord): AccountRecord => {
       const points = a.points + pts;
       const plan = planForPoints(points, a.plan, this.opts.plans);
@@ -316,7 +318,14 @@ export class Accounts {
   }
 }
 
-function checkKeyName(name: string): void {
+/** The checks of a new account (the CLI's, on the store or on the cluster's bucket). */
+export function checkNewAccount(name: string, plan: string, keyName: string): asserts plan is PlanName {
+  if (!name || name.length > 128) throw new LandfallError('CONFIG_INVALID', 'account name must be 1..128 characters');
+  if (!isPlanName(plan)) throw new LandfallError('CONFIG_INVALID', `unknown plan ${JSON.stringify(plan)}`);
+  checkKeyName(keyName);
+}
+
+export function checkKeyName(name: string): void {
   if (!KEY_NAME_RE.test(name)) {
     throw new LandfallError('CONFIG_INVALID', 'key name must be 1..64 characters of letters, digits, space, _ . - @');
   }

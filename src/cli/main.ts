@@ -88,9 +88,9 @@ export async function main(argv: string[]): Promise<number> {
         await serve(rest);
         return 0;
       case 'accounts':
-        return accountsCommand(rest, (s) => process.stdout.write(s + '\n'));
+        return await accountsCommand(rest, (s) => process.stdout.write(s + '\n'));
       case 'keys':
-        return keysCommand(rest, (s) => process.stdout.write(s + '\n'));
+        return await keysCommand(rest, (s) => process.stdout.write(s + '\n'));
       case 'localnet':
         return await localnetCommand(rest, (s) => process.stdout.write(s));
       case 'demo':

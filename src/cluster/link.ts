@@ -23,6 +23,11 @@ const DUPLICATE_WINDOW_MS = 10 * 60_000;
 const SETUP_RETRY_MS = 500;
 const ms2ns = (ms: number): number => Math.round(ms * 1e6);
 
+/** The accounts bucket, created (idempotently) with `replicas`: by every node and by the admin CLI. */
+export function openAccountsBucket(nc: NatsConnection, replicas: number): Promise<KV> {
+  return new Kvm(nc).create(ACCOUNTS_BUCKET, { replicas, history: 5 });
+}
+
 export interface LinkLog {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
@@ -107,7 +112,7 @@ export class Link {
     while (!this.closed) {
       try {
         await this.ensureStream(this.jsm);
-        this.accounts = await new Kvm(this.js).create(ACCOUNTS_BUCKET, { replicas: this.config.replicas, history: 5 });
+        this.accounts = await openAccountsBucket(nc, this.config.replicas);
         break;
       } catch (e) {
         this.opts.log.warn({ err: (e as Error).message }, 'cluster: JetStream not ready, retrying');

@@ -161,11 +161,11 @@ export class Engine implements Delivery {
   }
 
   /** Told of each transaction accepted on this thread (the main thread's status stream). */
-  onAccepted: ((record: StatusRecord) => void) | null = null;
+  onAccepted: ((record: StatusRecord, accepted: Accepted) => void) | null = null;
 
   accepted(a: Accepted): void {
     this.hand(a);
-    this.onAccepted?.(a.record);
+    this.onAccepted?.(a.record, a);
   }
 
   /** Rebroadcast rounds, tracking and the delivery trace of one accepted transaction. */

@@ -11,6 +11,7 @@ import type { Delivery } from '../delivery/delivery.js';
 import type { Trace } from '../delivery/trace.js';
 import type { TipSet } from '../native.js';
 import type { TipFloorView } from '../tracker/tip-floor.js';
+import type { ClusterHealth } from '../cluster/health.js';
 import type { Store } from '../store/store.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { Ctx, Reply } from './request.js';
@@ -47,6 +48,8 @@ export interface Services {
    * received; absent: a floor nothing feeds (every window empty).
    */
   tipFloor?: { view(): TipFloorView };
+  /** `/health`'s `cluster` object (a clustered node: `config.nats`); absent or null: not reported. */
+  cluster?: () => ClusterHealth | null;
 }
 
 export type Handler = (ctx: Ctx) => Reply | Promise<Reply>;

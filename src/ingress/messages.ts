@@ -11,6 +11,7 @@ import type { Trace } from '../delivery/trace.js';
 import type { StatusRecord } from '../store/records.js';
 import type { MetricsJson } from '../telemetry/metrics.js';
 import type { TipFloorView } from '../tracker/tip-floor.js';
+import type { ClusterHealth } from '../cluster/health.js';
 
 /** What a worker is started with (`workerData`). */
 export interface IngressInit {
@@ -37,6 +38,8 @@ export type ToWorker =
   | { type: 'status'; records: StatusRecord[] }
   /** The tip floor as the main thread computed it (once a second). */
   | { type: 'tip-floor'; floor: TipFloorView }
+  /** The node's cluster state as the main thread sees it (a clustered node, every 250 ms), for /health. */
+  | { type: 'cluster'; health: ClusterHealth }
   | { type: 'metrics'; id: number }
   | { type: 'metrics-text'; id: number; text: string }
   /** The answer to a `trace-request`: the trace the engine holds, or null (read the store). */

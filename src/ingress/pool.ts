@@ -11,6 +11,7 @@ import { Worker } from 'node:worker_threads';
 import type { Engine } from '../delivery/engine.js';
 import type { Accepted } from '../delivery/delivery.js';
 import type { StatusRecord } from '../store/records.js';
+import type { ClusterHealth } from '../cluster/health.js';
 import type { Metrics, MetricsJson } from '../telemetry/metrics.js';
 import type { TipFloorView } from '../tracker/tip-floor.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
@@ -42,7 +43,7 @@ export interface IngressPoolOptions {
   engine: Engine;
   metrics: Metrics;
   /** Accepted on a worker: also tell the main thread's own listeners (service hooks). */
-  onAccepted?: (records: StatusRecord[]) => void;
+  onAccepted?: (records: StatusRecord[], batch: Accepted[]) => void;
   /** A worker died unexpectedly (it is replaced): for the error log. */
   onWorkerExit?: (index: number, code: number) => void;
 }
@@ -119,7 +120,7 @@ export class IngressPool {
         this.opts.engine.acceptedBatch(batch);
         const records = batch.map((a) => a.record);
         this.publish(records, from);
-        this.opts.onAccepted?.(records);
+        this.opts.onAccepted?.(records, batch);
         break;
       }
       case 'streams':
@@ -163,6 +164,11 @@ export class IngressPool {
   /** The main thread's tip floor, for `/v1/tip-floor` on every thread (sent once a second). */
   tipFloor(floor: TipFloorView): void {
     this.broadcast({ type: 'tip-floor', floor });
+  }
+
+  /** The node's cluster state, for `/health` on every thread. */
+  clusterHealth(health: ClusterHealth): void {
+    this.broadcast({ type: 'cluster', health });
   }
 
   /** Every worker's metric values. */

@@ -28,6 +28,7 @@ import { StreamSlots } from '../http/stream-slots.js';
 import { QuicClient } from '../../native/index.js';
 import { TipSet } from '../native.js';
 import { StoreHealth } from '../store/store-health.js';
+import type { ClusterHealth } from '../cluster/health.js';
 import { Store } from '../store/store.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
@@ -102,6 +103,8 @@ const delivery = new IngressDelivery(view, first, init.rpcUrl);
 const hub = new StatusHub();
 /** The tip floor the main thread last sent (it computes it from the tracker's landings). */
 let tipFloor: TipFloorView = emptyTipFloor(config.lamportsPerPoint);
+/** The cluster state the main thread last sent (null: a single node, or none received yet). */
+let clusterHealth: ClusterHealth | null = null;
 hub.onAccountsChange = (streams) => post({ type: 'streams', streams });
 telemetry.metrics.registry.registerMetric(first.serviceLatency);
 
@@ -137,6 +140,9 @@ port.on('message', (m: ToWorker) => {
       break;
     case 'tip-floor':
       tipFloor = m.floor;
+      break;
+    case 'cluster':
+      clusterHealth = m.health;
       break;
     case 'metrics':
       void telemetry.metrics.json().then((json) => post({ type: 'metrics', id: m.id, json }));
@@ -177,6 +183,7 @@ try {
     metricsText,
     tipFloor: { view: () => tipFloor },
     liveTrace,
+    cluster: () => clusterHealth,
   });
   server = await listen(app, config.host, init.port);
   post({ type: 'listening', port: server.port });

@@ -572,6 +572,42 @@ export class Store {
   }
 
   /**
+   * Mirror an account of the cluster's accounts bucket (`src/cluster/accounts-kv.ts`): created
+   * with no points when absent; its name always, and its plan only from a bucket revision newer
+   * than the last one mirrored (a node restarting sees the same revision again, and must keep
+   * the upgrades its points earned since). Returns whether anything changed.
+   */
+  mirrorAccountSync(a: Pick<AccountRecord, 'id' | 'name' | 'plan' | 'memberSince' | 'planUpgradedAt'>, revision: number): boolean {
+    this.assertWritable('mirrorAccount');
+    return this.root.transactionSync(() => {
+      const revKey = `kv-rev:acc.${a.id}`;
+      const newPlan = revision > ((this.meta.get(revKey) as number | undefined) ?? 0);
+      if (newPlan) this.meta.putSync(revKey, revision);
+      const cur = this.accounts.get(a.id);
+      const next: AccountRecord = cur
+        ? { ...cur, name: a.name, ...(newPlan && { plan: a.plan, planUpgradedAt: a.planUpgradedAt }) }
+        : { ...a, points: 0 };
+      if (cur && cur.name === next.name && cur.plan === next.plan && cur.planUpgradedAt === next.planUpgradedAt) return false;
+      this.accounts.putSync(a.id, next);
+      return true;
+    });
+  }
+
+  /**
+   * Mirror a key of the cluster's accounts bucket: the record under its hash and its name. A key
+   * revoked by it bumps the key generation in the same transaction, as `revokeKeySync` does.
+   */
+  mirrorKeySync(keyHash: Buffer, key: KeyRecord): void {
+    this.assertWritable('mirrorKey');
+    this.root.transactionSync(() => {
+      const cur = this.apiKeys.get(keyHash);
+      this.apiKeys.putSync(keyHash, key);
+      this.keyNames.putSync([key.accountId, key.name], keyHash);
+      if (key.revokedAt !== null && cur?.revokedAt == null) this.meta.putSync(KEYS_GENERATION, this.keysGeneration() + 1);
+    });
+  }
+
+  /**
    * Bumped by every key revocation, in the revoking transaction; a key cache (`KeyCache`) trusts
    * an entry only while the generation it was read under is current.
    */
@@ -641,9 +677,11 @@ export class Store {
    * Replace a status record. Resolves true once it is committed, false if the store dropped it
    * (closed, or too many writes held while unavailable; logged). Rejects only for a record that
    * cannot be encoded.
+   * @param resend the resend tail, for a pending record written whole (a cluster node applying
+   *   another node's acceptance: a takeover can then send it again)
    */
-  updateStatus(rec: StatusRecord): Promise<boolean> {
-    return this.writeStatus(rec);
+  updateStatus(rec: StatusRecord, resend?: Resend | null): Promise<boolean> {
+    return this.writeStatus(rec, resend ?? undefined);
   }
 
   /**

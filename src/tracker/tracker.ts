@@ -256,7 +256,7 @@ export class Tracker {
     void this.opts.store.updateStatus(next);
     this.stats[status]++;
     this.stats[o.source]++;
-    if (status === 'confirmed') void this.opts.accounts.accrueTip(w.accountId, w.tipLamports);
+    if (status === 'confirmed') void this.opts.accounts.accrueTip(w.accountId, w.tipLamports, confirmedAt);
     this.opts.onChange?.({ record: next, source: o.source });
   }
 

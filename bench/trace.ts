@@ -33,9 +33,9 @@ import { traceRound } from '../src/delivery/rebroadcast.js';
 import { packAttempt, type PackedAttempts } from '../src/delivery/trace.js';
 import { hrtimeUs, TraceBook } from '../src/delivery/trace-book.js';
 import { base58Encode } from '../src/native.js';
-import { sentRecord } from '../src/store/records.js';
 import { Store } from '../src/store/store.js';
 import { encodeTrace } from '../src/store/trace-codec.js';
+import { statusRecord } from '../test/helpers/records.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, warnIfBusy, type MachineInfo, type Suite, type SuiteResult } from './lib/suite.js';
 
 const TXS = 20_000;
@@ -72,17 +72,7 @@ const leaders: Leader[] = [0, 1].map((i) => ({ slot: 100 + 4 * i, identity: base
 const WRITTEN = new Uint16Array([1, 1]);
 
 function accepted(firstAttempts: PackedAttempts): Accepted {
-  const record = sentRecord({
-    signature: base58Encode(randomBytes(64)),
-    accountId: 'bench',
-    keyName: 'default',
-    tipLamports: 1_000_000n,
-    recentBlockhash: base58Encode(randomBytes(32)),
-    durableNonce: false,
-    submittedAt: Date.now(),
-    submitSlot: 100,
-    lastValidBlockHeight: 250,
-  });
+  const record = statusRecord({ submittedAt: Date.now(), submitSlot: 100, lastValidBlockHeight: 250 });
   return { record, wire: Buffer.alloc(0), options: DEFAULT_SEND_OPTIONS, receivedAt: process.hrtime.bigint(), sentSlot: 100, held: false, firstAttempts };
 }
 

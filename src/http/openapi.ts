@@ -323,6 +323,26 @@ const STATUS_FIELDS: Record<string, Schema> = {
 };
 const STATUS_REQUIRED = ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'];
 
+/**
+ * What the status and the trace share: one of the account's transactions by signature, the query
+ * budget, and the status's 400 / 404 rules (spec §4.3); `ok` is the 200.
+ */
+function bySignature(ok: Response): Pick<Operation, 'tags' | 'security' | 'parameters' | 'responses'> {
+  return {
+    tags: ['query'],
+    security: anyKey,
+    parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
+    responses: {
+      200: ok,
+      400: errorResponse(400, [MSG.invalidSignature], 'Not 64 to 88 base58 characters'),
+      401: ref('responses', 'Unauthorized'),
+      404: errorResponse(404, [MSG.notFound], 'Not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)'),
+      429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted (one budget for status and trace)', RETRY_HEADERS),
+      500: ref('responses', 'InternalError'),
+    },
+  };
+}
+
 // ---- the document ----------------------------------------------------------------------------
 
 export const OPENAPI: OpenApiDocument = {
@@ -390,17 +410,7 @@ export const OPENAPI: OpenApiDocument = {
       get: {
         operationId: 'status',
         summary: "The service's telemetry for one of the account's transactions",
-        tags: ['query'],
-        security: anyKey,
-        parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
-        responses: {
-          200: { description: 'The status record', headers: RATE_HEADERS, content: json(schema('StatusRecord')) },
-          400: errorResponse(400, [MSG.invalidSignature], 'Not 64 to 88 base58 characters'),
-          401: ref('responses', 'Unauthorized'),
-          404: errorResponse(404, [MSG.notFound], 'Not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)'),
-          429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted', RETRY_HEADERS),
-          500: ref('responses', 'InternalError'),
-        },
+        ...bySignature({ description: 'The status record', headers: RATE_HEADERS, content: json(schema('StatusRecord')) }),
       },
     },
     '/v1/status/{signature}/trace': {
@@ -409,17 +419,7 @@ export const OPENAPI: OpenApiDocument = {
         summary: 'Every delivery attempt of one of the account\'s transactions, and what became of it',
         description:
           'Each attempt to put the transaction in front of a leader, in order: the first send (round 0) and each rebroadcast round, with the time since the request was received, the slot, the leader and its TPU address, and the outcome; anti-MEV holds and releases are attempts too. Then the final state with its cause in words. Same authentication, query budget and 404 rules as the status. Kept as long as the status record. At most 64 attempts are kept; `attempts_omitted` counts the rest.',
-        tags: ['query'],
-        security: anyKey,
-        parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
-        responses: {
-          200: { description: 'The delivery trace', headers: RATE_HEADERS, content: json(schema('DeliveryTrace')) },
-          400: errorResponse(400, [MSG.invalidSignature], 'Not 64 to 88 base58 characters'),
-          401: ref('responses', 'Unauthorized'),
-          404: errorResponse(404, [MSG.notFound], 'Not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)'),
-          429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted (shared with the status)', RETRY_HEADERS),
-          500: ref('responses', 'InternalError'),
-        },
+        ...bySignature({ description: 'The delivery trace', headers: RATE_HEADERS, content: json(schema('DeliveryTrace')) }),
       },
     },
     '/v1/account': {

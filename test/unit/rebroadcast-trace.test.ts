@@ -14,9 +14,9 @@ import { Rebroadcaster } from '../../src/delivery/rebroadcast.js';
 import { packAttempt, type Attempt, type PackedAttempts } from '../../src/delivery/trace.js';
 import { TraceBook } from '../../src/delivery/trace-book.js';
 import { base58Encode } from '../../src/native.js';
-import { sentRecord } from '../../src/store/records.js';
 import { Store } from '../../src/store/store.js';
 import { waitFor } from '../helpers/localnet.js';
+import { statusRecord } from '../helpers/records.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const closers: Array<() => unknown> = [];
@@ -31,17 +31,7 @@ function server(): QuicServer {
 }
 
 function accepted(opts: { held?: boolean; maxRetries?: number; firstAttempts?: PackedAttempts } = {}): Accepted {
-  const record = sentRecord({
-    signature: base58Encode(randomBytes(64)),
-    accountId: 'acct',
-    keyName: 'default',
-    tipLamports: 1_000_000n,
-    recentBlockhash: base58Encode(randomBytes(32)),
-    durableNonce: false,
-    submittedAt: Date.now(),
-    submitSlot: 10,
-    lastValidBlockHeight: 1_000,
-  });
+  const record = statusRecord({ submittedAt: Date.now(), submitSlot: 10, lastValidBlockHeight: 1_000 });
   return {
     record,
     wire: randomBytes(200),

@@ -53,6 +53,9 @@ describe('delivery trace on the local cluster', () => {
     await s?.close();
   });
 
+  /** The landed transaction's finished trace, for the restart test. */
+  let landed: { signature: string; trace: any } | undefined;
+
   it('a landed transaction: written to the leader it landed with, final state "landed in slot N"', async () => {
     const tx = await tipped(s, from, 300_000);
     const r = await send(s, bot.key, tx.base64);
@@ -74,6 +77,7 @@ describe('delivery trace on the local cluster', () => {
     expect(t.leaders_reached).toBeGreaterThanOrEqual(1);
     expect(t.leaders_reached).toBeLessThanOrEqual(t.leaders_tried);
 
+    landed = { signature: tx.signature, trace: t };
     // The typed client reads the same trace, and a foreign signature is its 404 error.
     const client = new LandfallClient({ url: s.svc.url, apiKey: bot.key, stream: false });
     const other = new LandfallClient({ url: s.svc.url, apiKey: account(s).key, stream: false });
@@ -158,6 +162,16 @@ describe('delivery trace on the local cluster', () => {
     // The same budget: right after, the status endpoint is limited too.
     const st = await fetch(`${s.svc.url}/v1/status/${tx.signature}`, { headers: { authorization: `Bearer ${starter.key}` } });
     expect(st.status).toBe(429);
+  });
+
+  // Last in this group: it restarts the service.
+  it('a trace is kept in the store: the same after a restart', async () => {
+    expect(landed).toBeDefined();
+    await s.stop();
+    await s.start();
+    const t = await trace(s, bot.key, landed!.signature);
+    expect(t.status).toBe(200);
+    expect(t.body).toEqual(landed!.trace);
   });
 });
 

@@ -759,9 +759,12 @@ export class Store {
     if (!this.writable()) return this.retain(groups);
     const writes: QueuedWrite[] = [];
     for (const g of groups) {
-      // A held write whose record was written again since (by any thread: the overlay holds the
-      // newest) is not written: the newer one is, by its own window.
-      for (const w of g.writes) if (!g.held || w.token === TRACE_WRITE || overlay.get(w.key)?.equals(w.value)) writes.push(w);
+      // A write whose record was written again since (by any thread: the overlay holds the
+      // newest, or nothing once the newer one committed) is not written: the newer one is, by its
+      // own window. Held windows need it, and so do two threads' windows committing out of order
+      // (a busy ingress thread's window with the acceptance committing after the main thread's
+      // with the settlement would turn the record back to pending for good).
+      for (const w of g.writes) if (w.token === TRACE_WRITE || overlay.get(w.key)?.equals(w.value)) writes.push(w);
     }
     // One lmdb-js batch: one transaction, whose promise is ours to handle (see the open options).
     let committed: Promise<boolean>;

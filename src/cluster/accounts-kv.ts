@@ -38,6 +38,8 @@ export interface KvAccount {
   planSetAt: number;
 }
 
+/** How long the admin CLI waits for JetStream to answer. */
+const ADMIN_READY_MS = 20_000;
 const enc = (v: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(v));
 const hexName = (name: string): string => Buffer.from(name, 'utf8').toString('hex');
 
@@ -223,11 +225,18 @@ export async function openKvAdmin(nats: NatsConfig): Promise<{ admin: KvAdmin; c
   } catch (e) {
     throw new LandfallError('CONFIG_INVALID', `cannot reach NATS at ${nats.servers.join(',')}: ${(e as Error).message}`);
   }
-  try {
-    const kv = await openAccountsBucket(nc, nats.replicas);
-    return { admin: new KvAdmin(kv), close: () => nc.close() };
-  } catch (e) {
-    await nc.close();
-    throw e;
+  // A cluster just started may still be electing its JetStream leader: try for a while.
+  const deadline = Date.now() + ADMIN_READY_MS;
+  for (;;) {
+    try {
+      const kv = await openAccountsBucket(nc, nats.replicas);
+      return { admin: new KvAdmin(kv), close: () => nc.close() };
+    } catch (e) {
+      if (Date.now() > deadline) {
+        await nc.close();
+        throw new LandfallError('CONFIG_INVALID', `NATS at ${nats.servers.join(',')} has no JetStream answering: ${(e as Error).message}`);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
   }
 }

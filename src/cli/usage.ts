@@ -37,6 +37,8 @@ subcommands:
 
 options:
   --data DIR        data directory (default ./data)
+  --nats URLS       write to the cluster's accounts bucket instead (every node mirrors it;
+                    env LANDFALL_NATS); show/list then carry no points or usage
   --config FILE     JSON config file
   --json            machine-readable output
   -h, --help        this text
@@ -52,6 +54,8 @@ subcommands:
 
 options:
   --data DIR        data directory (default ./data)
+  --nats URLS       write to the cluster's accounts bucket instead (every node mirrors it;
+                    env LANDFALL_NATS); show/list then carry no points or usage
   --config FILE     JSON config file
   --json            machine-readable output
   -h, --help        this text
@@ -86,6 +90,18 @@ options:
   --rate N          sends per second (default 5)
   --log FILE        keep the service's log there (default: in the temporary data directory, removed at the end)
   -h, --help        this text
+`,
+  'cluster-demo': `usage: landfall cluster-demo [options]
+
+Several nodes as one service: 3 NATS JetStream servers, the local cluster and Landfall nodes on
+loopback, with a demo account created through the cluster; prints the URLs and the key.
+
+options:
+  --nodes N         Landfall nodes (default 3)
+  --slot-ms N       the local cluster's slot duration in ms (default 400)
+  -h, --help        this text
+
+nats-server is the pinned version, built into .cache/ on first use (scripts/nats-server.mjs).
 `,
 } as const;
 

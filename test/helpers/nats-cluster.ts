@@ -1,100 +1,34 @@
 /**
  * A cluster of real `nats-server` processes with JetStream, joined by routes, on loopback with
- * free ports and temporary store directories (the pinned binary from scripts/nats-server.mjs).
- * Each server keeps its ports and store across stop/restart, as a restarted server would.
+ * free ports and temporary store directories (`src/cluster/nats-servers.ts`, with the pinned
+ * binary from scripts/nats-server.mjs). Each server keeps its ports and store across
+ * stop/restart, as a restarted server would.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { ensureNatsServer } from '../../scripts/nats-server.mjs';
+import { freePort, startNatsServers, type NatsServers } from '../../src/cluster/nats-servers.js';
 import { tempDir } from './tmp.js';
 
-export interface NatsCluster {
-  /** Client URL of each server (nats://127.0.0.1:port). */
-  readonly urls: string[];
-  /** Stop server `i` (SIGTERM: a clean shutdown); resolves once it exited. */
-  stop(i: number): Promise<void>;
-  /** SIGKILL server `i`; resolves once it exited. */
-  kill(i: number): Promise<void>;
-  /** Start server `i` again (same ports, same store); resolves once it is ready. */
-  restart(i: number): Promise<void>;
+export { freePort };
+
+export interface NatsCluster extends NatsServers {
   /** Stop every server and remove the store directories. */
   close(): Promise<void>;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-const READY_MS = 20_000;
-
-/** Start `n` servers (JetStream, cluster `landfall-test`, every server routed to every other). */
+/** Start `n` servers (JetStream, every server routed to every other). */
 export async function startNatsCluster(n: number): Promise<NatsCluster> {
-  const bin = ensureNatsServer();
   const tmp = tempDir('landfall-nats-');
-  const clientPorts: number[] = [];
-  const routePorts: number[] = [];
-  for (let i = 0; i < n; i++) {
-    clientPorts.push(await freePort());
-    routePorts.push(await freePort());
-  }
-  const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`).join(',');
-  const children: (ChildProcess | null)[] = new Array(n).fill(null);
-
-  async function start(i: number): Promise<void> {
-    const args = ['-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-sd', join(tmp.dir, `s${i}`), '-n', `nats-${i}`];
-    if (n > 1) args.push('--cluster_name', 'landfall-test', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes);
-    const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-    children[i] = child;
-    let log = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`nats-server ${i} not ready in ${READY_MS} ms: ${log.slice(-2000)}`)), READY_MS);
-      child.stderr!.on('data', (d: Buffer) => {
-        log += d.toString();
-        if (log.includes('Server is ready')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`nats-server ${i} exited (${code}): ${log.slice(-2000)}`));
-      });
-    });
-  }
-
-  async function signal(i: number, sig: NodeJS.Signals): Promise<void> {
-    const child = children[i];
-    children[i] = null;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill(sig);
-    await exited;
-  }
-
   try {
-    await Promise.all(clientPorts.map((_, i) => start(i)));
+    const servers = await startNatsServers(n, ensureNatsServer(), tmp.dir);
+    return {
+      ...servers,
+      async close() {
+        await servers.close();
+        tmp.cleanup();
+      },
+    };
   } catch (e) {
-    for (let i = 0; i < n; i++) await signal(i, 'SIGKILL');
     tmp.cleanup();
     throw e;
   }
-  return {
-    urls: clientPorts.map((p) => `nats://127.0.0.1:${p}`),
-    stop: (i) => signal(i, 'SIGTERM'),
-    kill: (i) => signal(i, 'SIGKILL'),
-    restart: (i) => start(i),
-    async close() {
-      for (let i = 0; i < n; i++) await signal(i, 'SIGKILL');
-      tmp.cleanup();
-    },
-  };
 }

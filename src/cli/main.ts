@@ -7,7 +7,6 @@ import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { startService, type Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
-import { clusterDemoCommand } from './cluster-demo.js';
 import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
 import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
@@ -94,8 +93,11 @@ export async function main(argv: string[]): Promise<number> {
         return await keysCommand(rest, (s) => process.stdout.write(s + '\n'));
       case 'localnet':
         return await localnetCommand(rest, (s) => process.stdout.write(s));
-      case 'cluster-demo':
+      case 'cluster-demo': {
+        // Loaded only for this command: a single node never imports anything of src/cluster.
+        const { clusterDemoCommand } = await import('./cluster-demo.js');
         return await clusterDemoCommand(rest, (s) => process.stdout.write(s));
+      }
       case 'demo':
         return await demoCommand(rest, (s) => process.stdout.write(s), process.stdout.isTTY === true);
       case undefined:

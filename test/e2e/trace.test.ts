@@ -175,6 +175,32 @@ describe('delivery trace on the local cluster', () => {
   });
 });
 
+describe('delivery trace served by the main thread (ingressThreads: 0)', () => {
+  let s: Stack | undefined;
+  afterEach(async () => {
+    await s?.close();
+    s = undefined;
+  });
+
+  it('in flight from the engine, then from the store, the same attempts', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'trace-main' }, config: { ingressThreads: 0 } });
+    const st = s;
+    const bot = account(st);
+    const from = await payer(st);
+    const tx = await tipped(st, from, 300_000);
+    const r = await send(st, bot.key, tx.base64, { max_retries: 3 });
+    expect(r.status).toBe(200);
+    // Accepted on this thread: the engine has its first send's attempts at once.
+    const early = await trace(st, bot.key, tx.signature);
+    expect(early.status).toBe(200);
+    expect(early.body.attempts.filter((a: any) => a.round === 0 && a.outcome === 'written')).toHaveLength(1);
+    expect((await settled(st, bot.key, tx.signature)).status).toBe('confirmed');
+    const t = await finishedTrace(st, bot.key, tx.signature, (b) => b.final_state === 'landed');
+    expectWellFormed(t);
+    expect(t.attempts.slice(0, early.body.attempts.length)).toEqual(early.body.attempts);
+  });
+});
+
 describe('delivery trace with a validator refusing connections', () => {
   let s: Stack | undefined;
   afterEach(async () => {

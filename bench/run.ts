@@ -30,6 +30,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   'tip-floor': async () => (await import('./tip-floor.js')).suite,
   trace: async () => (await import('./trace.js')).suite,
   'slot-view': async () => (await import('./slot-view.js')).suite,
+  agave: async () => (await import('./agave.js')).suite,
   cluster: async () => (await import('./cluster.js')).suite,
 };
 

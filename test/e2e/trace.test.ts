@@ -9,6 +9,7 @@ import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LandfallApiError, LandfallClient } from '../../src/client/index.js';
 import { transfer } from '../helpers/transactions.js';
+import { waitFor } from '../helpers/localnet.js';
 import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
 
 async function trace(s: Stack, key: string, signature: string) {
@@ -198,6 +199,41 @@ describe('delivery trace served by the main thread (ingressThreads: 0)', () => {
     const t = await finishedTrace(st, bot.key, tx.signature, (b) => b.final_state === 'landed');
     expectWellFormed(t);
     expect(t.attempts.slice(0, early.body.attempts.length)).toEqual(early.body.attempts);
+  });
+});
+
+describe('delivery trace under anti-MEV routing', () => {
+  let s: Stack | undefined;
+  afterEach(async () => {
+    await s?.close();
+    s = undefined;
+  });
+
+  it('a transaction sent while a blocklisted validator leads is held, then released at a permitted leader; none goes to the blocked one', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'trace-anti-mev', faults: { v3: { sandwicher: true } } }, block: ['v3'] });
+    const st = s;
+    const bot = account(st);
+    const from = await payer(st);
+    const v3 = st.net.validators.find((v) => v.name === 'v3')!;
+    // Signed first, sent at the first slot of v3's four: the current leader is blocked, so it is held.
+    const tx = await tipped(st, from, 300_000);
+    await waitFor('the start of v3\'s window', () => {
+      const slot = st.net.slot();
+      return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v3' ? true : undefined;
+    }, 20_000);
+    expect((await send(st, bot.key, tx.base64)).status).toBe(200);
+    expect((await settled(st, bot.key, tx.signature)).status).toBe('confirmed');
+    const t = await finishedTrace(st, bot.key, tx.signature, (b) => b.final_state === 'landed');
+    expectWellFormed(t);
+    const outcomes = t.attempts.map((a: any) => a.outcome);
+    expect(outcomes[0]).toBe('held');
+    expect(t.attempts[0].leader).toBe(v3.identity);
+    const released = outcomes.indexOf('released');
+    expect(released).toBeGreaterThan(0);
+    expect(t.attempts[released].leader).not.toBe(v3.identity);
+    expect(outcomes.slice(released + 1)).toContain('written');
+    // Never sent to the blocked validator: it appears only as the leader the hold was for.
+    expect(t.attempts.filter((a: any) => a.tpu === v3.tpuQuic)).toEqual([]);
   });
 });
 

@@ -17,6 +17,7 @@ import { LandfallError } from '../errors.js';
 import { startLocalnet } from '../localnet/index.js';
 import { freePort, startNatsServers } from '../cluster/nats-servers.js';
 import { openKvAdmin } from '../cluster/accounts-kv.js';
+import { untilStopped } from './localnet.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const BIN = new URL('bin/landfall.js', ROOT).pathname;
@@ -114,15 +115,7 @@ export async function clusterDemoCommand(argv: string[], out: (s: string) => voi
         `more accounts:  npx landfall accounts create --name my-bot --nats ${nats.urls.join(',')}\n` +
         `\nCtrl-C to stop.\n`,
     );
-    await new Promise<void>((resolve) => {
-      const stop = (): void => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve();
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await untilStopped();
     out('stopping…\n');
     await stopAll();
     out('cluster demo stopped\n');

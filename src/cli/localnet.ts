@@ -50,6 +50,19 @@ export function describe(net: Localnet, limits?: QuicLimits): string {
   return lines.join('\n') + '\n';
 }
 
+/** Resolves at the first SIGINT (Ctrl-C) or SIGTERM. */
+export function untilStopped(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
 /** Resolves with the exit code once the cluster was stopped by a signal. */
 export async function localnetCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const { values } = parseArgs({
@@ -83,15 +96,7 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
     ...limits,
   });
   out(describe(net, limits) + 'Ctrl-C to stop.\n');
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilStopped();
   const arrived = net.arrivals();
   await net.close();
   out(`local cluster stopped${net.sink ? ` (sink: ${arrived.received} transactions received, ${arrived.atLeader} at the leader)` : ''}\n`);

@@ -10,6 +10,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { ClusterHealth } from '../../src/cluster/health.js';
 import { waitFor } from './localnet.js';
 import { freePort } from './nats-cluster.js';
 import { tempDir } from './tmp.js';
@@ -20,14 +21,7 @@ const UP_MS = 40_000;
 
 export interface ClusterNodeHealth {
   status: string;
-  cluster?: {
-    node: string;
-    nats: 'up' | 'down';
-    mode: 'clustered' | 'degraded';
-    nodes: string[];
-    budget: 'shared' | 'local-share';
-    replication_backlog: number;
-  };
+  cluster?: ClusterHealth;
   [k: string]: unknown;
 }
 

@@ -826,6 +826,20 @@ export const OPENAPI: OpenApiDocument = {
               refused_writes: { type: 'integer', minimum: 0, description: 'writes refused or failed since it became unavailable' },
             },
           },
+          cluster: {
+            type: 'object',
+            description: 'A node of several (config nats): its link to NATS JetStream and what it shares; absent on a single node',
+            required: ['node', 'nats', 'mode', 'nodes', 'budget', 'replication_backlog'],
+            additionalProperties: false,
+            properties: {
+              node: { type: 'string', description: 'this node' },
+              nats: { enum: ['up', 'down'] },
+              mode: { enum: ['clustered', 'degraded'], description: 'degraded: NATS unreachable, serving from local state, catching up when it returns' },
+              nodes: { type: 'array', items: { type: 'string' }, description: 'live nodes, this one included' },
+              budget: { enum: ['shared', 'local-share'], description: "local-share: the account budgets fall back to rate / known nodes" },
+              replication_backlog: { type: 'integer', minimum: 0, description: 'status events not yet acknowledged by JetStream' },
+            },
+          },
           chain: {
             type: 'object',
             required: ['synced', 'slot', 'slot_age_ms'],

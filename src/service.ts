@@ -173,6 +173,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         engine,
         tracker,
         telemetry,
+        plans: config.plans,
         publishLocal: (rec) => {
           statusHub.publish(rec);
           ingress?.publish([rec]);

@@ -16,6 +16,9 @@ import type { Store } from '../store/store.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { Tracker } from '../tracker/tracker.js';
 import { AccountsMirror } from './accounts-kv.js';
+import { budgetShares } from '../accounts/budget-shares.js';
+import type { PlanTable } from '../accounts/plans.js';
+import { startCoordination, type Coordination } from './coordination.js';
 import type { ClusterHealth } from './health.js';
 import { Link } from './link.js';
 import { StatusEvents } from './status-events.js';
@@ -28,6 +31,7 @@ export interface ClusterDeps {
   engine: Engine;
   tracker: Tracker;
   telemetry: Telemetry;
+  plans: PlanTable;
   /** Hand a change applied from another node to `/v1/stream` (StatusHub and ingress threads). */
   publishLocal(rec: StatusRecord): void;
 }
@@ -71,7 +75,28 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
     { name: 'link', start: () => link.start(), close: () => link.close() },
     { name: 'accounts', start: () => mirror.start(), close: () => mirror.close() },
     { name: 'status-events', start: () => events.start(), close: () => events.close() },
+    coordinationPart(),
   ];
+
+  /** Budget shares, node leases and takeover (coordination.ts). */
+  function coordinationPart(): ClusterPart {
+    let c: Coordination | null = null;
+    return {
+      name: 'coordination',
+      start() {
+        if (!budgetShares) throw new Error('cluster: budget shares were not enabled before the cluster started');
+        c = startCoordination({ link, shares: budgetShares, plans: d.plans, store: d.store, tracker: d.tracker, engine: d.engine, log });
+        const coordination = c;
+        events.onApplied = (rec, origin) => coordination.applied(rec, origin);
+      },
+      close: () => c?.close(),
+      health(h) {
+        if (!c) return;
+        h.nodes = c.liveNodes();
+        h.budget = c.budgetMode();
+      },
+    };
+  }
 
   const health = (): ClusterHealth => {
     const h: ClusterHealth = {

@@ -133,7 +133,11 @@ export class StatusEvents {
       void (this.o.after ?? Promise.resolve()).then(() => this.consume());
     });
     this.o.link.onChange((up) => {
-      if (up) this.kick();
+      if (!up) return;
+      this.kick();
+      // (H6) After an outage of every server the pull consumer's iterator stalls without an
+      // error (its pulls died with the old connections): end it, so `consume` makes it again.
+      void this.messages?.close().catch(() => undefined);
     });
   }
 
@@ -218,7 +222,8 @@ export class StatusEvents {
           }),
         );
         const consumer = await this.o.link.js!.consumers.get(STATUS_STREAM, durable);
-        this.messages = await consumer.consume({ max_messages: 1_000 });
+        // (H6) Pull every 5 s at most: a pull lost with a server (all restarted) is replaced soon.
+        this.messages = await consumer.consume({ max_messages: 1_000, expires: 5_000 });
         for await (const m of this.messages) this.apply(m);
       } catch (e) {
         if (!this.closed) this.o.log.warn({ err: (e as Error).message }, 'cluster: status consumer failed, retrying');

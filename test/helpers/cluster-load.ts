@@ -1,0 +1,182 @@
+/**
+ * A whole test cluster for the multi-node failure tests (issue 13): the local Solana cluster as
+ * a child process, 3 routed JetStream nats-servers, Landfall nodes as child processes sharing
+ * one set of tip addresses, one account created through KV (the admin CLI with --nats) and a
+ * funded payer; plus an open-loop send load on chosen nodes that records every acknowledged
+ * signature, and status reads across nodes.
+ */
+import { Connection, Keypair, PublicKey } from '@solana/web3.js';
+import { startChildLocalnet, type ChildLocalnet } from './child-localnet.js';
+import { startClusterNodes, type ClusterNode, type ClusterNodes } from './cluster-nodes.js';
+import { fundedKeypair, waitFor } from './localnet.js';
+import { startNatsCluster, type NatsCluster } from './nats-cluster.js';
+import { legacyTx, makeTipAddresses, transfer, web3Base58 } from './transactions.js';
+
+export interface ClusterEnv {
+  chain: ChildLocalnet;
+  nats: NatsCluster;
+  cluster: ClusterNodes;
+  connection: Connection;
+  tips: PublicKey[];
+  accountId: string;
+  key: string;
+  payer: Keypair;
+  close(): Promise<void>;
+}
+
+export interface ClusterEnvOptions {
+  seed: string;
+  slotMs: number;
+  names: string[];
+  /** Extra config keys for every node. */
+  config?: Record<string, unknown>;
+}
+
+/** Start everything; resolves once every node accepts the account's key. */
+export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv> {
+  const parts: { close(): Promise<unknown> }[] = [];
+  try {
+    const chain = await startChildLocalnet({ seed: o.seed, slotMs: o.slotMs });
+    parts.push({ close: () => chain.kill() });
+    const nats = await startNatsCluster(3);
+    parts.push(nats);
+    const tips = makeTipAddresses(8);
+    const cluster = await startClusterNodes(o.names, {
+      nats: nats.urls,
+      rpcUrl: chain.rpcUrl,
+      wsUrl: chain.wsUrl,
+      config: { tipAddresses: tips.map((t) => t.toBase58()), ...o.config },
+    });
+    parts.push(cluster);
+    const created = JSON.parse(await cluster.cli('accounts', 'create', '--name', 'bot', '--plan', 'whale', '--json')) as { account_id: string; api_key: string };
+    for (const n of cluster.nodes) {
+      await waitFor(`node ${n.name} to know the key`, async () => ((await accountOn(n, created.api_key)).status === 200 ? true : undefined), 20_000);
+    }
+    const connection = new Connection(chain.rpcUrl, 'confirmed');
+    const payer = await fundedKeypair(connection, 500);
+    return {
+      chain,
+      nats,
+      cluster,
+      connection,
+      tips,
+      accountId: created.account_id,
+      key: created.api_key,
+      payer,
+      async close() {
+        for (const p of parts.reverse()) await p.close().catch(() => {});
+      },
+    };
+  } catch (e) {
+    for (const p of parts.reverse()) await p.close().catch(() => {});
+    throw e;
+  }
+}
+
+export async function accountOn(node: ClusterNode, key: string): Promise<{ status: number; body: any }> {
+  const r = await fetch(`${node.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: r.status, body: (await r.json()) as any };
+}
+
+export async function statusOn(node: ClusterNode, key: string, signature: string): Promise<{ status: number; body: any }> {
+  const r = await fetch(`${node.url}/v1/status/${signature}`, { headers: { authorization: `Bearer ${key}` } });
+  return { status: r.status, body: (await r.json()) as any };
+}
+
+export const isTerminal = (body: any): boolean => body?.status === 'confirmed' || body?.status === 'failed' || body?.status === 'expired' || body?.expired === true;
+
+/** One acknowledged send. */
+export interface Ack {
+  signature: string;
+  node: string;
+  /** Date.now() when the 200 arrived. */
+  at: number;
+}
+
+/** Tip of every load transaction, lamports (above every plan's minimum at 1000 lamports per point). */
+export const LOAD_TIP = 1_000_000;
+
+/**
+ * Open-loop-ish send load: `workers` loops per node, each sending one tipped transaction after
+ * another (`gapMs` apart), until `stop()`. Every 200 is recorded with its time; refusals (429)
+ * and errors (a dead node) are counted, never thrown.
+ */
+export class SendLoad {
+  readonly acks: Ack[] = [];
+  readonly refused = new Map<number, number>();
+  errors = 0;
+  private running = true;
+  private readonly loops: Promise<void>[] = [];
+  private blockhash = '';
+  private blockhashAt = 0;
+  private unique = 0;
+
+  constructor(
+    private readonly env: ClusterEnv,
+    nodes: ClusterNode[],
+    o: { workers?: number; gapMs?: number } = {},
+  ) {
+    for (const n of nodes) for (let w = 0; w < (o.workers ?? 2); w++) this.loops.push(this.loop(n, o.gapMs ?? 20));
+  }
+
+  /** Stop sending; resolves once every request in flight has answered. */
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+
+  private async freshBlockhash(): Promise<string> {
+    if (Date.now() - this.blockhashAt > 1000) {
+      this.blockhash = (await this.env.connection.getLatestBlockhash('confirmed')).blockhash;
+      this.blockhashAt = Date.now();
+    }
+    return this.blockhash;
+  }
+
+  private async loop(node: ClusterNode, gapMs: number): Promise<void> {
+    while (this.running) {
+      try {
+        const { payer, tips } = this.env;
+        const tip = tips[this.unique % tips.length]!;
+        const tx = legacyTx([transfer(payer.publicKey, payer.publicKey, ++this.unique), transfer(payer.publicKey, tip, LOAD_TIP)], {
+          feePayer: payer,
+          blockhash: await this.freshBlockhash(),
+        });
+        const r = await fetch(`${node.url}/v1/send`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${this.env.key}` },
+          body: JSON.stringify({ transaction: tx.base64 }),
+        });
+        await r.arrayBuffer();
+        if (r.status === 200) this.acks.push({ signature: web3Base58(tx.signatures[0]!), node: node.name, at: Date.now() });
+        else this.refused.set(r.status, (this.refused.get(r.status) ?? 0) + 1);
+      } catch {
+        this.errors++;
+      }
+      await new Promise((r) => setTimeout(r, gapMs));
+    }
+  }
+}
+
+/**
+ * Wait (bounded) until every signature reads as terminal on every node; returns the ones that
+ * never did (with what the node last said).
+ */
+export async function waitTerminalEverywhere(nodes: ClusterNode[], key: string, signatures: string[], timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  let left = signatures.flatMap((s) => nodes.map((n) => ({ s, n })));
+  const last = new Map<string, string>();
+  while (left.length > 0 && Date.now() < deadline) {
+    const still: typeof left = [];
+    for (const x of left) {
+      const r = await statusOn(x.n, key, x.s).catch(() => ({ status: 0, body: null }));
+      if (r.status === 200 && isTerminal(r.body)) continue;
+      if (r.status === 429) await new Promise((res) => setTimeout(res, 100)); // the account's query budget
+      last.set(`${x.n.name} ${x.s}`, `${r.status} ${JSON.stringify(r.body)}`);
+      still.push(x);
+    }
+    left = still;
+    if (left.length > 0) await new Promise((r) => setTimeout(r, 250));
+  }
+  return left.map((x) => `${x.n.name} ${x.s}: ${last.get(`${x.n.name} ${x.s}`)}`);
+}

@@ -30,6 +30,8 @@ export interface ClusterEnvOptions {
   names: string[];
   /** Extra config keys for every node. */
   config?: Record<string, unknown>;
+  /** The account's plan (default whale). */
+  plan?: string;
 }
 
 /** Start everything; resolves once every node accepts the account's key. */
@@ -48,7 +50,7 @@ export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv>
       config: { tipAddresses: tips.map((t) => t.toBase58()), ...o.config },
     });
     parts.push(cluster);
-    const created = JSON.parse(await cluster.cli('accounts', 'create', '--name', 'bot', '--plan', 'whale', '--json')) as { account_id: string; api_key: string };
+    const created = JSON.parse(await cluster.cli('accounts', 'create', '--name', 'bot', '--plan', o.plan ?? 'whale', '--json')) as { account_id: string; api_key: string };
     for (const n of cluster.nodes) {
       await waitFor(`node ${n.name} to know the key`, async () => ((await accountOn(n, created.api_key)).status === 200 ? true : undefined), 20_000);
     }
@@ -114,9 +116,11 @@ export class SendLoad {
   constructor(
     private readonly env: ClusterEnv,
     nodes: ClusterNode[],
-    o: { workers?: number; gapMs?: number } = {},
+    o: { workers?: number; gapMs?: number; keys?: string[] } = {},
   ) {
-    for (const n of nodes) for (let w = 0; w < (o.workers ?? 2); w++) this.loops.push(this.loop(n, o.gapMs ?? 20));
+    // Keys are dealt to the loops in turn (two keys of one account: one budget).
+    const keys = o.keys ?? [env.key];
+    for (const n of nodes) for (let w = 0; w < (o.workers ?? 2); w++) this.loops.push(this.loop(n, o.gapMs ?? 20, keys[this.loops.length % keys.length]!));
   }
 
   /** Stop sending; resolves once every request in flight has answered. */
@@ -133,7 +137,7 @@ export class SendLoad {
     return this.blockhash;
   }
 
-  private async loop(node: ClusterNode, gapMs: number): Promise<void> {
+  private async loop(node: ClusterNode, gapMs: number, key: string): Promise<void> {
     while (this.running) {
       try {
         const { payer, tips } = this.env;
@@ -144,7 +148,7 @@ export class SendLoad {
         });
         const r = await fetch(`${node.url}/v1/send`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${this.env.key}` },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
           body: JSON.stringify({ transaction: tx.base64 }),
         });
         await r.arrayBuffer();

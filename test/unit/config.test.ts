@@ -1,5 +1,5 @@
 /**
- * The operations settings of the configuration (`metricsToken`, `adminPort`, `adminHost`): from
+ * The operations settings of the configuration (`metricsToken`, `adminPort`, `adminHost`, `nats`): from
  * the file, the environment and flags, and a clear error naming the setting for a bad value.
  */
 import { writeFileSync } from 'node:fs';
@@ -49,5 +49,36 @@ describe('tracker.push, tracker.poll', () => {
     expect(() => loadConfig({ tracker: { push: false, poll: false } }, {})).toThrow('tracker.push and tracker.poll cannot both be false');
     expect(() => loadConfig({ tracker: { push: 'no' } }, {})).toThrow('tracker.push must be true or false, got "no"');
     expect(() => loadConfig({ tracker: true }, {})).toThrow(/tracker must be an object/);
+  });
+});
+
+describe('nats (several nodes, issue 13)', () => {
+  it('default: none (a single node)', () => {
+    expect(loadConfig({}, {}).nats).toBeNull();
+    expect(DEFAULT_CONFIG.nats).toBeNull();
+  });
+
+  it('from flags, the environment and the config file; replicas default to min(3, servers)', () => {
+    expect(loadConfig({ nats: 'nats://a:4222,nats://b:4222', nodeName: 'east-1' }, {}).nats).toEqual({ servers: ['nats://a:4222', 'nats://b:4222'], node: 'east-1', replicas: 2 });
+    const env = { LANDFALL_NATS: 'nats://a:4222,nats://b:4222,nats://c:4222,nats://d:4222', LANDFALL_NODE: 'west_2', LANDFALL_NATS_REPLICAS: '5' };
+    expect(loadConfig({}, env).nats).toEqual({ servers: ['nats://a:4222', 'nats://b:4222', 'nats://c:4222', 'nats://d:4222'], node: 'west_2', replicas: 5 });
+    const file = join(tmp.dir, 'nats.json');
+    writeFileSync(file, JSON.stringify({ nats: { servers: ['tls://a:4222'], node: 'eu-1' } }));
+    expect(loadConfig({ config: file }, {}).nats).toEqual({ servers: ['tls://a:4222'], node: 'eu-1', replicas: 1 });
+    // A flag beats the file; without a name, the host's (made a valid token).
+    expect(loadConfig({ config: file, nodeName: 'eu-2', natsReplicas: '1' }, {}).nats!.node).toBe('eu-2');
+    expect(loadConfig({ nats: 'nats://a:4222' }, {}).nats!.node).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+  });
+
+  it('a bad value is an error naming the setting', () => {
+    const bad = (flags: Parameters<typeof loadConfig>[0], message: RegExp) => expect(() => loadConfig(flags, {})).toThrow(message);
+    bad({ nats: 'http://a:4222' }, /nats\.servers must use nats: or tls:/);
+    bad({ nats: 'not a url' }, /nats\.servers must be a URL/);
+    bad({ nats: [] }, /nats\.servers must be 1 to 32/);
+    bad({ nats: 'nats://a:4222', nodeName: 'east 1' }, /node name must be 1-64 letters/);
+    bad({ nats: 'nats://a:4222', nodeName: 'a.b' }, /node name/);
+    bad({ nats: 'nats://a:4222', natsReplicas: '0' }, /replicas must be an integer 1\.\.5/);
+    bad({ nats: 'nats://a:4222', natsReplicas: 'three' }, /replicas/);
+    bad({ nodeName: 'east-1' }, /need nats servers/);
   });
 });

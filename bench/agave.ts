@@ -111,6 +111,12 @@ async function run(): Promise<AgaveRaceResult> {
     const payers: Keypair[] = [];
     for (let i = 0; i < PAYERS; i++) payers.push(await fundTipsAndPayer(connection, i === 0 ? lf.tips : [], 100));
     const key = lf.account('whale').key;
+    // A young chain (no root yet) may still move a confirmed transaction to another slot: start after the first root.
+    const rootBy = performance.now() + 60_000;
+    while ((await connection.getSlot('finalized')) < 1) {
+      if (performance.now() > rootBy) throw new Error('the validator made no root within 60 s');
+      await new Promise((r) => setTimeout(r, 250));
+    }
     let slot = await connection.getSlot('processed');
     pubsub.subscribe('slotSubscribe', [], (r) => (slot = Math.max(slot, (r as { slot: number }).slot)));
     let unique = 0;

@@ -12,10 +12,24 @@
  *    - *NATS down*: every NATS server stopped, every node offered 2 × RATE on its local share.
  *    "Steady" skips the first WARMUP_MS of a phase: the re-balance (≤ one 200 ms report period
  *    plus the 1-s demand window) is part of the scheme and shown apart (the first window).
+ * 2. **Whole nodes** (`landfall serve` children, the compiled CLI: `npm run build:ts` first) on one
+ *    local Solana cluster: three clustered nodes on a 3-server NATS cluster (replicas 3) and one
+ *    single node (no NATS), same tip addresses, same payer, in the same run:
+ *    - *hot-path cost*: the same closed-loop send load (real signed, tipped transactions) on
+ *      clustered node `a` and on the single node, alternating, ROUNDS rounds each; CPU time of the
+ *      whole node process from /proc ÷ sends accepted (target: clustered ≤ 1.1 × single);
+ *    - *replication lag*: LAG_SAMPLES sends to `a`, one at a time, each followed by polling `b`
+ *      every LAG_POLL_MS until the status is readable there: acknowledgement on `a` → readable
+ *      on `b`, p50 / p99 / max (resolution: the poll period).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_PLANS, type PlanTable } from '../src/accounts/plans.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { LANDFALL_BIN, startClusterNodes, type ClusterNode } from '../test/helpers/cluster-nodes.js';
+import { SendLoad, startClusterEnv, statusOn, type ClusterEnv } from '../test/helpers/cluster-load.js';
 import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js';
+import { cpuBetween, readCpu } from './lib/proc-cpu.js';
 import { maxInWindow, perWindow } from '../test/helpers/windows.js';
 import { spawnChild, type Child } from './lib/child.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, target, targetsTable, warnIfBusy, type Suite, type SuiteResult, type Target } from './lib/suite.js';
@@ -27,6 +41,11 @@ const PHASE_MS = Number(process.env['BENCH_LOAD_MS'] ?? 6000);
 /** Skipped at the start of each phase before "steady" windows count. */
 const WARMUP_MS = 1500;
 const WINDOW_MS = 1000;
+
+/** Hot-path phases: each side gets this many alternating rounds of PHASE_MS. */
+const ROUNDS = 2;
+const LAG_SAMPLES = 100;
+const LAG_POLL_MS = 5;
 
 const PLANS: PlanTable = { ...DEFAULT_PLANS, starter: { ...DEFAULT_PLANS.starter, maxTps: RATE, queryTps: 2 * RATE } };
 
@@ -46,10 +65,27 @@ export interface LimitPhase {
   minWindowRatio: number;
 }
 
+export interface HotPathSide {
+  accepted: number;
+  refused: number;
+  cpuMs: number;
+  wallMs: number;
+  /** CPU µs of the node process per accepted send. */
+  cpuUsPerSend: number;
+  /** CPU of the idle node (no sends), ms per wall second: timers, NATS pings, leases, reports. */
+  idleCpuMsPerSec: number;
+  /** (CPU under load − idle CPU over the same time) ÷ sends accepted, µs: the per-send cost. */
+  marginalUsPerSend: number;
+}
+
 export interface ClusterResult extends SuiteResult {
   suite: 'cluster';
-  config: { rate: number; burst: number; nodes: number; phaseMs: number; warmupMs: number };
+  config: { rate: number; burst: number; nodes: number; phaseMs: number; warmupMs: number; rounds: number; lagSamples: number; lagPollMs: number };
   limits: LimitPhase[];
+  /** `ratio`: clustered ÷ single CPU per accepted send; `marginalRatio`: the same, idle CPU taken out. */
+  hotPath: { clustered: HotPathSide; single: HotPathSide; ratio: number; marginalRatio: number };
+  /** Acknowledgement on node a → readable on node b, ms. */
+  lag: { p50: number; p99: number; max: number; samples: number };
   targets: Target[];
 }
 
@@ -96,9 +132,8 @@ async function waitForLive(nodes: Child[], n: number, ms = 15_000): Promise<void
   throw new Error(`nodes did not all see ${n} live nodes`);
 }
 
-async function run(): Promise<ClusterResult> {
-  const machine = machineInfo();
-  warnIfBusy(machine);
+/** Part 1: the limit phases on share-node processes. */
+async function limitPhases(): Promise<LimitPhase[]> {
   const nats: NatsCluster = await startNatsCluster(NODES);
   const nodes: Child[] = [];
   try {
@@ -117,25 +152,130 @@ async function run(): Promise<ClusterResult> {
     await waitForMode(nodes, 'local-share');
     limits.push(await limitPhase('nats-down', nodes, [2 * RATE, 2 * RATE, 2 * RATE]));
 
-    const allBusy = limits[0]!;
-    const alone = limits[1]!;
-    const down = limits[2]!;
-    const targets = [
-      target('limit-all', 'all nodes busy: most granted in any 1-s window ≤ 1.1 × (rate + burst)', allBusy.maxWindowRatio, 'ratio', '<=', 1.1),
-      target('limit-alone', 'one node alone: its least 1-s window ≥ 90 % of the rate', alone.minWindowRatio, 'ratio', '>=', 0.9),
-      target('limit-down', 'NATS down (local shares): most granted in any 1-s window ≤ 1.1 × (rate + burst)', down.maxWindowRatio, 'ratio', '<=', 1.1),
-    ];
-    return {
-      suite: 'cluster',
-      machine: finishMachineInfo(machine),
-      config: { rate: RATE, burst: RATE, nodes: NODES, phaseMs: PHASE_MS, warmupMs: WARMUP_MS },
-      limits,
-      targets,
-    };
+    return limits;
   } finally {
     for (const n of nodes) await n.close().catch(() => {});
     await nats.close();
   }
+}
+
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+/** One closed-loop send phase on `node`; the node process's CPU over it. */
+async function hotPathPhase(env: ClusterEnv, node: ClusterNode, key: string): Promise<HotPathSide> {
+  const pid = node.pid();
+  if (pid === null) throw new Error(`node ${node.name} is not running`);
+  const before = readCpu(pid);
+  const load = new SendLoad({ ...env, key }, [node], { workers: 4, gapMs: 5 });
+  await sleep(PHASE_MS);
+  await load.stop();
+  const cpu = cpuBetween(before, readCpu(pid));
+  if (load.errors > 0) throw new Error(`${load.errors} sends to ${node.name} failed`);
+  const refused = [...load.refused.values()].reduce((a, b) => a + b, 0);
+  return withIdle({ accepted: load.acks.length, refused, cpuMs: cpu.totalMs, wallMs: cpu.wallMs, cpuUsPerSend: (1000 * cpu.totalMs) / load.acks.length, idleCpuMsPerSec: 0, marginalUsPerSend: 0 }, 0);
+}
+
+/** The node's CPU over PHASE_MS with no load, ms per second. */
+async function idleCpu(node: ClusterNode): Promise<number> {
+  const before = readCpu(node.pid()!);
+  await sleep(PHASE_MS);
+  const cpu = cpuBetween(before, readCpu(node.pid()!));
+  return (1000 * cpu.totalMs) / cpu.wallMs;
+}
+
+function withIdle(s: HotPathSide, idleCpuMsPerSec: number): HotPathSide {
+  const marginalMs = s.cpuMs - (idleCpuMsPerSec * s.wallMs) / 1000;
+  return { ...s, idleCpuMsPerSec, marginalUsPerSend: (1000 * marginalMs) / s.accepted };
+}
+
+function addSides(a: HotPathSide, b: HotPathSide): HotPathSide {
+  const accepted = a.accepted + b.accepted;
+  const cpuMs = a.cpuMs + b.cpuMs;
+  return withIdle({ accepted, refused: a.refused + b.refused, cpuMs, wallMs: a.wallMs + b.wallMs, cpuUsPerSend: (1000 * cpuMs) / accepted, idleCpuMsPerSec: 0, marginalUsPerSend: 0 }, 0);
+}
+
+/** Part 2: whole nodes, clustered and single, on one chain. */
+async function nodePhases(): Promise<Pick<ClusterResult, 'hotPath' | 'lag'>> {
+  const env = await startClusterEnv({ seed: 'bench-cluster', slotMs: 400, names: ['a', 'b', 'c'] });
+  try {
+    const [a, b] = [env.cluster.nodes[0]!, env.cluster.nodes[1]!];
+    const single = await startClusterNodes(['single'], { nats: [], rpcUrl: env.chain.rpcUrl, wsUrl: env.chain.wsUrl, config: { tipAddresses: env.tips.map((t) => t.toBase58()) } });
+    try {
+      const solo = single.nodes[0]!;
+      const { stdout } = await promisify(execFile)(process.execPath, [LANDFALL_BIN, 'accounts', 'create', '--name', 'bench', '--plan', 'whale', '--json', '--data', solo.dataDir]);
+      const soloKey = (JSON.parse(stdout) as { api_key: string }).api_key;
+      // Idle first (the sends' trackers would still be busy after a load phase).
+      const idleClustered = await idleCpu(a);
+      const idleSingle = await idleCpu(solo);
+      let clustered: HotPathSide | null = null;
+      let alone: HotPathSide | null = null;
+      for (let r = 0; r < ROUNDS; r++) {
+        const c = await hotPathPhase(env, a, env.key);
+        clustered = clustered ? addSides(clustered, c) : c;
+        const s1 = await hotPathPhase(env, solo, soloKey);
+        alone = alone ? addSides(alone, s1) : s1;
+      }
+
+      const lags: number[] = [];
+      for (let i = 0; i < LAG_SAMPLES; i++) {
+        const load = new SendLoad(env, [a], { workers: 1, gapMs: 1 });
+        await waitForAck(load);
+        await load.stop();
+        const ack = load.acks[0]!;
+        for (;;) {
+          const r = await statusOn(b, env.key, ack.signature);
+          if (r.status === 200) break;
+          if (Date.now() - ack.at > 30_000) throw new Error(`${ack.signature} not on b after 30 s`);
+          await sleep(LAG_POLL_MS);
+        }
+        lags.push(Date.now() - ack.at);
+      }
+      lags.sort((x, y) => x - y);
+      const c = withIdle(clustered!, idleClustered);
+      const s1 = withIdle(alone!, idleSingle);
+      return {
+        hotPath: { clustered: c, single: s1, ratio: c.cpuUsPerSend / s1.cpuUsPerSend, marginalRatio: c.marginalUsPerSend / s1.marginalUsPerSend },
+        lag: { p50: quantile(lags, 0.5), p99: quantile(lags, 0.99), max: lags[lags.length - 1]!, samples: lags.length },
+      };
+    } finally {
+      await single.close();
+    }
+  } finally {
+    await env.close();
+  }
+}
+
+/** Until the load's first acknowledgement. */
+async function waitForAck(load: SendLoad): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (load.acks.length === 0) {
+    if (Date.now() > end) throw new Error('no send acknowledged in 10 s');
+    await sleep(1);
+  }
+}
+
+async function run(): Promise<ClusterResult> {
+  const machine = machineInfo();
+  warnIfBusy(machine);
+  const limits = await limitPhases();
+  const { hotPath, lag } = await nodePhases();
+  const [allBusy, alone, down] = [limits[0]!, limits[1]!, limits[2]!];
+  const targets = [
+    target('limit-all', 'all nodes busy: most granted in any 1-s window ≤ 1.1 × (rate + burst)', allBusy.maxWindowRatio, 'ratio', '<=', 1.1),
+    target('limit-alone', 'one node alone: its least 1-s window ≥ 90 % of the rate', alone.minWindowRatio, 'ratio', '>=', 0.9),
+    target('limit-down', 'NATS down (local shares): most granted in any 1-s window ≤ 1.1 × (rate + burst)', down.maxWindowRatio, 'ratio', '<=', 1.1),
+    target('hot-path', 'CPU per accepted send, clustered ÷ single node ≤ 1.1', hotPath.ratio, 'ratio', '<=', 1.1),
+    target('hot-path-marginal', 'CPU per accepted send above idle, clustered ÷ single node ≤ 1.1', hotPath.marginalRatio, 'ratio', '<=', 1.1),
+  ];
+  return {
+    suite: 'cluster',
+    machine: finishMachineInfo(machine),
+    config: { rate: RATE, burst: RATE, nodes: NODES, phaseMs: PHASE_MS, warmupMs: WARMUP_MS, rounds: ROUNDS, lagSamples: LAG_SAMPLES, lagPollMs: LAG_POLL_MS },
+    limits,
+    hotPath,
+    lag,
+    targets,
+  };
 }
 
 function readmeTable(r: ClusterResult): string {
@@ -150,6 +290,28 @@ function readmeTable(r: ClusterResult): string {
       ['phase', 'offered per node (req/s)', 'granted per node', 'granted per 1-s window (all nodes)', 'max 1-s window ÷ (rate + burst)', 'steady granted ÷ rate', 'least steady window ÷ rate'],
       r.limits.map((p) => [p.name, p.offered.join(' / '), p.granted.join(' / '), p.windows.join(', '), pct(p.maxWindowRatio), pct(p.steadyRatio), pct(p.minWindowRatio)]),
     ),
+    '',
+    `Whole nodes (\`landfall serve\` children, one local cluster, 400 ms slots): the same closed-loop send load of real tipped transactions on clustered node a (3 nodes, 3 NATS servers, replicas 3) and on a single node, alternating, ${r.config.rounds} rounds of ${r.config.phaseMs / 1000} s each; CPU of the whole node process from /proc. Replication lag: ${r.config.lagSamples} sends to a one at a time, each polled on b every ${r.config.lagPollMs} ms until readable.`,
+    '',
+    mdTable(
+      ['node', 'sends accepted (per s)', 'refused', 'CPU ms', 'CPU per accepted send', 'idle CPU', 'CPU per send above idle'],
+      (
+        [
+          ['clustered (a)', r.hotPath.clustered],
+          ['single', r.hotPath.single],
+        ] as const
+      ).map(([name, x]) => [
+        name,
+        `${x.accepted} (${((1000 * x.accepted) / x.wallMs).toFixed(0)})`,
+        String(x.refused),
+        x.cpuMs.toFixed(0),
+        `${x.cpuUsPerSend.toFixed(0)} µs`,
+        `${x.idleCpuMsPerSec.toFixed(0)} ms/s`,
+        `${x.marginalUsPerSend.toFixed(0)} µs`,
+      ]),
+    ),
+    '',
+    mdTable(['replication lag (ack on a → readable on b)', 'p50', 'p99', 'max'], [[`${r.lag.samples} sends`, `${r.lag.p50} ms`, `${r.lag.p99} ms`, `${r.lag.max} ms`]]),
     '',
     targetsTable(r.targets, (v) => pct(v)),
   ].join('\n');

@@ -34,6 +34,8 @@ export interface ClusterNode {
   output(): string;
   /** Whether the process is running. */
   running(): boolean;
+  /** The current process's pid (null when not running): the cluster bench reads its CPU time. */
+  pid(): number | null;
   /** SIGKILL (kill -9); resolves once the process is gone. */
   kill(): Promise<void>;
   /** SIGTERM (a clean shutdown); resolves once the process exited. */
@@ -45,7 +47,7 @@ export interface ClusterNode {
 }
 
 export interface ClusterNodesOptions {
-  /** NATS client URLs every node is given. */
+  /** NATS client URLs every node is given (none: single nodes, no cluster). */
   nats: string[];
   rpcUrl: string;
   wsUrl: string;
@@ -80,7 +82,8 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
     const start = async () => {
       out = '';
       const args = [LANDFALL_BIN, 'serve', '--port', String(port), '--data', dataDir, '--config', config, '--rpc', o.rpcUrl, '--ws', o.wsUrl];
-      args.push('--nats', o.nats.join(','), '--node-name', name, '--nats-replicas', replicas);
+      // No NATS servers: a single node (the cluster bench's baseline), exactly as `npm start` runs.
+      if (o.nats.length > 0) args.push('--nats', o.nats.join(','), '--node-name', name, '--nats-replicas', replicas);
       const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
       child = proc;
       proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -113,6 +116,7 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
       dataDir,
       output: () => out,
       running: () => child !== null && child.exitCode === null && child.signalCode === null,
+      pid: () => child?.pid ?? null,
       kill: () => signal('SIGKILL'),
       stop: () => signal('SIGTERM'),
       restart: start,

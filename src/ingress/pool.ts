@@ -117,10 +117,12 @@ export class IngressPool {
     switch (m.type) {
       case 'accepted': {
         const batch: Accepted[] = m.batch.map((a) => ({ ...a, wire: Buffer.from(a.wire.buffer, a.wire.byteOffset, a.wire.byteLength) }));
-        this.opts.engine.acceptedBatch(batch);
         const records = batch.map((a) => a.record);
-        this.publish(records, from);
+        // Before the engine: its tracker may settle one at once (a landing seen before this
+        // message), and the hooks (a cluster's status events) must hear the acceptance first.
         this.opts.onAccepted?.(records, batch);
+        this.opts.engine.acceptedBatch(batch);
+        this.publish(records, from);
         break;
       }
       case 'streams':

@@ -16,6 +16,7 @@ import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import type { ClusterNode } from '../helpers/cluster-nodes.js';
 import { accountOn, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
 import { waitFor } from '../helpers/localnet.js';
+import { metricSum } from '../helpers/metrics.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 
 const LAMPORTS_PER_POINT = 1000;
@@ -148,6 +149,17 @@ describe('three nodes, one account, two keys', () => {
       return sent.every((s) => seen.has(s.sig)) ? true : undefined;
     }, 10_000);
     watch.close();
+
+    // /metrics of a node: the link, the nodes, the budget mode, the outbox and the lag of what it applied.
+    const text = await (await fetch(`${nodes[0]!.url}/metrics`)).text();
+    expect([
+      metricSum(text, 'landfall_cluster_nats_up'),
+      metricSum(text, 'landfall_cluster_nodes'),
+      metricSum(text, 'landfall_cluster_budget_mode'),
+      metricSum(text, 'landfall_cluster_outbox'),
+    ]).toEqual([1, 3, 0, 0]);
+    // Node a timed the acceptance of every send made on b and c.
+    expect(metricSum(text, 'landfall_cluster_replication_lag_seconds_count')).toBe(sent.filter((s) => s.node !== 'a').length);
   }, 60_000);
 
   it('a key revoked and a plan set through the accounts bucket apply on every node', async () => {

@@ -111,25 +111,15 @@ async function limitPhase(name: LimitPhase['name'], nodes: Child[], offered: num
   };
 }
 
-async function waitForMode(nodes: Child[], mode: string, ms = 15_000): Promise<void> {
+/** Until `method` answers `want` on every node (bounded). */
+async function waitForAll(nodes: Child[], method: 'mode' | 'live', want: string | number, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    const modes = await Promise.all(nodes.map((n) => n.call<string>('mode')));
-    if (modes.every((m) => m === mode)) return;
+    const got = await Promise.all(nodes.map((n) => n.call(method)));
+    if (got.every((g) => g === want)) return;
     await sleep(100);
   }
-  throw new Error(`nodes did not reach budget mode ${mode}`);
-}
-
-/** Until every node hears every other's demand reports. */
-async function waitForLive(nodes: Child[], n: number, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    const live = await Promise.all(nodes.map((c) => c.call<number>('live')));
-    if (live.every((l) => l === n)) return;
-    await sleep(100);
-  }
-  throw new Error(`nodes did not all see ${n} live nodes`);
+  throw new Error(`nodes did not all answer ${method} = ${want}`);
 }
 
 /** Part 1: the limit phases on share-node processes. */
@@ -142,14 +132,14 @@ async function limitPhases(): Promise<LimitPhase[]> {
       nodes.push(c);
       await c.call('start', { servers: [nats.urls[i]!], node: `node-${i}`, plans: PLANS, accountId: 'bench-account' });
     }
-    await waitForMode(nodes, 'shared');
-    await waitForLive(nodes, NODES);
+    await waitForAll(nodes, 'mode', 'shared');
+    await waitForAll(nodes, 'live', NODES); // every node hears every other's reports
     const limits: LimitPhase[] = [];
     limits.push(await limitPhase('all-busy', nodes, [2 * RATE, 2 * RATE, 2 * RATE]));
     await sleep(2000); // the demand window empties
     limits.push(await limitPhase('one-alone', nodes, [2 * RATE, 0, 0]));
     for (let i = 0; i < NODES; i++) await nats.stop(i);
-    await waitForMode(nodes, 'local-share');
+    await waitForAll(nodes, 'mode', 'local-share');
     limits.push(await limitPhase('nats-down', nodes, [2 * RATE, 2 * RATE, 2 * RATE]));
 
     return limits;

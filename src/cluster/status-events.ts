@@ -4,10 +4,11 @@
  * and every node applies every node's events into its local store.
  *
  * Publishing never blocks the hot path: events go into an in-memory outbox (bounded) that a
- * loop publishes in batches while the link is up, keeping what failed for after the reconnect.
- * Each event's msgID is `<signature>:<state>`, so JetStream's duplicate window drops a repeat
- * (a restarted node re-publishes its still-pending records from LMDB: what was lost in its
- * outbox goes out, what was not is dropped as a duplicate).
+ * loop publishes while the link is up, up to MESSAGE_EVENTS events per JetStream message (after
+ * a LINGER_MS wait for company), keeping what failed for after the reconnect. A message's msgID
+ * is its first event's `<signature>:<state>` and its size, so JetStream's duplicate window drops
+ * a message published again after a lost ack; a restarted node re-publishes its still-pending
+ * records from LMDB, and whatever repeats gets through is harmless (applying is forward only).
  *
  * Applying (a durable consumer per node, named after it, from the stream's first event for a
  * new node): a record absent here is inserted whole; a pending one moves forward to a terminal
@@ -33,9 +34,19 @@ import { STATUS_STREAM, statusSubject, type Link, type LinkLog } from './link.js
 
 /** Events kept while NATS is unreachable; past it the oldest are dropped (counted, logged). */
 export const OUTBOX_MAX = 200_000;
-const PUBLISH_BATCH = 512;
+/** Events per JetStream message at most (each ~120 B, up to ~1.4 KB with its wire bytes). */
+export const MESSAGE_EVENTS = 64;
+/** Messages in flight per publishing round. */
+const MESSAGES_IN_FLIGHT = 8;
+/**
+ * How long a first event waits for others to share its message. Each JetStream publish is a
+ * request with its own ack, and each message costs every node a delivery and an ack: one message
+ * per event doubled a node's CPU per send; the price of sharing is this much replication lag.
+ */
+export const LINGER_MS = 50;
 const RETRY_MS = 250;
 const EVENT_VERSION = 1;
+const MESSAGE_VERSION = 2;
 
 /** One status event as it travels. */
 export interface StatusEvent {
@@ -76,6 +87,42 @@ export function decodeEvent(data: Uint8Array): StatusEvent | null {
   }
 }
 
+/** `<version 2 u8><count u16>` then each event as `<length u32><event>` ({@link encodeEvent}). */
+export function encodeMessage(events: readonly Uint8Array[]): Uint8Array {
+  const out = Buffer.allocUnsafe(3 + events.reduce((n, e) => n + 4 + e.length, 0));
+  out[0] = MESSAGE_VERSION;
+  out.writeUInt16BE(events.length, 1);
+  let at = 3;
+  for (const e of events) {
+    out.writeUInt32BE(e.length, at);
+    out.set(e, at + 4);
+    at += 4 + e.length;
+  }
+  return out;
+}
+
+/** The events of a message (a batch, or one bare event), or null for one this version cannot read. */
+export function decodeMessage(data: Uint8Array): StatusEvent[] | null {
+  if (data[0] === EVENT_VERSION) {
+    const e = decodeEvent(data);
+    return e ? [e] : null;
+  }
+  const b = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (b.length < 3 || b[0] !== MESSAGE_VERSION) return null;
+  const out: StatusEvent[] = [];
+  let at = 3;
+  for (let i = b.readUInt16BE(1); i > 0; i--) {
+    if (at + 4 > b.length) return null;
+    const n = b.readUInt32BE(at);
+    if (at + 4 + n > b.length) return null;
+    const e = decodeEvent(b.subarray(at + 4, at + 4 + n));
+    if (!e) return null;
+    out.push(e);
+    at += 4 + n;
+  }
+  return at === b.length ? out : null;
+}
+
 /** The state word of a record, in the msgID: each state is published once. */
 function stateOf(r: StatusRecord): string {
   return r.expired ? 'expired' : r.status;
@@ -102,6 +149,7 @@ export class StatusEvents {
   private outbox: Outgoing[] = [];
   private flushing = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  private lingerTimer: NodeJS.Timeout | null = null;
   private messages: ConsumerMessages | null = null;
   private closed = false;
   /** Dropped from a full outbox (they reach the other nodes only if re-published after a restart). */
@@ -154,6 +202,7 @@ export class StatusEvents {
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
     await this.messages?.close().catch(() => undefined);
   }
 
@@ -177,7 +226,20 @@ export class StatusEvents {
     if (n > 0) this.o.log.info({ pending: n }, 'cluster: pending records published again');
   }
 
+  /** Publish soon: at once with a message's worth of events, else after the linger. */
   private kick(): void {
+    if (this.flushing || this.closed || !this.o.link.up || !this.o.link.ready || this.outbox.length === 0) return;
+    if (this.outbox.length < MESSAGE_EVENTS) {
+      this.lingerTimer ??= setTimeout(() => {
+        this.lingerTimer = null;
+        this.flushNow();
+      }, LINGER_MS);
+      return;
+    }
+    this.flushNow();
+  }
+
+  private flushNow(): void {
     if (this.flushing || this.closed || !this.o.link.up || !this.o.link.ready || this.outbox.length === 0) return;
     this.flushing = true;
     void this.flush().finally(() => {
@@ -185,23 +247,31 @@ export class StatusEvents {
       if (this.outbox.length > 0 && !this.closed) {
         this.retryTimer ??= setTimeout(() => {
           this.retryTimer = null;
-          this.kick();
+          this.flushNow();
         }, RETRY_MS);
       }
     });
   }
 
-  /** Publish batches until the outbox is empty or a publish fails (kept for the next try). */
+  /**
+   * Publish the outbox as messages of up to MESSAGE_EVENTS events until it is empty or a publish
+   * fails (its events kept, in order, for the next try). A message's msgID is its first event's
+   * and its size: a message published again after a lost ack is dropped as a duplicate (and a
+   * duplicate that gets through is harmless: applying is forward only).
+   */
   private async flush(): Promise<void> {
     const js = this.o.link.js!;
+    const subject = statusSubject(this.o.link.node);
     while (this.outbox.length > 0 && this.o.link.up && !this.closed) {
-      const batch = this.outbox.slice(0, PUBLISH_BATCH);
-      const subject = statusSubject(this.o.link.node);
-      const results = await Promise.allSettled(batch.map((m) => js.publish(subject, m.data, { msgID: m.msgID, timeout: 5_000 })));
-      // Keep the failed ones, in order, ahead of what was queued meanwhile.
-      const failed = batch.filter((_, i) => results[i]!.status === 'rejected');
-      this.outbox.splice(0, batch.length, ...failed);
-      this.published += batch.length - failed.length;
+      const taken = this.outbox.slice(0, MESSAGE_EVENTS * MESSAGES_IN_FLIGHT);
+      const chunks: Outgoing[][] = [];
+      for (let i = 0; i < taken.length; i += MESSAGE_EVENTS) chunks.push(taken.slice(i, i + MESSAGE_EVENTS));
+      const results = await Promise.allSettled(
+        chunks.map((c) => js.publish(subject, encodeMessage(c.map((m) => m.data)), { msgID: `${c[0]!.msgID}+${c.length}`, timeout: 5_000 })),
+      );
+      const failed = chunks.filter((_, i) => results[i]!.status === 'rejected').flat();
+      this.outbox.splice(0, taken.length, ...failed);
+      this.published += taken.length - failed.length;
       if (failed.length > 0) return;
     }
   }
@@ -232,16 +302,17 @@ export class StatusEvents {
     }
   }
 
+  /** Apply a message's events; acknowledged once every write it caused committed. */
   private apply(m: JsMsg): void {
-    const e = decodeEvent(m.data);
-    if (!e) {
-      this.o.log.warn({ seq: m.seq }, 'cluster: unreadable status event skipped');
+    const events = decodeMessage(m.data);
+    if (!events) {
+      this.o.log.warn({ seq: m.seq }, 'cluster: unreadable status message skipped');
       m.ack();
       return;
     }
-    const written = this.applyEvent(e);
-    if (written === null) m.ack();
-    else void written.then((ok) => (ok ? m.ack() : m.nak()));
+    const writes = events.map((e) => this.applyEvent(e)).filter((w) => w !== null);
+    if (writes.length === 0) m.ack();
+    else void Promise.all(writes).then((ok) => (ok.every(Boolean) ? m.ack() : m.nak()));
   }
 
   /**

@@ -12,7 +12,7 @@ import { Accounts } from '../../src/accounts/accounts.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { AccountsMirror, KvAdmin, openKvAdmin } from '../../src/cluster/accounts-kv.js';
 import { Link } from '../../src/cluster/link.js';
-import { decodeEvent, encodeEvent, StatusEvents } from '../../src/cluster/status-events.js';
+import { decodeEvent, decodeMessage, encodeEvent, encodeMessage, StatusEvents } from '../../src/cluster/status-events.js';
 import { LandfallError } from '../../src/errors.js';
 import { utcDay } from '../../src/native.js';
 import type { StatusRecord } from '../../src/store/records.js';
@@ -53,6 +53,18 @@ describe('status events', () => {
     expect(decodeEvent(data.subarray(0, 80))).toBeNull();
     expect(decodeEvent(Uint8Array.from([9, ...data.subarray(1)]))).toBeNull();
     expect(decodeEvent(Buffer.from('{"not":"an event"}'))).toBeNull();
+  });
+
+  it('packs events into one message and reads them back, refusing a damaged one', () => {
+    const events = [1, 2, 3].map((i) => ({ origin: `n${i}`, ts: i, record: statusRecord(), resend: i === 2 ? { wire: Buffer.alloc(i * 100, i), antiMev: false, maxRetries: i } : null }));
+    const message = encodeMessage(events.map(encodeEvent));
+    expect(decodeMessage(message)).toEqual(events);
+    expect(decodeMessage(encodeEvent(events[0]!))).toEqual([events[0]]); // one bare event
+    expect(decodeMessage(encodeMessage([]))).toEqual([]);
+    expect(decodeMessage(message.subarray(0, message.length - 1))).toBeNull();
+    expect(decodeMessage(Buffer.concat([message, Buffer.from([0])]))).toBeNull();
+    expect(decodeMessage(Uint8Array.from([2, 0, 1, 0xff, 0xff, 0xff, 0xff]))).toBeNull();
+    expect(decodeMessage(Uint8Array.from([7]))).toBeNull();
   });
 
   it('applies forward only, counting usage on the first insert and points on the first confirmation', async () => {

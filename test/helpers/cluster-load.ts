@@ -52,7 +52,7 @@ export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv>
     parts.push(cluster);
     const created = JSON.parse(await cluster.cli('accounts', 'create', '--name', 'bot', '--plan', o.plan ?? 'whale', '--json')) as { account_id: string; api_key: string };
     for (const n of cluster.nodes) {
-      await waitFor(`node ${n.name} to know the key`, async () => ((await accountOn(n, created.api_key)).status === 200 ? true : undefined), 20_000);
+      await waitFor(`node ${n.name} to know the key`, async () => ((await accountOn(n, created.api_key)).status === 200 ? true : undefined), 30_000);
     }
     const connection = new Connection(chain.rpcUrl, 'confirmed');
     const payer = await fundedKeypair(connection, 500);

@@ -216,6 +216,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       if (cluster) {
         // /health on the threads tells the cluster's state as this thread last saw it.
         const c = cluster;
+        pool.clusterHealth(c.health()); // at once: a thread's /health has it from its first request
         const healthTimer = setInterval(() => pool.clusterHealth(c.health()), CLUSTER_HEALTH_MS).unref();
         cleanup.push(() => clearInterval(healthTimer));
       }

@@ -7,6 +7,18 @@
 /** Agave's limits for an unstaked peer, which the local cluster's QUIC servers enforce by default. */
 export const QUIC_DEFAULTS = { streamsPer100ms: 20, connectionsPerPeer: 8, connectionsPerIpPerMinute: 8 } as const;
 
+/** The options `accounts` and `keys` share: the same two backends (a data directory or the cluster's bucket). */
+function adminOptions(natsNote: string): string {
+  return `options:
+  --data DIR        data directory (default ./data)
+  --nats URLS       write to the cluster's accounts bucket instead (every node mirrors it;
+                    env LANDFALL_NATS); ${natsNote}
+  --config FILE     JSON config file
+  --json            machine-readable output
+  -h, --help        this text
+`;
+}
+
 export const COMMAND_USAGE = {
   serve: `usage: landfall serve [options]
 
@@ -35,14 +47,7 @@ subcommands:
   show ID                                                 one account: the record of /v1/account and its keys
   set-plan ID PLAN                                        move an account to a plan
 
-options:
-  --data DIR        data directory (default ./data)
-  --nats URLS       write to the cluster's accounts bucket instead (every node mirrors it;
-                    env LANDFALL_NATS); show/list then carry no points or usage
-  --config FILE     JSON config file
-  --json            machine-readable output
-  -h, --help        this text
-`,
+${adminOptions("show/list then carry no points or usage (they are each node's)")}`,
   keys: `usage: landfall keys <subcommand> --account ID [options]
 
 Manage an account's API keys (stored hashed; a key is shown only when created).
@@ -52,14 +57,7 @@ subcommands:
   revoke --account ID --name NAME   revoke a key (refused at once: 401)
   list --account ID                 the account's keys, with creation and revocation times
 
-options:
-  --data DIR        data directory (default ./data)
-  --nats URLS       write to the cluster's accounts bucket instead (every node mirrors it;
-                    env LANDFALL_NATS); show/list then carry no points or usage
-  --config FILE     JSON config file
-  --json            machine-readable output
-  -h, --help        this text
-`,
+${adminOptions('list shows the keys the bucket holds')}`,
   localnet: `usage: landfall localnet [options]
 
 Run the embedded local Solana cluster in the foreground (Ctrl-C stops it): JSON-RPC, WebSocket,

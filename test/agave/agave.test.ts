@@ -253,7 +253,11 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
 
   it('validator killed and restarted under load: /health 503 and sends refused while it is down, then 200 and landing again; what was acknowledged lands', async () => {
     const bot = lf.account('whale');
-    const hash = await blockhash(lf);
+    // A rooted (finalized) blockhash: a killed test validator restarts from its last root, ~32
+    // slots back (189 → 157 in one run), so the slots after it, their blockhashes and what
+    // landed in them are gone. A transaction on a newer blockhash can then never land (it ends
+    // expired, as it should); one on a rooted blockhash is sent again and lands on the new chain.
+    const hash = (await lf.connection.getLatestBlockhash('finalized')).blockhash;
     const txs = await Promise.all(Array.from({ length: 600 }, () => tipped(lf, payer, TIP, { blockhash: hash })));
     // `at`: when the request was made (an answer may come up to 500 ms later).
     const acked: { sig: string; at: number }[] = [];

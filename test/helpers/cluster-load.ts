@@ -103,6 +103,14 @@ export const LOAD_TIP = 1_000_000;
  * another (`gapMs` apart), until `stop()`. Every 200 is recorded with its time; refusals (429)
  * and errors (a dead node) are counted, never thrown.
  */
+/**
+ * Makes every load transaction distinct (its self-transfer's amount), across SendLoad instances
+ * too: a per-instance counter gave a new load the same transactions as an earlier one within a
+ * blockhash's slot, so a "new" send was an idempotent resubmission (the cluster bench's
+ * replication lag read 2 ms at p50 for signatures already replicated).
+ */
+let unique = 0;
+
 export class SendLoad {
   readonly acks: Ack[] = [];
   readonly refused = new Map<number, number>();
@@ -111,7 +119,6 @@ export class SendLoad {
   private readonly loops: Promise<void>[] = [];
   private blockhash = '';
   private blockhashAt = 0;
-  private unique = 0;
 
   constructor(
     private readonly env: ClusterEnv,
@@ -141,8 +148,8 @@ export class SendLoad {
     while (this.running) {
       try {
         const { payer, tips } = this.env;
-        const tip = tips[this.unique % tips.length]!;
-        const tx = legacyTx([transfer(payer.publicKey, payer.publicKey, ++this.unique), transfer(payer.publicKey, tip, LOAD_TIP)], {
+        const tip = tips[unique % tips.length]!;
+        const tx = legacyTx([transfer(payer.publicKey, payer.publicKey, ++unique), transfer(payer.publicKey, tip, LOAD_TIP)], {
           feePayer: payer,
           blockhash: await this.freshBlockhash(),
         });

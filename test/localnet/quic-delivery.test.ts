@@ -171,7 +171,10 @@ describe('blockhash expiry and durable nonces (20 ms slots)', () => {
     const payer = await fundedKeypair(connection, 2);
     const nonce = Keypair.generate();
     const rent = await connection.getMinimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH);
-    const { blockhash: old } = await connection.getLatestBlockhash('processed');
+    // At the preflight's commitment (the connection's, confirmed), as Agave judges it: a processed
+    // blockhash is not yet in the confirmed bank, and with 20-ms slots the send below could meet
+    // that window ('Blockhash not found' in the preflight; a fresh-clone CI rehearsal did).
+    const { blockhash: old } = await connection.getLatestBlockhash('confirmed');
     const oldSlot = await connection.getSlot('processed');
 
     // Create the nonce account (through the RPC node, as any client would).

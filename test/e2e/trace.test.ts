@@ -78,9 +78,13 @@ describe('delivery trace on the local cluster', () => {
     for (const a of first) expect(a.slot).toBe(r.body.slot);
     expect(first.some((a: any) => a.outcome === 'written')).toBe(true);
     // The validator that included it leads the slot it landed in: the trace names it, by
-    // identity and TPU address, with the transaction written to it.
+    // identity and TPU address, with the transaction written to it — or queued to it in the
+    // first send without its outcome awaited ('pending': the first send answers once one leader
+    // has it, so the lander may well be the other leader of that send, as a CI run saw).
     const lander = s.net.validators.find((v) => v.name === s.net.leaderAt(rec.slot).name)!;
-    expect(t.attempts).toContainEqual(expect.objectContaining({ leader: lander.identity, tpu: lander.tpuQuic, outcome: 'written' }));
+    const toLander = t.attempts.filter((a: any) => a.leader === lander.identity && a.tpu === lander.tpuQuic);
+    expect(toLander.length, JSON.stringify(t.attempts)).toBeGreaterThan(0);
+    expect(toLander.some((a: any) => a.outcome === 'written' || (a.outcome === 'pending' && a.round === 0)), JSON.stringify(toLander)).toBe(true);
     expect(t.leaders_reached).toBeGreaterThanOrEqual(1);
     expect(t.leaders_reached).toBeLessThanOrEqual(t.leaders_tried);
 

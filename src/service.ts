@@ -154,6 +154,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       if (engine.resume(rec)) resent++;
     });
     if (resumed > 0) telemetry.log.info({ pending: resumed, resent }, 'resumed pending transactions');
+    // The chain came back at a lower slot (a validator restarted from its snapshot, a fail-over
+    // to a node behind): what landed in the lost slots is gone, so every pending transaction this
+    // node tracks goes out again, with its rounds afresh.
+    engine.onRollback = (from, to) => {
+      let rearmed = 0;
+      let pending = 0;
+      for (const rec of store.pendingEntries()) {
+        if (!tracker.isWatching(rec.signature)) continue;
+        pending++;
+        if (engine.rearm(rec)) rearmed++;
+      }
+      telemetry.log.warn({ from, to, pending, rearmed }, 'chain rolled back: pending transactions sent again');
+    };
 
     const retention: Retention = startRetention(store, { retentionDays: config.retentionDays });
     cleanup.push(() => retention.stop());

@@ -27,7 +27,7 @@ import { ChainViewReplica, type ChainSnapshot, type Route } from './chain-view.j
 import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './delivery.js';
 import { FirstSender } from './first-send.js';
 import { LeaderTracker } from './leaders.js';
-import { Rebroadcaster } from './rebroadcast.js';
+import { Rebroadcaster, type ResumeCause } from './rebroadcast.js';
 import type { Trace } from './trace.js';
 import { TraceBook } from './trace-book.js';
 
@@ -66,6 +66,13 @@ export class Engine implements Delivery {
   /** Delivery traces of the transactions in flight; set `traces.store` to keep them. */
   readonly traces: TraceBook;
   private tracker: Tracker | null = null;
+  /**
+   * Told when the chain came back at a lower slot (after the flights in the air were rewound):
+   * the service hands every pending transaction it tracks to `rearm`.
+   */
+  onRollback: ((from: number, to: number) => void) | null = null;
+  /** Pending transactions sent again after chain rollbacks (`rearm`). */
+  rearmed = 0;
   private readonly fanout: number;
   private readonly prewarmCount: number;
   private readonly snapshotListeners = new Set<(s: ChainSnapshot) => void>();
@@ -96,6 +103,10 @@ export class Engine implements Delivery {
       wsUrl: opts.wsUrl,
       staleMs: opts.staleMs,
       onSlot: (slot) => this.onSlot(slot),
+      onRollback: (from, to) => {
+        this.rebroadcaster.rewind();
+        this.onRollback?.(from, to);
+      },
       // The slot's blockhash arrives just after the slot: refresh the snapshot with it.
       onBlockhash: () => {
         if (this.view.snapshot !== null) this.publish(this.leaders.currentSlot());
@@ -188,6 +199,10 @@ export class Engine implements Delivery {
    * Call once the chain view is ready. Returns whether it will be sent.
    */
   resume(rec: PendingRecord): boolean {
+    return this.resumeFrom(rec, 'restart');
+  }
+
+  private resumeFrom(rec: PendingRecord, cause: ResumeCause): boolean {
     if (rec.resend === null) return false;
     if (!rec.durableNonce) {
       const last = rec.lastValidBlockHeight;
@@ -195,8 +210,20 @@ export class Engine implements Delivery {
       if (dead) return false;
     }
     const trace = this.traces.reopen(rec.signature, rec.submittedAt);
-    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace);
+    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause);
     return true;
+  }
+
+  /**
+   * After a chain rollback (`onRollback`): a pending transaction may have landed in a slot that
+   * is gone, so it goes out again — with its rounds afresh if still in flight, else resumed from
+   * the store as after a restart (if its bytes were kept and it can still land). Returns whether
+   * it will be sent.
+   */
+  rearm(rec: PendingRecord): boolean {
+    const again = (rec.resend !== null && this.rebroadcaster.refill(rec.signature, rec.resend.maxRetries)) || this.resumeFrom(rec, 'rollback');
+    if (again) this.rearmed++;
+    return again;
   }
 
   /** Accepted transactions from an ingress thread (one message per batch, off the latency path). */

@@ -21,7 +21,8 @@
  *   restart, or a fail-over to another node, possibly with a lower slot — starts a resync: the
  *   cluster nodes (TPU addresses) and the leader window are fetched again at once, and until
  *   both are in, the view stays unsynced and no slot is announced, so no send goes to the
- *   previous chain's ports.
+ *   previous chain's ports. When the chain came back at a lower slot, `onRollback` says so first:
+ *   what landed in the lost slots is gone, and the engine sends the pending transactions again.
  */
 import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
@@ -49,6 +50,13 @@ export interface LeaderTrackerOptions {
   slotsUpdates?: boolean;
   /** Called on every new slot (after the slot and leader window are updated). */
   onSlot?: (slot: number) => void;
+  /**
+   * Called once the view is synced again on a chain that came back at a LOWER slot than the one
+   * last seen (a restarted validator resuming from its snapshot, a fail-over to a node behind):
+   * whatever landed in the slots after `to` is gone from that chain. Just before the `onSlot` of
+   * slot `to`.
+   */
+  onRollback?: (from: number, to: number) => void;
   /** Called when a blockhash not seen before arrives (about once per slot, just after it starts). */
   onBlockhash?: () => void;
 }
@@ -75,6 +83,10 @@ export class LeaderTracker {
   private polling = false;
   /** A slot came after the view went stale: addresses and leaders are refetched before it counts. */
   private needResync = false;
+  /** The highest slot seen before the chain came back lower (announced once the resync is done). */
+  private rolledBackFrom: number | null = null;
+  /** Chains that came back at a lower slot (`onRollback` calls). */
+  rollbacks = 0;
   private resyncing: Promise<void> | null = null;
   private closed = false;
   readonly staleMs: number;
@@ -241,6 +253,7 @@ export class LeaderTracker {
       // Another chain's history: its heights and blockhashes start again.
       this.blockHeight = 0;
       this.blockhashes.clear();
+      this.rolledBackFrom = Math.max(this.rolledBackFrom ?? 0, this.slot);
     }
     // Back after a stale spell (not the very first slot: `ready()` fetches everything then).
     if (stale && this.slotSeenAt !== -Infinity) this.needResync = true;
@@ -274,6 +287,12 @@ export class LeaderTracker {
       const [nodes, leaders] = await Promise.all([this.refreshNodes(), this.refreshLeaders(this.slot)]);
       if (!nodes || !leaders || this.closed) return;
       this.needResync = false;
+      const from = this.rolledBackFrom;
+      this.rolledBackFrom = null;
+      if (from !== null && from > this.slot) {
+        this.rollbacks++;
+        this.opts.onRollback?.(from, this.slot);
+      }
       this.opts.onSlot?.(this.slot);
     })().finally(() => (this.resyncing = null));
   }

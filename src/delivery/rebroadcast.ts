@@ -36,6 +36,9 @@ const WORD_FAILED_BASE = 2;
 /** The native send failure reasons, in the order outcome words number them. */
 const REASONS = sendOutcomeReasons();
 
+/** Why a pending transaction from the store is sent again. */
+export type ResumeCause = 'restart' | 'rollback';
+
 /** Rounds a transaction may spend on unreachable leaders: two leader windows of 4 slots. */
 export const MAX_FREE_ROUNDS = 8;
 
@@ -46,8 +49,8 @@ interface Flight {
   freeRoundsLeft: number;
   lastSentSlot: number;
   held: boolean;
-  /** Held until the first round after a restart (`resume`), rather than for anti-MEV. */
-  resumed: boolean;
+  /** Held until the first round after a restart or a chain rollback (`resume`), rather than for anti-MEV. */
+  resumed: ResumeCause | null;
   /** Last valid block height; null for durable nonces and unknown blockhashes (the tracker expires those). */
   lastValid: number | null;
   /** Its delivery trace (null when the engine keeps none). */
@@ -96,7 +99,7 @@ export class Rebroadcaster {
       freeRoundsLeft: maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
       lastSentSlot: a.sentSlot,
       held: a.held,
-      resumed: false,
+      resumed: null,
       lastValid: a.record.durableNonce ? null : a.record.lastValidBlockHeight,
       trace,
       rounds: 0,
@@ -105,12 +108,13 @@ export class Rebroadcaster {
   }
 
   /**
-   * A pending transaction found in the store after a restart: sent in the next round (held
-   * until then, so anti-MEV still waits for a permitted leader; the send is not a retry), then
-   * `resend.maxRetries` rounds. A signature already in flight is left alone.
+   * A pending transaction found in the store after a restart (or a chain rollback, once its
+   * rounds were over): sent in the next round (held until then, so anti-MEV still waits for a
+   * permitted leader; the send is not a retry), then `resend.maxRetries` rounds. A signature
+   * already in flight is left alone.
    * @param lastValid its blockhash's last valid block height (null: durable nonce or unknown)
    */
-  resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null): void {
+  resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null, cause: ResumeCause = 'restart'): void {
     if (this.flights.has(signature)) return;
     this.flights.set(signature, {
       wire: resend.wire,
@@ -119,11 +123,31 @@ export class Rebroadcaster {
       freeRoundsLeft: resend.maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
       lastSentSlot: -1,
       held: true,
-      resumed: true,
+      resumed: cause,
       lastValid,
       trace,
       rounds: 0,
     });
+  }
+
+  /**
+   * The chain came back at a lower slot (`LeaderTracker.onRollback`): every flight may go again
+   * from the next slot on (their last slots were the old chain's, higher than the new one's).
+   */
+  rewind(): void {
+    for (const f of this.flights.values()) f.lastSentSlot = -1;
+  }
+
+  /**
+   * A transaction in flight gets its rounds afresh (`maxRetries`, and the free ones): after a
+   * rollback, rounds it spent on slots that are gone bought nothing. False if not in flight.
+   */
+  refill(signature: string, maxRetries: number): boolean {
+    const f = this.flights.get(signature);
+    if (!f) return false;
+    f.retriesLeft = Math.max(f.retriesLeft, maxRetries);
+    if (maxRetries > 0) f.freeRoundsLeft = MAX_FREE_ROUNDS;
+    return true;
   }
 
   /** The tracker settled it (confirmed, failed, expired): no more rounds. */
@@ -164,8 +188,8 @@ export class Rebroadcaster {
       if (f.held) {
         if (route.hold) continue;
         f.held = false;
-        if (f.resumed) this.counters.resent++;
-        else this.counters.released++;
+        if (f.resumed === 'restart') this.counters.resent++;
+        else if (f.resumed === null) this.counters.released++;
         retry = false; // a held transaction's first send is not a retry
         f.trace?.push({ atUs: f.trace.sinceUs(hrtimeUs()), slot, round: f.rounds + 1, leader: route.first[0]?.identity ?? null, tpu: null, outcome: 'released', closeCode: null, reason: null });
       } else if (f.retriesLeft > 0) {

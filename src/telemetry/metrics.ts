@@ -24,6 +24,9 @@ export interface DeliverySource {
     readonly drops: ReadonlyMap<string, number>;
   };
   readonly inFlight: number;
+  /** Pending transactions sent again after chain rollbacks. */
+  readonly rearmed: number;
+  readonly leaders: { readonly rollbacks: number };
   health(): { slot: number; slotAgeMs: number; synced: boolean };
 }
 
@@ -119,6 +122,12 @@ export class Metrics {
     this.gauge('landfall_chain_slot', 'Current cluster slot as the leader tracker sees it', () => engine.health().slot);
     this.gauge('landfall_chain_slot_age_seconds', 'Time since the leader tracker last saw the slot advance', () => engine.health().slotAgeMs / 1000);
     this.gauge('landfall_chain_synced', '1 while the chain view is fresh (what GET /health reports), else 0', () => (engine.health().synced ? 1 : 0));
+    this.counter('landfall_chain_rollbacks_total', 'Times the chain came back at a lower slot than the last one seen (a restarted validator, a fail-over to a node behind)', [], function* () {
+      yield [{}, engine.leaders.rollbacks];
+    });
+    this.counter('landfall_resent_after_rollback_total', 'Pending transactions sent again after a chain rollback (what landed in the lost slots is gone)', [], function* () {
+      yield [{}, engine.rearmed];
+    });
   }
 
   /** Expose the confirmation tracker: outcomes, observation sources, pending count and sweep lag. */

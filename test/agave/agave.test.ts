@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
 import { agaveMissingReason, startAgaveValidator, type AgaveValidator } from '../helpers/agave.js';
 import { waitFor } from '../helpers/localnet.js';
+import { fetchMetric } from '../helpers/metrics.js';
 import { accountView, blockhash, send, sendBatch, settled, status, tipped } from '../helpers/stack.js';
 import { legacyTx, nonceAdvance, transfer } from '../helpers/transactions.js';
 import { fundTipsAndPayer, startLandfallServe, type LandfallChild } from './landfall.js';
@@ -24,10 +25,10 @@ const LAMPORTS_PER_POINT = 1_000;
 
 type Tx = Awaited<ReturnType<typeof tipped>>;
 
-/** Wait (bounded) until every signature has a terminal status in Landfall; the records. */
+/** Wait (bounded) until every signature has a terminal status in Landfall (landed, or `expired: true`); the records. */
 async function allSettled(lf: LandfallChild, key: string, signatures: string[], timeoutMs = 60_000): Promise<any[]> {
   const out: any[] = [];
-  for (const sig of signatures) out.push(await settled(lf, key, sig, (r) => r.status !== 'sent', timeoutMs));
+  for (const sig of signatures) out.push(await settled(lf, key, sig, (r) => r.status !== 'sent' || r.expired === true, timeoutMs));
   return out;
 }
 
@@ -309,12 +310,21 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
       // old chain lost them). If the restart went back past it, none of them can land again: each
       // one the new chain does not hold must end expired — after the ~70-s lifetime the view
       // estimates for a blockhash it no longer knows — and none may stay pending.
+      // A chain that came back lower lost whatever landed in the slots after it: Landfall says so
+      // and sends every pending transaction again, rounds afresh (their first rounds were spent
+      // on the old chain, where some had landed in the slots now gone).
+      const rollbacks = await fetchMetric(lf.svc.url, 'landfall_chain_rollbacks_total');
+      const rearmed = await fetchMetric(lf.svc.url, 'landfall_resent_after_rollback_total');
+      if (slotAfter < slotBefore) expect(rollbacks).toBe(1);
       const survived = (await lf.connection.isBlockhashValid(hash, { commitment: 'processed' })).value;
       const records = await allSettled(lf, bot.key, acked.map((a) => a.sig), survived ? 60_000 : 120_000);
       const landed = records.filter((r) => r.status === 'confirmed').length;
-      console.log(`Agave restart: the transactions' blockhash ${survived ? 'survived' : 'was lost with the rolled-back slots'}; ${landed} of ${acked.length} acknowledged confirmed, ${records.filter((r) => r.status === 'expired').length} expired`);
+      console.log(
+        `Agave restart: ${rollbacks} rollback seen, ${rearmed} pending transactions sent again; the transactions' blockhash ${survived ? 'survived' : 'was lost with the rolled-back slots'}; ` +
+          `${landed} of ${acked.length} acknowledged confirmed, ${records.filter((r) => r.expired === true).length} expired`,
+      );
       if (survived) expect(landed).toBe(acked.length);
-      else for (const r of records) expect(['confirmed', 'expired']).toContain(r.status);
+      else for (const r of records) expect(r.status === 'confirmed' || r.expired === true, JSON.stringify(r)).toBe(true);
     } finally {
       stop = true;
       await load;

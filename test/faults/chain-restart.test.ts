@@ -24,6 +24,7 @@ import { FIRST_SEND_BUDGET_MS } from '../../src/delivery/first-send.js';
 import { startService, type Service } from '../../src/service.js';
 import { startChildLocalnet, type ChildLocalnet } from '../helpers/child-localnet.js';
 import { rpc, waitFor } from '../helpers/localnet.js';
+import { fetchMetric } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 
@@ -74,10 +75,10 @@ async function fund(c: ChildLocalnet): Promise<Keypair> {
 
 let unique = 0;
 
-/** A tipped self-transfer signed over `blockhash` (every one distinct). */
-function tippedTx(blockhash: string): { base64: string; signature: string } {
+/** A tipped self-transfer signed over `blockhash` (every one distinct), by `from` (default: the funded payer). */
+function tippedTx(blockhash: string, from: Keypair = payer): { base64: string; signature: string } {
   const tip = new PublicKey(svc.tipAddresses[unique % svc.tipAddresses.length]!);
-  const tx = legacyTx([transfer(payer.publicKey, payer.publicKey, ++unique), transfer(payer.publicKey, tip, 300_000)], { feePayer: payer, blockhash });
+  const tx = legacyTx([transfer(from.publicKey, from.publicKey, ++unique), transfer(from.publicKey, tip, 300_000)], { feePayer: from, blockhash });
   return { base64: tx.base64, signature: web3Base58(tx.signatures[0]!) };
 }
 
@@ -113,6 +114,11 @@ it('kills the chain under load: no 200 once the service can know, an immediate 5
   expect(await health()).toBe(200);
   const blockhash = ((await rpc(first.rpcUrl, 'getLatestBlockhash', [{ commitment: 'confirmed' }])).result as { value: { blockhash: string } }).value.blockhash;
   const staleMs = svc.engine.leaders.staleMs;
+  // Three transactions that cannot land (their payer has no lamports: validators drop them), so
+  // they are still pending when the chain dies; their rebroadcast rounds are over long before.
+  const broke = Keypair.generate();
+  const stuck = [0, 1, 2].map(() => tippedTx(blockhash, broke));
+  for (const t of stuck) expect((await timedSend(t.base64)).status).toBe(200);
 
   // Load: one send every PACE_MS, from a second before the kill to staleMs + 1.5 s after it.
   const answers: Promise<Answer>[] = [];
@@ -169,6 +175,25 @@ it('kills the chain under load: no 200 once the service can know, an immediate 5
   const newSlot = ((await rpc(second.rpcUrl, 'getSlot')).result as number);
   expect(Math.abs(svc.engine.leaders.currentSlot() - newSlot)).toBeLessThanOrEqual(5);
   for (const v of second.validators) expect(svc.engine.leaders.tpuOf(v.identity)).toBe(v.tpuQuic);
+
+  // The chain came back at a lower slot: what landed in the slots it lost is gone, so the service
+  // sends every transaction still pending again, with its rounds afresh (README "Failure
+  // behaviour"). The three stuck ones are among them: each one's trace shows a write to a leader
+  // of the new chain (its QUIC ports are new), made after the restart.
+  expect(await fetchMetric(svc.url, 'landfall_chain_rollbacks_total')).toBe(1);
+  expect(await fetchMetric(svc.url, 'landfall_resent_after_rollback_total')).toBeGreaterThanOrEqual(stuck.length);
+  const newTpus = new Set(second.validators.map((v) => v.tpuQuic));
+  for (const t of stuck) {
+    await waitFor(
+      `${t.signature} written to a leader of the new chain`,
+      async () => {
+        const r = await fetch(`${svc.url}/v1/status/${t.signature}/trace`, { headers: { authorization: `Bearer ${key}` } });
+        const trace = (await r.json()) as { attempts: Array<{ tpu: string | null; outcome: string }> };
+        return trace.attempts.some((a) => a.tpu !== null && newTpus.has(a.tpu) && a.outcome === 'written') ? true : undefined;
+      },
+      5_000,
+    );
+  }
 
   // Sends land on the new chain.
   payer = await fund(second);

@@ -73,6 +73,8 @@ export class Engine implements Delivery {
   onRollback: ((from: number, to: number) => void) | null = null;
   /** Pending transactions sent again after chain rollbacks (`rearm`). */
   rearmed = 0;
+  /** The highest slot of the chain lost in the last rollback. */
+  private lostUntil = -1;
   private readonly fanout: number;
   private readonly prewarmCount: number;
   private readonly snapshotListeners = new Set<(s: ChainSnapshot) => void>();
@@ -104,7 +106,8 @@ export class Engine implements Delivery {
       staleMs: opts.staleMs,
       onSlot: (slot) => this.onSlot(slot),
       onRollback: (from, to) => {
-        this.rebroadcaster.rewind();
+        this.lostUntil = from;
+        this.rebroadcaster.rewind(from);
         this.onRollback?.(from, to);
       },
       // The slot's blockhash arrives just after the slot: refresh the snapshot with it.
@@ -202,7 +205,7 @@ export class Engine implements Delivery {
     return this.resumeFrom(rec, 'restart');
   }
 
-  private resumeFrom(rec: PendingRecord, cause: ResumeCause): boolean {
+  private resumeFrom(rec: PendingRecord, cause: ResumeCause, replayUntil = -1): boolean {
     if (rec.resend === null) return false;
     if (!rec.durableNonce) {
       const last = rec.lastValidBlockHeight;
@@ -210,18 +213,18 @@ export class Engine implements Delivery {
       if (dead) return false;
     }
     const trace = this.traces.reopen(rec.signature, rec.submittedAt);
-    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause);
+    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause, replayUntil);
     return true;
   }
 
   /**
    * After a chain rollback (`onRollback`): a pending transaction may have landed in a slot that
-   * is gone, so it goes out again — with its rounds afresh if still in flight, else resumed from
-   * the store as after a restart (if its bytes were kept and it can still land). Returns whether
-   * it will be sent.
+   * is gone, so it goes out again — every slot until the chain is past the lost one's highest,
+   * then its rounds afresh: refilled if still in flight, else resumed from the store as after a
+   * restart (if its bytes were kept and it can still land). Returns whether it will be sent.
    */
   rearm(rec: PendingRecord): boolean {
-    const again = (rec.resend !== null && this.rebroadcaster.refill(rec.signature, rec.resend.maxRetries)) || this.resumeFrom(rec, 'rollback');
+    const again = (rec.resend !== null && this.rebroadcaster.refill(rec.signature, rec.resend.maxRetries)) || this.resumeFrom(rec, 'rollback', this.lostUntil);
     if (again) this.rearmed++;
     return again;
   }

@@ -57,6 +57,11 @@ interface Flight {
   trace: LiveTrace | null;
   /** Rounds sent by this scheduler (the trace's round number). */
   rounds: number;
+  /**
+   * After a chain rollback: sent every slot up to this one (the highest slot of the chain that
+   * was lost) without spending its rounds; -1 otherwise.
+   */
+  replayUntil: number;
 }
 
 export interface RoundCounters {
@@ -103,6 +108,7 @@ export class Rebroadcaster {
       lastValid: a.record.durableNonce ? null : a.record.lastValidBlockHeight,
       trace,
       rounds: 0,
+      replayUntil: -1,
     });
     return true;
   }
@@ -113,8 +119,9 @@ export class Rebroadcaster {
    * permitted leader; the send is not a retry), then `resend.maxRetries` rounds. A signature
    * already in flight is left alone.
    * @param lastValid its blockhash's last valid block height (null: durable nonce or unknown)
+   * @param replayUntil after a rollback: the lost chain's highest slot (see `rewind`)
    */
-  resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null, cause: ResumeCause = 'restart'): void {
+  resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null, cause: ResumeCause = 'restart', replayUntil = -1): void {
     if (this.flights.has(signature)) return;
     this.flights.set(signature, {
       wire: resend.wire,
@@ -127,15 +134,22 @@ export class Rebroadcaster {
       lastValid,
       trace,
       rounds: 0,
+      replayUntil,
     });
   }
 
   /**
-   * The chain came back at a lower slot (`LeaderTracker.onRollback`): every flight may go again
-   * from the next slot on (their last slots were the old chain's, higher than the new one's).
+   * The chain came back at a lower slot (`LeaderTracker.onRollback`) than `lostUntil`, the highest
+   * it had reached: every flight goes again from the next slot on (their last slots were the old
+   * chain's, higher than the new one's), and every slot until the chain is past `lostUntil`
+   * without spending its rounds — the slots it may have landed in are being made again, and a
+   * restarted validator may not take transactions at once.
    */
-  rewind(): void {
-    for (const f of this.flights.values()) f.lastSentSlot = -1;
+  rewind(lostUntil: number): void {
+    for (const f of this.flights.values()) {
+      f.lastSentSlot = -1;
+      f.replayUntil = lostUntil;
+    }
   }
 
   /**
@@ -192,6 +206,9 @@ export class Rebroadcaster {
         else if (f.resumed === null) this.counters.released++;
         retry = false; // a held transaction's first send is not a retry
         f.trace?.push({ atUs: f.trace.sinceUs(hrtimeUs()), slot, round: f.rounds + 1, leader: route.first[0]?.identity ?? null, tpu: null, outcome: 'released', closeCode: null, reason: null });
+      } else if (slot <= f.replayUntil) {
+        this.counters.rebroadcasts++;
+        retry = false; // a slot of the lost chain made again: not a retry
       } else if (f.retriesLeft > 0) {
         this.counters.rebroadcasts++;
         retry = true;

@@ -323,6 +323,13 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
         `Agave restart: ${rollbacks} rollback seen, ${rearmed} pending transactions sent again; the transactions' blockhash ${survived ? 'survived' : 'was lost with the rolled-back slots'}; ` +
           `${landed} of ${acked.length} acknowledged confirmed, ${records.filter((r) => r.expired === true).length} expired`,
       );
+      if (survived && landed < acked.length) {
+        // What became of the ones that did not land: their delivery traces say (printed for the record).
+        for (const r of records.filter((x) => x.status !== 'confirmed').slice(0, 3)) {
+          const t = await fetch(`${lf.svc.url}/v1/status/${r.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } });
+          console.log(`not landed: ${JSON.stringify(r)}\ntrace: ${JSON.stringify(await t.json())}`);
+        }
+      }
       if (survived) expect(landed).toBe(acked.length);
       else for (const r of records) expect(r.status === 'confirmed' || r.expired === true, JSON.stringify(r)).toBe(true);
     } finally {

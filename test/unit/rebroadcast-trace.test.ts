@@ -129,6 +129,40 @@ describe('rebroadcast rounds in the delivery trace', () => {
     expect(book.size).toBe(0);
   });
 
+  it('after a chain rollback: sent every slot of the new chain up to the lost one\'s highest without spending rounds, then its rounds afresh', async () => {
+    const received: Buffer[] = [];
+    const live = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, (t) => received.push(t.bytes));
+    closers.push(() => live.close());
+    const client = new QuicClient({ identity: randomBytes(32) });
+    closers.push(() => client.close());
+    const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr };
+    const book = new TraceBook(() => null);
+    const rebroadcaster = new Rebroadcaster(client, book);
+    const a = accepted({ maxRetries: 1 });
+    const sig = a.record.signature;
+    rebroadcaster.add(a, book.open(a, null));
+    // The leader of every slot (a round counts as a retry only when it reached the slot's own leader).
+    const routeAt = (slot: number): Route => ({ first: [{ ...leader, slot }], next: [], hold: false });
+    const round = async (slot: number, attempts: number) => {
+      rebroadcaster.onSlot(slot, 100, { plain: routeAt(slot), antiMev: routeAt(slot) });
+      await waitFor(`the round of slot ${slot}`, () => (book.current(sig)?.attempts.length === attempts ? true : undefined), 10_000);
+    };
+    await round(11, 1); // its one retry, spent (the leader has it)
+    // The chain comes back at slot 5, having reached slot 12 before: slots 5..12 are made again.
+    rebroadcaster.rewind(12);
+    expect(rebroadcaster.refill(sig, 1)).toBe(true);
+    expect(rebroadcaster.refill('not-in-flight', 1)).toBe(false);
+    for (let slot = 5; slot <= 12; slot++) await round(slot, 2 + slot - 5);
+    // Then one retry afresh (refilled), and no more.
+    await round(13, 10);
+    rebroadcaster.onSlot(14, 100, { plain: routeAt(14), antiMev: routeAt(14) });
+    expect(rebroadcaster.size).toBe(0);
+    const t = book.current(sig);
+    expect(t === null || t.attempts.every((x) => x.outcome === 'written')).toBe(true);
+    await waitFor('every write received', () => (received.length === 10 ? true : undefined), 10_000);
+    expect(received.every((b) => b.equals(a.wire))).toBe(true);
+  });
+
   it('a held transaction: held at the blocked leader, released at the first permitted one, then written', async () => {
     const live = server();
     const client = new QuicClient({ identity: randomBytes(32) });

@@ -57,10 +57,7 @@ interface Flight {
   trace: LiveTrace | null;
   /** Rounds sent by this scheduler (the trace's round number). */
   rounds: number;
-  /**
-   * After a chain rollback: sent every slot up to this one (the highest slot of the chain that
-   * was lost) without spending its rounds; -1 otherwise.
-   */
+  /** After a chain rollback: sent every slot up to this one without spending its rounds; -1 otherwise. */
   replayUntil: number;
 }
 
@@ -119,7 +116,7 @@ export class Rebroadcaster {
    * permitted leader; the send is not a retry), then `resend.maxRetries` rounds. A signature
    * already in flight is left alone.
    * @param lastValid its blockhash's last valid block height (null: durable nonce or unknown)
-   * @param replayUntil after a rollback: the lost chain's highest slot (see `rewind`)
+   * @param replayUntil after a rollback: sent every slot up to this one (see `rewind`)
    */
   resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null, cause: ResumeCause = 'restart', replayUntil = -1): void {
     if (this.flights.has(signature)) return;
@@ -139,16 +136,15 @@ export class Rebroadcaster {
   }
 
   /**
-   * The chain came back at a lower slot (`LeaderTracker.onRollback`) than `lostUntil`, the highest
-   * it had reached: every flight goes again from the next slot on (their last slots were the old
-   * chain's, higher than the new one's), and every slot until the chain is past `lostUntil`
-   * without spending its rounds — the slots it may have landed in are being made again, and a
-   * restarted validator may not take transactions at once.
+   * The chain came back at a lower slot (`LeaderTracker.onRollback`): every flight goes again from
+   * the next slot on (their last slots were the old chain's, higher than the new one's), and
+   * every slot up to `replayUntil` without spending its rounds — what landed in the lost slots is
+   * gone, and a restarted validator may not take transactions at once.
    */
-  rewind(lostUntil: number): void {
+  rewind(replayUntil: number): void {
     for (const f of this.flights.values()) {
       f.lastSentSlot = -1;
-      f.replayUntil = lostUntil;
+      f.replayUntil = replayUntil;
     }
   }
 

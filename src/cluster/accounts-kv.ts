@@ -17,7 +17,7 @@
  * (every apply is idempotent).
  */
 import { randomBytes } from 'node:crypto';
-import type { KV, KvEntry } from '@nats-io/kv';
+import { Bucket, type KV, type KvEntry } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { checkKeyName, checkNewAccount } from '../accounts/accounts.js';
 import { generateApiKey, hashApiKey } from '../accounts/api-keys.js';
@@ -230,6 +230,10 @@ export async function openKvAdmin(nats: NatsConfig): Promise<{ admin: KvAdmin; c
   for (;;) {
     try {
       const kv = await openAccountsBucket(nc, nats.replicas);
+      // Read through the stream leader, not a direct get that any replica may answer: a replica
+      // a few ms behind said "no account" for the account this CLI had just created (a CI run of
+      // the replication test). Nodes never read the bucket this way: they watch it.
+      if (kv instanceof Bucket) kv.direct = false;
       return { admin: new KvAdmin(kv), close: () => nc.close() };
     } catch (e) {
       if (Date.now() > deadline) {

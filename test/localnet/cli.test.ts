@@ -110,12 +110,18 @@ async function connectFrom(n: number, target: string): Promise<QuicClient[]> {
 const arrived = async (rpcUrl: string) => ((await rpc(rpcUrl, 'getArrivalCounts')).result as { total: { received: number } }).total.received;
 
 describe('landfall localnet QUIC limits', () => {
-  it("defaults to Agave's unstaked limits: of 10 new connections from one IP in a minute, the 9th and 10th are refused", async () => {
+  it("defaults to Agave's unstaked limits: of 10 new connections from one IP, those past its 8 tokens (refilled at 8 a minute) are refused", async () => {
     const { child, exited, banner, rpcUrl } = await localnet(['--validators', '1', '--slot-ms', '50', '--rpc-port', '0', '--sink']);
     try {
       expect(banner).toContain('  QUIC limits per client IP: 20 streams per 100 ms, 8 connections, 8 new connections per minute\n');
       const target = /tpuQuic (\S+)/.exec(banner)![1]!;
+      const started = Date.now();
       const clients = await connectFrom(10, target);
+      // The limiter is Agave's token bucket: 8 tokens, refilled at 8 a minute (one per 7.5 s). On a
+      // loaded machine the ten handshakes may take long enough for a token to come back (a CI
+      // rehearsal under extra load let the 9th in): the connections past the tokens are refused.
+      const allowed = 8 + Math.floor((Date.now() - started) / 7_500);
+      expect(allowed, 'ten handshakes took over 15 s: nothing left to refuse').toBeLessThan(10);
       // A refused connection is closed by the server (code 2): the client's next sends on it
       // fail (back-off) instead of being written. Bounded: up to 40 tries, 50 ms apart.
       const refusedEventually = async (c: QuicClient) => {
@@ -126,8 +132,7 @@ describe('landfall localnet QUIC limits', () => {
         }
         return false;
       };
-      expect(await refusedEventually(clients[8]!)).toBe(true);
-      expect(await refusedEventually(clients[9]!)).toBe(true);
+      for (const c of clients.slice(allowed)) expect(await refusedEventually(c)).toBe(true);
       // The first 8 got through.
       await waitFor('8 arrivals', async () => ((await arrived(rpcUrl)) >= 8 ? true : undefined));
       child.kill('SIGINT');

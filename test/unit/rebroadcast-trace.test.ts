@@ -24,10 +24,23 @@ afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c();
 });
 
-function server(): QuicServer {
-  const s = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, () => {});
+function server(onTransaction: (bytes: Buffer) => void = () => {}): QuicServer {
+  const s = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, (t) => onTransaction(t.bytes));
   closers.push(() => s.close());
   return s;
+}
+
+/** One live leader (`onTransaction` hears what it receives), a scheduler with a book, one flight of `maxRetries` 1. */
+function oneFlight(onTransaction?: (bytes: Buffer) => void) {
+  const live = server(onTransaction);
+  const client = new QuicClient({ identity: randomBytes(32) });
+  closers.push(() => client.close());
+  const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr };
+  const book = new TraceBook(() => null);
+  const rebroadcaster = new Rebroadcaster(client, book);
+  const a = accepted({ maxRetries: 1 });
+  rebroadcaster.add(a, book.open(a, null));
+  return { leader, book, rebroadcaster, a };
 }
 
 function accepted(opts: { held?: boolean; maxRetries?: number; firstAttempts?: PackedAttempts } = {}): Accepted {
@@ -113,14 +126,7 @@ describe('rebroadcast rounds in the delivery trace', () => {
   });
 
   it('a transaction with its rounds used up leaves the book when the next slot drops it', async () => {
-    const live = server();
-    const client = new QuicClient({ identity: randomBytes(32) });
-    closers.push(() => client.close());
-    const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr };
-    const book = new TraceBook(() => null);
-    const rebroadcaster = new Rebroadcaster(client, book);
-    const a = accepted({ maxRetries: 1 });
-    rebroadcaster.add(a, book.open(a, null));
+    const { leader, book, rebroadcaster, a } = oneFlight();
     const route: Route = { first: [leader], next: [], hold: false };
     rebroadcaster.onSlot(11, 100, { plain: route, antiMev: route });
     await waitFor('round 1', () => (book.current(a.record.signature)?.attempts.length === 1 ? true : undefined), 10_000);
@@ -129,18 +135,10 @@ describe('rebroadcast rounds in the delivery trace', () => {
     expect(book.size).toBe(0);
   });
 
-  it('after a chain rollback: sent every slot of the new chain up to the lost one\'s highest without spending rounds, then its rounds afresh', async () => {
+  it('after a chain rollback: sent every slot up to the replay bound without spending rounds, then its rounds afresh', async () => {
     const received: Buffer[] = [];
-    const live = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, (t) => received.push(t.bytes));
-    closers.push(() => live.close());
-    const client = new QuicClient({ identity: randomBytes(32) });
-    closers.push(() => client.close());
-    const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: live.localAddr };
-    const book = new TraceBook(() => null);
-    const rebroadcaster = new Rebroadcaster(client, book);
-    const a = accepted({ maxRetries: 1 });
+    const { leader, book, rebroadcaster, a } = oneFlight((bytes) => received.push(bytes));
     const sig = a.record.signature;
-    rebroadcaster.add(a, book.open(a, null));
     // The leader of every slot (a round counts as a retry only when it reached the slot's own leader).
     const routeAt = (slot: number): Route => ({ first: [{ ...leader, slot }], next: [], hold: false });
     const round = async (slot: number, attempts: number) => {
@@ -148,7 +146,7 @@ describe('rebroadcast rounds in the delivery trace', () => {
       await waitFor(`the round of slot ${slot}`, () => (book.current(sig)?.attempts.length === attempts ? true : undefined), 10_000);
     };
     await round(11, 1); // its one retry, spent (the leader has it)
-    // The chain comes back at slot 5, having reached slot 12 before: slots 5..12 are made again.
+    // The chain comes back at slot 5: re-sent every slot up to 12 (the engine passes a blockhash's lifetime past it).
     rebroadcaster.rewind(12);
     expect(rebroadcaster.refill(sig, 1)).toBe(true);
     expect(rebroadcaster.refill('not-in-flight', 1)).toBe(false);

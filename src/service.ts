@@ -156,7 +156,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     if (resumed > 0) telemetry.log.info({ pending: resumed, resent }, 'resumed pending transactions');
     // The chain came back at a lower slot (a validator restarted from its snapshot, a fail-over
     // to a node behind): what landed in the lost slots is gone, so every pending transaction this
-    // node tracks goes out again, with its rounds afresh.
+    // node tracks goes out again, every slot until it lands, fails or expires (`Engine.rearm`).
     engine.onRollback = (from, to) => {
       let rearmed = 0;
       let pending = 0;

@@ -25,6 +25,12 @@ export interface Config {
   /** Status record retention, days. */
   retentionDays: number;
   /**
+   * How often the acknowledgement log (`src/store/ack-log.ts`) is flushed to disk (fdatasync),
+   * ms: what a power loss or OS crash may lose of acknowledged sends. A process crash loses
+   * nothing whatever this is. 0 flushes every acceptance before it is answered.
+   */
+  ackSyncMs: number;
+  /**
    * Transactions an account may have in flight (accepted, neither settled nor expired) at once,
    * in seconds of its plan's send rate: the cap is `inFlightPerTps × max_tps` (at least 1).
    */
@@ -97,6 +103,7 @@ export const DEFAULT_CONFIG: Config = {
   plans: DEFAULT_PLANS,
   lamportsPerPoint: DEFAULT_LAMPORTS_PER_POINT,
   retentionDays: 7,
+  ackSyncMs: 100,
   inFlightPerTps: 20,
   rpcUrl: null,
   wsUrl: null,
@@ -197,10 +204,10 @@ function positiveOf(v: unknown, name: string, integer: boolean): number {
   return n;
 }
 
-function nonNegativeIntOf(v: unknown, name: string): number {
+function nonNegativeIntOf(v: unknown, name: string, max = 64): number {
   const n = typeof v === 'string' ? Number(v) : v;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 64) {
-    throw new LandfallError('CONFIG_INVALID', `${name} must be an integer 0..64, got ${JSON.stringify(v)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > max) {
+    throw new LandfallError('CONFIG_INVALID', `${name} must be an integer 0..${max}, got ${JSON.stringify(v)}`);
   }
   return n;
 }
@@ -277,6 +284,7 @@ export function loadConfig(
   if (env.LANDFALL_PORT !== undefined) merged.port = env.LANDFALL_PORT;
   if (env.LANDFALL_HOST !== undefined) merged.host = env.LANDFALL_HOST;
   if (env.LANDFALL_DATA !== undefined) merged.dataDir = env.LANDFALL_DATA;
+  if (env.LANDFALL_ACK_SYNC_MS !== undefined) merged.ackSyncMs = env.LANDFALL_ACK_SYNC_MS;
   if (env.LANDFALL_RPC_URL !== undefined) merged.rpcUrl = env.LANDFALL_RPC_URL;
   if (env.LANDFALL_WS_URL !== undefined) merged.wsUrl = env.LANDFALL_WS_URL;
   if (env.LANDFALL_LOG_LEVEL !== undefined) merged.logLevel = env.LANDFALL_LOG_LEVEL;
@@ -294,6 +302,7 @@ export function loadConfig(
     plans: validatePlans(merged.plans),
     lamportsPerPoint: positiveOf(merged.lamportsPerPoint, 'lamportsPerPoint', true),
     retentionDays: positiveOf(merged.retentionDays, 'retentionDays', false),
+    ackSyncMs: nonNegativeIntOf(merged.ackSyncMs, 'ackSyncMs', 60_000),
     inFlightPerTps: positiveOf(merged.inFlightPerTps, 'inFlightPerTps', false),
     rpcUrl: urlOf(merged.rpcUrl, 'rpcUrl', ['http:', 'https:']),
     wsUrl: urlOf(merged.wsUrl, 'wsUrl', ['ws:', 'wss:']),

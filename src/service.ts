@@ -84,12 +84,13 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
     // One store state for every thread; the probe (this thread) knows at once if the disk is full.
     const storeHealth = new StoreHealth();
-    const store = Store.open(config.dataDir, { health: storeHealth, log: telemetry.log });
+    const store = Store.open(config.dataDir, { health: storeHealth, log: telemetry.log, ackSyncMs: config.ackSyncMs });
     store.startProbe();
     cleanup.push(() => store.close());
-    // This thread's Accounts persists the process-wide usage counters (every thread counts in them).
-    const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint, persistUsage: true });
-    cleanup.push(() => accounts.close());
+    // Before anything reads what is pending: what an earlier process acknowledged and never
+    // committed (a kill -9, an OOM kill) is written now, from its acknowledgement log.
+    store.recoverAcknowledged();
+    const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
     const tipAddresses = loadTipAddresses(config.dataDir, config.tipAddresses);
     const tips = new TipSet(tipAddresses);
     const identity = loadIdentity(config.dataDir, config.identityPath ?? undefined);

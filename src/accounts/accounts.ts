@@ -1,24 +1,21 @@
 /**
  * Accounts: creation, keys, plans, points, upgrades and usage counters, over the store.
  *
- * Usage counters live in native process-wide memory (`accountSlot`, `usage` in `native.ts`), so
- * every thread of the process counts into the same numbers with one lock-free add and no LMDB
- * write per request. The first touch of an account in the process loads its persisted
- * `UsageRecord` (`usage.init`: only the first caller, on any thread, sets it). One `Accounts` per
- * process, the main thread's, is made with `persistUsage: true`: every `USAGE_PERSIST_MS` and on
- * `close()` it writes the absolute counts of the accounts that changed (`usage.takeDirty`) to
- * LMDB. A `kill -9` therefore loses at most the last second of counts; other processes (the
- * CLI) read the persisted record, at most that old.
+ * Usage and points are derived from the status records, in the records' own transactions: a
+ * record new to LMDB counts once in its account's usage, and a confirmation credits its tip's
+ * points (and any upgrade) only if the committed record was not confirmed yet (`Store`'s
+ * commit window). So neither can be lost or counted twice by a crash, a replayed
+ * acknowledgement log, a restart that confirms again, or another node's event.
  *
- * While the store cannot write (disk full, a failed commit: `StoreHealth`), the counts of the
- * accounts whose write failed are written again by the next persist, and a tip's points are
- * credited again every `CREDIT_RETRY_MS` until the account update commits (a failed LMDB
- * transaction changed nothing, so nothing is credited twice).
+ * The live view of usage is in native process-wide memory (`accountSlot`, `usage` in
+ * `native.ts`), so every thread counts into the same numbers with one lock-free add: the first
+ * touch of an account in the process loads its committed `UsageRecord` (`usage.init`: only the
+ * first caller, on any thread, sets it), and every acceptance then adds to it.
  */
 import { randomBytes } from 'node:crypto';
 import { LandfallError } from '../errors.js';
-import { accountSlot, accountSlotKey, base58Encode, usage as usageCounters, utcDay } from '../native.js';
-import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store, type UsageRecord } from '../store/store.js';
+import { accountSlot, base58Encode, usage as usageCounters, utcDay } from '../native.js';
+import type { AccountRecord, Credit, KeyRecord, Store } from '../store/store.js';
 import { generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import {
   isPlanName,
@@ -29,10 +26,6 @@ import {
   type PlanTable,
 } from './plans.js';
 
-/** How often the persisting `Accounts` writes changed usage counts to LMDB. */
-export const USAGE_PERSIST_MS = 1000;
-/** How often a credit the store could not commit is tried again. */
-export const CREDIT_RETRY_MS = 1000;
 const KEY_NAME_RE = /^[\w.\-@ ]{1,64}$/;
 
 /** `2026-11-21T10:14:00`: ISO-8601 UTC without zone designator (spec §2.5). */
@@ -68,46 +61,18 @@ export interface AccountsOptions {
   plans: PlanTable;
   lamportsPerPoint: number;
   now?: () => number;
-  /**
-   * Persist the process's usage counters (every `USAGE_PERSIST_MS` and on `close()`). Exactly
-   * one `Accounts` per process sets it (the main thread's): it persists every thread's counts.
-   */
-  persistUsage?: boolean;
 }
 
 export class Accounts {
   private readonly now: () => number;
   /** Account id → its process-wide usage index, once this thread has initialized it. */
   private readonly usageSlots = new Map<string, number>();
-  private persistTimer: NodeJS.Timeout | null = null;
-  private persisting: Promise<void> = Promise.resolve();
-  /** Usage indexes whose last write failed: written again by the next persist. */
-  private readonly unpersisted = new Set<number>();
-  private closed = false;
 
   constructor(
     readonly store: Store,
     readonly opts: AccountsOptions,
   ) {
     this.now = opts.now ?? Date.now;
-    if (opts.persistUsage) {
-      this.persistTimer = setInterval(() => {
-        this.persistUsage().catch((e) => {
-          // The store logs its own unavailability once; anything else is worth a line here.
-          if (!(e instanceof StoreUnavailableError)) process.stderr.write(`landfall: usage persist failed: ${(e as Error).message}\n`);
-        });
-      }, USAGE_PERSIST_MS);
-      this.persistTimer.unref();
-    }
-  }
-
-  /** Stop the usage timer and persist the last counts (with `persistUsage`). */
-  async close(): Promise<void> {
-    this.closed = true;
-    if (!this.persistTimer) return;
-    clearInterval(this.persistTimer);
-    this.persistTimer = null;
-    await this.persistUsage();
   }
 
   // ---- administration (CLI) ---------------------------------------------------------
@@ -224,63 +189,20 @@ export class Accounts {
   }
 
   /**
-   * Write the absolute counts of every account whose usage changed since the last call (any
-   * thread's counts) to LMDB; resolves once committed. Calls run one after another.
+   * What a confirmed transaction earns its account: floor(tip / lamports per point) points and
+   * any upgrade they bring (possibly several tiers), for `Store.updateStatus`, which applies it in
+   * the confirmation's own transaction, once. undefined when the tip earns no point.
+   * @param at when it was confirmed: the time of an upgrade it causes (every node of a cluster
+   *   gives the record's `confirmedAt`, so every node shows the same upgrade time)
    */
-  persistUsage(): Promise<void> {
-    const run = this.persisting.catch(() => undefined).then(async () => {
-      const day = utcDay(this.now());
-      const writes: Promise<unknown>[] = [];
-      const indexes = new Set([...this.unpersisted, ...usageCounters.takeDirty()]);
-      this.unpersisted.clear();
-      for (const index of indexes) {
-        const accountId = accountSlotKey(index);
-        const u = accountId === null ? null : usageCounters.get(index, day);
-        // Only this store's accounts (a test process may run several stores side by side).
-        if (accountId === null || !u || !this.store.getAccount(accountId)) continue;
-        const rec: UsageRecord = { total: u.total, day, today: u.today };
-        writes.push(
-          this.store.putUsage(accountId, rec).catch((e: unknown) => {
-            this.unpersisted.add(index); // not written: the next persist writes the counts then current
-            throw e;
-          }),
-        );
-      }
-      const failed = (await Promise.allSettled(writes)).find((r) => r.status === 'rejected');
-      if (failed) throw (failed as PromiseRejectedResult).reason;
-    });
-    this.persisting = run;
-    return run;
-  }
-
-  /**
-   * Credit the points a confirmed transaction earned and apply any upgrade (possibly several
-   * tiers), atomically. Returns the account after the change.
-   * @param at when it was confirmed: the time of an upgrade it causes (default now; every node of
-   *   a cluster gives the record's `confirmedAt`, so every node shows the same upgrade time)
-   */
-  async accrueTip(accountId: string, tipLamports: bigint, at = this.now()): Promise<AccountRecord | undefined> {
+  confirmationCredit(tipLamports: bigint, at: number): Credit | undefined {
     const pts = pointsForTip(tipLamports, this.opts.lamportsPerPoint);
-    if (pts <= 0) return this.store.getAccount(accountId);
-    const t = at;
-    const credit = (a: AccountRecord): AccountRecord => {
+    if (pts <= 0) return undefined;
+    return (a) => {
       const points = a.points + pts;
       const plan = planForPoints(points, a.plan, this.opts.plans);
-      return { ...a, points, plan, planUpgradedAt: plan === a.plan ? a.planUpgradedAt : t };
+      return { ...a, points, plan, planUpgradedAt: plan === a.plan ? a.planUpgradedAt : at };
     };
-    for (;;) {
-      try {
-        return await this.store.updateAccount(accountId, credit);
-      } catch (e) {
-        // The store cannot write now: the credit waits for it (a failed transaction credited
-        // nothing). Given up only when this Accounts closes.
-        if (!(e instanceof StoreUnavailableError) || this.closed) {
-          this.store.log.error({ account: accountId, points: pts, err: (e as Error).message }, 'points not credited');
-          return undefined;
-        }
-        await new Promise((r) => setTimeout(r, CREDIT_RETRY_MS).unref());
-      }
-    }
   }
 
   /** The account record of spec §2.5. */

@@ -128,6 +128,9 @@ function stateOf(r: StatusRecord): string {
   return r.expired ? 'expired' : r.status;
 }
 
+/** A (re)started node publishes again every record submitted this recently (see `republishPending`). */
+const REPUBLISH_RECENT_MS = 10 * 60_000;
+
 interface Outgoing {
   msgID: string;
   data: Uint8Array;
@@ -215,15 +218,21 @@ export class StatusEvents {
     this.kick();
   }
 
-  /** After a restart: this node's pending records again (a duplicate is dropped by JetStream). */
+  /**
+   * After a (re)start: this node's pending records again, and every record submitted in the last
+   * `REPUBLISH_RECENT_MS` in its current state — an acceptance acknowledged just before a crash
+   * may be in the store (committed, or replayed from the acknowledgement log) but not in the
+   * stream. Appliers keep only what moves a record forward; JetStream drops a duplicate msgID.
+   */
   private republishPending(): void {
     let n = 0;
-    for (const rec of this.o.store.pendingEntries()) {
+    for (const rec of this.o.store.pendingEntries(Date.now() - REPUBLISH_RECENT_MS)) {
       const { resend, ...record } = rec;
-      this.accepted(record, resend);
+      if (isPending(record)) this.accepted(record, resend);
+      else this.changed(record);
       n++;
     }
-    if (n > 0) this.o.log.info({ pending: n }, 'cluster: pending records published again');
+    if (n > 0) this.o.log.info({ records: n }, 'cluster: pending and recent records published again');
   }
 
   /** Publish soon: at once with a message's worth of events, else after the linger. */
@@ -324,13 +333,14 @@ export class StatusEvents {
     const cur = this.o.store.getStatus(rec.signature);
     // Forward only: a record here that is terminal, or as far as the event, stays as it is.
     if (cur && (!isPending(cur) || isPending(rec))) return null;
-    const written = this.o.store.updateStatus(rec, isPending(rec) ? e.resend : null);
+    // A confirmation's points commit with it, once, whichever node's event or tracker wrote it first.
+    const credit = rec.status === 'confirmed' ? this.o.accounts.confirmationCredit(rec.tipLamports, rec.confirmedAt ?? e.ts) : undefined;
+    const written = this.o.store.updateStatus(rec, isPending(rec) ? e.resend : null, credit);
     this.applied++;
     if (!cur) {
       this.o.accounts.countSubmissions(rec.accountId, 1, rec.submittedAt);
       if (origin !== this.o.link.node && isPending(rec)) this.lag.observe(Math.max(0, Date.now() - e.ts) / 1000);
     }
-    if (rec.status === 'confirmed') void this.o.accounts.accrueTip(rec.accountId, rec.tipLamports, rec.confirmedAt ?? e.ts);
     this.o.publishLocal(rec);
     this.onApplied?.(rec, origin);
     return written;

@@ -92,7 +92,7 @@ class IngressDelivery implements Delivery {
 
 const { config } = init;
 const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
-const store = Store.open(config.dataDir, { health: new StoreHealth(init.storeHealth), log: telemetry.log });
+const store = Store.open(config.dataDir, { health: new StoreHealth(init.storeHealth), log: telemetry.log, ackSyncMs: config.ackSyncMs });
 const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
 const tips = new TipSet(init.tipAddresses);
 // A handle to the process-wide client the engine created (its options, and connections, apply).

@@ -253,6 +253,11 @@ export function isPendingValue(value: Uint8Array): boolean {
   return value[OFF_VERSION] === STATUS_CODEC_VERSION && ((value[OFF_FLAGS] ?? 0) & (STATUS_MASK | FLAG_EXPIRED)) === 0;
 }
 
+/** `status === 'confirmed'`, read from the flags byte alone. */
+export function isConfirmedValue(value: Uint8Array): boolean {
+  return value[OFF_VERSION] === STATUS_CODEC_VERSION && ((value[OFF_FLAGS] ?? 0) & STATUS_MASK) === STATUS_CODES.confirmed;
+}
+
 /** The record's submission time (ms), read without decoding the rest. */
 export function submittedAtOf(value: Uint8Array): number {
   return readU64(viewOf(value), OFF_SUBMITTED_AT);

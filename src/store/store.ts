@@ -101,9 +101,10 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { open, type Database, type DatabaseOptions, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
 import type { PlanName } from '../accounts/plans.js';
-import { overlay } from '../native.js';
+import { overlay, utcDay } from '../native.js';
+import { AckLog, readDeadLogs, type Segment } from './ack-log.js';
 import type { PendingRecord, Resend, StatusRecord } from './records.js';
-import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
+import { decodeStatus, encodeStatus, isConfirmedValue, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
 import { StoreHealth } from './store-health.js';
 import { decodeTrace, encodeTrace } from './trace-codec.js';
 import type { Trace } from '../delivery/trace.js';
@@ -147,7 +148,15 @@ export interface StoreOptions {
   log?: StoreLog;
   /** Free bytes at or below which nothing is written (default: `reserveFor` the filesystem's size). */
   reserveBytes?: number;
+  /** `fdatasync` cadence of the acknowledgement log, ms (`ack-log.ts`; 0: every append). */
+  ackSyncMs?: number;
 }
+
+/**
+ * What a confirmation earns an account (points, and the upgrades they bring), applied in the
+ * transaction that commits the confirmation, only if the committed record was not confirmed yet.
+ */
+export type Credit = (account: AccountRecord) => AccountRecord;
 
 /** The two levels the store logs at. */
 export interface StoreLog {
@@ -212,6 +221,12 @@ interface QueuedWrite {
   value: Buffer;
   /** The overlay token of a status write; `TRACE_WRITE` for a trace (traces are not in the overlay). */
   token: number;
+  /** An acceptance: written only if the record is not in LMDB yet. Its acknowledgement log segment. */
+  logged?: Segment;
+  /** A status write's owner and submission time: a record new to LMDB counts in its usage. */
+  owner?: { accountId: string; submittedAt: number };
+  /** A confirmation's credit, applied at most once per record (`Credit`). */
+  credit?: Credit;
 }
 
 /** `QueuedWrite.token` of a trace write. */
@@ -302,6 +317,11 @@ export class Store {
   private heldOld: Held[] = [];
   private releaseTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** This thread's acknowledgement log, opened by its first acceptance (`insertStatus`). */
+  private acks: AckLog | null = null;
+  private readonly ackSyncMs: number | undefined;
+  /** Commits of windows issued and not yet settled (`flushed` waits for them). */
+  private readonly inflight = new Set<Promise<unknown>>();
 
   private constructor(
     readonly path: string,
@@ -312,6 +332,7 @@ export class Store {
     this.health = opts.health ?? new StoreHealth();
     this.log = opts.log ?? STDERR_LOG;
     this.reserveBytes = opts.reserveBytes;
+    this.ackSyncMs = opts.ackSyncMs;
     if (!readOnly) {
       // A new store's files on a full filesystem: LMDB dies of SIGBUS on its mapped lock file.
       if (!LMDB_FILES.every((f) => existsSync(join(path, f)))) {
@@ -510,14 +531,6 @@ export class Store {
     return this.usage.get(accountId);
   }
 
-  /**
-   * Batched with the turn's other writes. Rejects with `StoreUnavailableError` when the store
-   * cannot write (the caller keeps the counts for its next try).
-   */
-  putUsage(accountId: string, u: UsageRecord): Promise<boolean> {
-    return this.guarded('usage counts', () => this.usage.put(accountId, u));
-  }
-
   keyByHash(hash: Buffer): KeyRecord | undefined {
     return this.apiKeys.get(hash);
   }
@@ -665,12 +678,28 @@ export class Store {
   }
 
   /**
-   * Write a new status record (state `sent`). Fire-and-forget: committed within a window.
+   * Record an accepted transaction (state `sent`): appended to this thread's acknowledgement log
+   * before this returns (so the caller may acknowledge it: a process crash cannot lose it), and
+   * committed to LMDB within a window, where it is written only if no record of the signature is
+   * there yet (a settlement committed first by another thread wins) and counted in its account's
+   * usage in the same transaction. Throws `StoreUnavailableError` if it could not be logged (the
+   * store becomes unavailable: nothing is accepted that cannot be kept).
    * @param resend the wire bytes and options, kept in the value while the record is pending so a
    *   restarted service can send it again (`status-codec.ts`)
    */
   insertStatus(rec: StatusRecord, resend?: Resend): void {
-    void this.writeStatus(rec, resend).catch((e) => this.log.error({ sig: rec.signature, err: (e as Error).message }, 'status record not written'));
+    if (this.closed) throw new StoreUnavailableError(`status record ${rec.signature} not written: store is closed`);
+    const { key, value } = encodeOrThrow(rec, resend);
+    let logged: Segment;
+    try {
+      this.acks ??= new AckLog(join(this.path, ACKS_DIR), { syncMs: this.ackSyncMs });
+      logged = this.acks.append(key, value);
+    } catch (e) {
+      const reason = `acknowledgement log: ${describeWriteError(e)}`;
+      this.unavailable(reason);
+      throw new StoreUnavailableError(`status record ${rec.signature} not written: ${reason}`);
+    }
+    void this.queue({ key, value, token: overlay.put(key, value), logged, owner: rec });
   }
 
   /**
@@ -679,9 +708,51 @@ export class Store {
    * cannot be encoded.
    * @param resend the resend tail, for a pending record written whole (a cluster node applying
    *   another node's acceptance: a takeover can then send it again)
+   * @param credit what a confirmation earns its account: applied in the transaction that commits
+   *   this write, and only if the committed record is not confirmed already, so a confirmation is
+   *   credited exactly once whoever writes it and however often (a restart, another node's event)
    */
-  updateStatus(rec: StatusRecord, resend?: Resend | null): Promise<boolean> {
-    return this.writeStatus(rec, resend ?? undefined);
+  updateStatus(rec: StatusRecord, resend?: Resend | null, credit?: Credit): Promise<boolean> {
+    if (this.closed) {
+      this.log.error({ sig: rec.signature }, 'status record not written: store is closed');
+      return Promise.resolve(false);
+    }
+    let encoded: { key: Buffer; value: Buffer };
+    try {
+      encoded = encodeOrThrow(rec, resend ?? undefined);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const { key, value } = encoded;
+    return this.queue({ key, value, token: overlay.put(key, value), owner: rec, ...(credit && { credit }) });
+  }
+
+  /**
+   * Replay the acknowledgement logs of processes that died (`ack-log.ts`): every record LMDB
+   * does not have is written, and counted in its account's usage, in one transaction; then the
+   * logs are deleted. Call once at start, before anything reads what is pending. Returns the
+   * records written (acknowledged, never committed before the crash).
+   */
+  recoverAcknowledged(): StatusRecord[] {
+    const found = readDeadLogs(join(this.path, ACKS_DIR));
+    if (found.segments === 0) return [];
+    this.assertWritable('recovery of acknowledged sends');
+    const recovered = this.root.transactionSync(() => {
+      const out: StatusRecord[] = [];
+      const usage = new UsageDelta();
+      for (const { key, value } of found.records) {
+        if (this.status.getBinaryFast(key) !== undefined) continue;
+        const rec = decodeStatus(signatureOfKey(key), value);
+        this.status.putSync(key, value);
+        usage.add(rec.accountId, rec.submittedAt);
+        out.push(rec);
+      }
+      usage.apply(this.usage);
+      return out;
+    });
+    found.done();
+    this.log.info({ segments: found.segments, logged: found.records.length, recovered: recovered.length, damaged: found.damaged }, 'acknowledgement logs replayed');
+    return recovered;
   }
 
   /**
@@ -696,7 +767,7 @@ export class Store {
     }
     const key = statusKey(signature);
     if (!key) return Promise.reject(new RangeError(`trace: ${JSON.stringify(signature)} is not a 64-byte base58 signature`));
-    return this.queue(key, encodeTrace(trace), TRACE_WRITE);
+    return this.queue({ key, value: encodeTrace(trace), token: TRACE_WRITE });
   }
 
   /** The committed delivery trace of `signature`, or undefined. Throws `TraceDecodeError` for a value it cannot read. */
@@ -712,24 +783,8 @@ export class Store {
     return value === undefined ? undefined : decodeTrace(value);
   }
 
-  private writeStatus(rec: StatusRecord, resend?: Resend): Promise<boolean> {
-    if (this.closed) {
-      this.log.error({ sig: rec.signature }, 'status record not written: store is closed');
-      return Promise.resolve(false);
-    }
-    const key = statusKey(rec.signature);
-    if (!key) return Promise.reject(new RangeError(`status record: ${JSON.stringify(rec.signature)} is not a 64-byte base58 signature`));
-    let value: Buffer;
-    try {
-      value = encodeStatus(rec, resend);
-    } catch (e) {
-      return Promise.reject(e as Error);
-    }
-    return this.queue(key, value, overlay.put(key, value));
-  }
-
   /** Queue one write for the current commit window (opened if there is none). */
-  private queue(key: Buffer, value: Buffer, token: number): Promise<boolean> {
+  private queue(write: QueuedWrite): Promise<boolean> {
     if (!this.current) {
       let resolve!: (committed: boolean) => void;
       const promise = new Promise<boolean>((r) => (resolve = r));
@@ -737,7 +792,7 @@ export class Store {
       this.windowTimer = setTimeout(this.commitWindow, this.commitWindowMs);
     }
     const group = this.current;
-    group.writes.push({ key, value, token });
+    group.writes.push(write);
     if (group.writes.length >= MAX_GROUP) this.commitWindow();
     return group.promise;
   }
@@ -762,22 +817,25 @@ export class Store {
       // A write whose record was written again since (by any thread: the overlay holds the
       // newest, or nothing once the newer one committed) is not written: the newer one is, by its
       // own window. Held windows need it, and so do two threads' windows committing out of order
-      // (a busy ingress thread's window with the acceptance committing after the main thread's
-      // with the settlement would turn the record back to pending for good).
-      for (const w of g.writes) if (w.token === TRACE_WRITE || overlay.get(w.key)?.equals(w.value)) writes.push(w);
+      // (a busy ingress thread's window with the settlement committing before the main thread's
+      // with an expiry would turn the record back for good). Acceptances and credited
+      // confirmations are always issued: the transaction itself decides (`writeWindow`).
+      for (const w of g.writes) {
+        if (w.token === TRACE_WRITE || w.logged || w.credit || overlay.get(w.key)?.equals(w.value)) writes.push(w);
+      }
     }
-    // One lmdb-js batch: one transaction, whose promise is ours to handle (see the open options).
-    let committed: Promise<boolean>;
+    // One lmdb-js transaction, whose promise is ours to handle (see the open options).
+    let committed: Promise<unknown>;
     try {
-      committed = this.root.batch(() => {
-        for (const w of writes) void (w.token === TRACE_WRITE ? this.traces : this.status).put(w.key, w.value);
-      });
+      // (Promise.resolve: inside another write transaction lmdb-js runs the callback at once.)
+      committed = Promise.resolve(this.root.transaction(() => this.writeWindow(writes)));
     } catch (e) {
       committed = Promise.reject(e as Error);
     }
-    committed.then(
+    const settled = committed.then(
       () => {
         this.holdForRelease(writes);
+        for (const w of writes) if (w.logged) this.acks?.committed(w.logged);
         for (const g of groups) g.resolve(true);
       },
       (e: unknown) => {
@@ -785,7 +843,35 @@ export class Store {
         this.writeFailed('status records', e);
       },
     );
+    this.inflight.add(settled);
+    void settled.finally(() => this.inflight.delete(settled));
   };
+
+  /**
+   * The body of a window's transaction. An acceptance is written only if LMDB has no record of
+   * its signature (a settlement from another thread may have committed first); a confirmation's
+   * credit is applied only if the committed record is not confirmed yet; a record new to LMDB
+   * counts once in its account's usage. So a restart, a replayed log or a second writer never
+   * counts or credits anything twice.
+   */
+  private writeWindow(writes: QueuedWrite[]): void {
+    const usage = new UsageDelta();
+    for (const w of writes) {
+      if (w.token === TRACE_WRITE) {
+        this.traces.putSync(w.key, w.value);
+        continue;
+      }
+      const cur = this.status.getBinaryFast(w.key);
+      if (cur !== undefined && w.logged) continue;
+      if (cur === undefined && w.owner) usage.add(w.owner.accountId, w.owner.submittedAt);
+      if (w.credit && w.owner && (cur === undefined || !isConfirmedValue(cur))) {
+        const a = this.accounts.get(w.owner.accountId);
+        if (a) this.accounts.putSync(a.id, w.credit(a));
+      }
+      this.status.putSync(w.key, w.value);
+    }
+    usage.apply(this.usage);
+  }
 
   /**
    * Hold windows that could not be committed (in the overlay, in order) for the first window
@@ -855,12 +941,15 @@ export class Store {
    * table reading each value's flags byte only; a record with a newer write in the overlay is
    * judged by that write. A record inserted but not yet committed is not seen (at startup,
    * when the tracker resumes, there is none).
+   * @param submittedSince also yield every record submitted at or after this time (ms), whatever
+   *   its state (a restarted cluster node publishes those again: their events may not have left)
    */
-  *pendingEntries(): Generator<PendingRecord> {
+  *pendingEntries(submittedSince = Infinity): Generator<PendingRecord> {
     for (const { key, value } of this.statusScan.getRange()) {
-      if (!isPendingValue(value)) continue;
+      const recent = submittedAtOf(value) >= submittedSince;
+      if (!recent && !isPendingValue(value)) continue;
       const held = overlay.get(key);
-      if (held && !isPendingValue(held)) continue;
+      if (held && !recent && !isPendingValue(held)) continue;
       const v = held ?? value;
       yield { ...decodeStatus(signatureOfKey(key), v), resend: resendOf(v) };
     }
@@ -903,8 +992,9 @@ export class Store {
    * Resolves once every write issued so far (status windows included) is committed; rejects if
    * the last commit failed. Writes held while the store is unavailable are not waited for.
    */
-  flushed(): Promise<boolean> {
+  async flushed(): Promise<boolean> {
     if (this.current) this.commitWindow();
+    await Promise.all([...this.inflight]);
     return this.root.committed;
   }
 
@@ -929,6 +1019,8 @@ export class Store {
     this.retained = [];
     this.retainedWrites = 0;
     this.releaseAll();
+    // What committed leaves the log; what did not stays for the next start to replay.
+    this.acks?.close();
     await this.root.close();
   }
 
@@ -1032,6 +1124,43 @@ function fromOldRecord(signature: string, r: OldStatusRecord, p: OldPendingRecor
     slot: r.slot,
     expired: r.expired,
   };
+}
+
+/** The acknowledgement logs' folder in the data directory. */
+const ACKS_DIR = 'acks';
+
+/** The key and value of a status record; throws for one that cannot be stored. */
+function encodeOrThrow(rec: StatusRecord, resend?: Resend): { key: Buffer; value: Buffer } {
+  const key = statusKey(rec.signature);
+  if (!key) throw new RangeError(`status record: ${JSON.stringify(rec.signature)} is not a 64-byte base58 signature`);
+  return { key, value: encodeStatus(rec, resend) };
+}
+
+/** New records per account and UTC day, added to the usage table inside a write transaction. */
+class UsageDelta {
+  private readonly counts = new Map<string, Map<number, number>>();
+
+  add(accountId: string, submittedAt: number): void {
+    let days = this.counts.get(accountId);
+    if (!days) this.counts.set(accountId, (days = new Map()));
+    const day = utcDay(submittedAt);
+    days.set(day, (days.get(day) ?? 0) + 1);
+  }
+
+  /** Must run inside a write transaction. A record of a later day starts that day's count. */
+  apply(table: Database<UsageRecord, string>): void {
+    for (const [accountId, days] of this.counts) {
+      const u: UsageRecord = { ...(table.get(accountId) ?? { total: 0, day: 0, today: 0 }) };
+      for (const [day, n] of [...days].sort((a, b) => a[0] - b[0])) {
+        u.total += n;
+        if (day > u.day) {
+          u.day = day;
+          u.today = n;
+        } else if (day === u.day) u.today += n;
+      }
+      table.putSync(accountId, u);
+    }
+  }
 }
 
 /** LMDB files 0600 (also those an older version created 0644). */

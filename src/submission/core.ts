@@ -22,7 +22,7 @@ import { DeliveryError, type Delivery, type SendOptions } from '../delivery/deli
 import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
-import type { AccountRecord, KeyRecord, Store } from '../store/store.js';
+import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import { invalidTransaction, Refusal } from './refusals.js';
 
 /** Who a request comes from, once its API key is resolved. */
@@ -230,8 +230,15 @@ export class SubmissionCore {
         submitSlot: first.slot,
         lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
       });
-      // The wire bytes ride in the record while it is pending: a restart sends it again.
-      store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });
+      // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
+      // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
+      try {
+        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });
+      } catch (e) {
+        this.d.inFlight?.release(who.account.id);
+        if (e instanceof StoreUnavailableError) throw unrecorded(e);
+        throw e;
+      }
       this.d.accounts.countSubmissions(who.account.id, 1);
       delivery.accepted({
         record,
@@ -266,6 +273,16 @@ const STORE_RETRY_S = 5;
 /** `500 Delivery failed` while the store cannot commit: refused before anything is sent. */
 function storeRefusal(down: { reason: string; since: number }): Refusal {
   return new Refusal('DELIVERY_FAILED', `store unavailable since ${new Date(down.since).toISOString()}: ${down.reason}; nothing was sent`, {
+    headers: { 'Retry-After': String(STORE_RETRY_S) },
+  });
+}
+
+/**
+ * `500 Delivery failed` for a transaction sent once whose record could not be kept (the
+ * acknowledgement log could not be written): it is not acknowledged, since nothing would track it.
+ */
+function unrecorded(e: StoreUnavailableError): Refusal {
+  return new Refusal('DELIVERY_FAILED', `${e.message}; the transaction was sent once to the current leader but is not tracked or rebroadcast`, {
     headers: { 'Retry-After': String(STORE_RETRY_S) },
   });
 }

@@ -253,10 +253,11 @@ export class Tracker {
       slot: o.slot,
       expired: false,
     };
-    void this.opts.store.updateStatus(next);
+    // The status and the points it earns commit together, once (`Store.updateStatus`).
+    const credit = status === 'confirmed' ? this.opts.accounts.confirmationCredit(w.tipLamports, confirmedAt) : undefined;
+    void this.opts.store.updateStatus(next, null, credit);
     this.stats[status]++;
     this.stats[o.source]++;
-    if (status === 'confirmed') void this.opts.accounts.accrueTip(w.accountId, w.tipLamports, confirmedAt);
     this.opts.onChange?.({ record: next, source: o.source });
   }
 

@@ -37,7 +37,6 @@ describe('status events', () => {
   store.mirrorAccountSync({ id: ACCOUNT, name: 'bot', plan: 'starter', memberSince: now - 1000, planUpgradedAt: now - 1000 }, 1);
 
   afterAll(async () => {
-    await accounts.close();
     await store.close();
     tmp.cleanup();
   });

@@ -8,11 +8,13 @@
  * `StoreUnavailableError`, and everything held is committed once the probe finds space again.
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { overlay } from '../../src/native.js';
+import { parseSegment } from '../../src/store/ack-log.js';
 import { decodeStatus, resendOf, statusKey } from '../../src/store/status-codec.js';
-import { Store, StoreUnavailableError } from '../../src/store/store.js';
+import { Store, StoreUnavailableError, type StatusRecord } from '../../src/store/store.js';
 import { waitFor } from '../helpers/localnet.js';
 import { statusRecord } from '../helpers/records.js';
 import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
@@ -50,7 +52,7 @@ function committed(s: Store, signature: string): Buffer | undefined {
 const account = { id: 'acc_diskfull', name: 'disk', plan: 'starter' as const, points: 0, memberSince: 1, planUpgradedAt: 1 };
 
 describe('store on a full disk', () => {
-  it('finds the filesystem at its reserve before writing: holds status writes (readable), refuses the rest, commits what it held once space returns', async (ctx) => {
+  it('finds the filesystem at its reserve before writing: holds status writes (readable), refuses the rest and any acceptance it cannot log, commits what it held once space returns', async (ctx) => {
     ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
     const t = fs as Tmpfs;
     const store = openStore();
@@ -61,9 +63,9 @@ describe('store on a full disk', () => {
     expect(store.health.available).toBe(true);
 
     t.fill(0);
-    // Written while the disk is full: held, readable at once, not in LMDB.
+    // Written while the disk is full (another node's events, the tracker's): held, readable at once, not in LMDB.
     const during = Array.from({ length: 30 }, () => statusRecord());
-    for (const r of during) store.insertStatus(r, { wire: randomBytes(300), antiMev: true, maxRetries: 3 });
+    for (const r of during) void store.updateStatus(r, { wire: randomBytes(300), antiMev: true, maxRetries: 3 });
     const settled = { ...before[0]!, status: 'confirmed' as const, confirmedAt: Date.now(), latencyMs: 400, slot: 123 };
     const update = store.updateStatus(settled);
     await store.flushed();
@@ -73,6 +75,22 @@ describe('store on a full disk', () => {
     expect(view.reason).toMatch(/MiB free on the data directory's filesystem .* at or below the reserve of 1\.60 MiB/);
     expect(view.since).not.toBeNull();
     expect(view.free_bytes).toBeLessThan(64 * 1024);
+    // Acceptances are logged while the log's file has room (the page it already holds), then
+    // refused: nothing is acknowledged that a crash could lose.
+    const logged: StatusRecord[] = [];
+    let refused: { r: StatusRecord; e: Error } | undefined;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const r = statusRecord();
+      try {
+        store.insertStatus(r, { wire: randomBytes(300), antiMev: true, maxRetries: 3 });
+        logged.push(r);
+      } catch (e) {
+        refused = { r, e: e as Error };
+      }
+    }
+    expect(refused?.e.message).toMatch(/not written: acknowledgement log: /);
+    expect(store.getStatus(refused!.r.signature)).toBeUndefined();
+    for (const r of logged) expect(store.getStatus(r.signature)?.status).toBe('sent');
     for (const r of during) {
       expect(store.getStatus(r.signature)).toMatchObject({ signature: r.signature, status: 'sent' });
       expect(committed(store, r.signature)).toBeUndefined();
@@ -82,7 +100,6 @@ describe('store on a full disk', () => {
     for (const r of before.slice(1)) expect(store.getStatus(r.signature)!.status).toBe('sent');
     expect(store.getAccount(account.id)!.name).toBe('disk');
     // Other writes are refused, with the reason.
-    await expect(store.putUsage(account.id, { total: 1, day: 1, today: 1 })).rejects.toThrow(StoreUnavailableError);
     await expect(store.updateAccount(account.id, (a) => ({ ...a, points: 5 }))).rejects.toThrow(/account update not written: store unavailable: .*reserve/);
     expect(() => store.addKeySync(randomBytes(32), { accountId: account.id, name: 'k2', createdAt: 1, revokedAt: null })).toThrow(/at or below the reserve/);
     expect(store.health.view().refused_writes).toBeGreaterThan(2);
@@ -96,7 +113,7 @@ describe('store on a full disk', () => {
     await waitFor('the probe to find space', () => (store.health.available ? true : undefined), 5_000);
     expect(await update).toBe(true);
     await store.flushed();
-    for (const r of during) {
+    for (const r of [...during, ...logged]) {
       const v = committed(store, r.signature);
       expect(v).toBeDefined();
       expect(resendOf(v!)).toMatchObject({ antiMev: true, maxRetries: 3 });
@@ -104,6 +121,13 @@ describe('store on a full disk', () => {
     expect(decodeStatus(settled.signature, committed(store, settled.signature)!).status).toBe('confirmed');
     expect(store.health.view()).toMatchObject({ available: true, reason: null, since: null, refused_writes: 0 });
     await expect(store.updateAccount(account.id, (a) => ({ ...a, points: 5 }))).resolves.toMatchObject({ points: 5 });
+    // The log cut the failed frame off again: acceptances after it are whole frames a replay reads.
+    const after = statusRecord();
+    store.insertStatus(after);
+    const logDir = join(store.path, 'acks');
+    const frames = readdirSync(logDir).flatMap((f) => parseSegment(readFileSync(join(logDir, f))));
+    expect(frames.every((f) => !f.torn)).toBe(true);
+    expect(frames.flatMap((f) => f.records.map((r) => r.key.toString('hex')))).toContain(statusKey(after.signature)!.toString('hex'));
   });
 
   it('catches a commit that runs out of space mid-write (EIO): the store becomes unavailable with the errno, the window is held, and it commits once space returns', async (ctx) => {
@@ -116,7 +140,7 @@ describe('store on a full disk', () => {
     t.fill(200 * 1024); // 50 pages: LMDB writes up to 64 contiguous pages at once, so the write ends short (EIO)
     // ~560 KB of pending records with their resend bytes, in one window: more than is left.
     const big = Array.from({ length: 400 }, () => statusRecord());
-    for (const r of big) store.insertStatus(r, { wire: randomBytes(1200), antiMev: false, maxRetries: 0 });
+    for (const r of big) void store.updateStatus(r, { wire: randomBytes(1200), antiMev: false, maxRetries: 0 });
     const probe = statusRecord();
     const held = store.updateStatus(probe);
     await waitFor('the failed commit', () => (store.health.available ? undefined : true), 5_000);

@@ -1,11 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { Accounts, isoNoZone, USAGE_PERSIST_MS } from '../../src/accounts/accounts.js';
+import { Accounts, isoNoZone } from '../../src/accounts/accounts.js';
 import { hashApiKey } from '../../src/accounts/api-keys.js';
 import { DEFAULT_PLANS, validatePlans } from '../../src/accounts/plans.js';
 import { LandfallError } from '../../src/errors.js';
 import { utcDay } from '../../src/native.js';
+import { decodeStatus, statusKey } from '../../src/store/status-codec.js';
 import { Store } from '../../src/store/store.js';
+import { statusRecord } from '../helpers/records.js';
 import { tempDir } from '../helpers/tmp.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -22,7 +24,6 @@ beforeEach(() => {
 });
 
 afterEach(async () => {
-  await accounts.close();
   await store.close();
   tmp.cleanup();
 });
@@ -91,14 +92,24 @@ describe('plans, points and upgrades', () => {
     });
   });
 
+  /**
+   * Confirm a new transaction of the account tipping `tip`, through the store's commit window
+   * (where a confirmation's credit is applied); resolves with the account after it.
+   */
+  async function confirm(accountId: string, tip: bigint, signature?: string) {
+    const rec = statusRecord({ accountId, tipLamports: tip, status: 'confirmed', confirmedAt: clock, latencyMs: 5, slot: 9, ...(signature && { signature }) });
+    await store.updateStatus(rec, null, accounts.confirmationCredit(tip, clock));
+    return accounts.get(accountId);
+  }
+
   it('credits floor(tip / lamports_per_point) and upgrades across two thresholds at once', async () => {
     const c = accounts.createAccount('a');
-    let a = await accounts.accrueTip(c.account_id, 1999n);
+    let a = await confirm(c.account_id, 1999n);
     expect(a?.points).toBe(1);
     expect(a?.plan).toBe('starter');
     clock += 60_000;
     // 10 000 000 BP reaches pro directly (growth's 1 000 000 crossed on the way).
-    a = await accounts.accrueTip(c.account_id, 10_000_000n * 1000n);
+    a = await confirm(c.account_id, 10_000_000n * 1000n);
     expect(a?.points).toBe(10_000_001);
     expect(a?.plan).toBe('pro');
     const v = accounts.view(a!);
@@ -107,20 +118,36 @@ describe('plans, points and upgrades', () => {
     expect(v.limits).toEqual({ max_tps: 80, min_tip_bp: 500 });
     expect(v.next_tier?.plan).toBe('whale');
     expect(v.next_tier?.remaining_bp).toBe(100_000_000 - 10_000_001);
+    // A tip below one point earns nothing.
+    expect(accounts.confirmationCredit(999n, clock)).toBeUndefined();
   });
 
   it('has next_tier null on whale and never downgrades automatically', async () => {
     const c = accounts.createAccount('a');
     accounts.setPlan(c.account_id, 'whale');
-    const a = await accounts.accrueTip(c.account_id, 5000n);
+    const a = await confirm(c.account_id, 5000n);
     expect(a?.plan).toBe('whale');
     expect(accounts.view(a!).next_tier).toBeNull();
   });
 
-  it('loses no point under many concurrent accruals', async () => {
+  it('loses no point under many concurrent confirmations', async () => {
     const c = accounts.createAccount('a');
-    await Promise.all(Array.from({ length: 500 }, () => accounts.accrueTip(c.account_id, 3000n)));
+    await Promise.all(Array.from({ length: 500 }, () => confirm(c.account_id, 3000n)));
     expect(accounts.get(c.account_id)?.points).toBe(1500);
+  });
+
+  it('credits a confirmation once however often it is written, in one window or several', async () => {
+    const c = accounts.createAccount('a');
+    const sig = statusRecord().signature;
+    // The same confirmation written three times in one window (a tracker and two nodes' events) …
+    await Promise.all([confirm(c.account_id, 7000n, sig), confirm(c.account_id, 7000n, sig), confirm(c.account_id, 7000n, sig)]);
+    expect(accounts.get(c.account_id)?.points).toBe(7);
+    // … and again later (a restarted service confirming it again).
+    await confirm(c.account_id, 7000n, sig);
+    expect(accounts.get(c.account_id)?.points).toBe(7);
+    // A second transaction is credited.
+    await confirm(c.account_id, 7000n);
+    expect(accounts.get(c.account_id)?.points).toBe(14);
   });
 
   it('validates plan tables', () => {
@@ -133,66 +160,72 @@ describe('plans, points and upgrades', () => {
 describe('usage counters', () => {
   const day = () => utcDay(clock);
 
-  it('counts totals and the UTC day, rolling over at midnight, and persists them', async () => {
-    const main = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock, persistUsage: true });
-    try {
-      const c = main.createAccount('a');
-      main.countSubmissions(c.account_id, 3);
-      main.countSubmissions(c.account_id, 2);
-      expect(main.usage(c.account_id)).toEqual({ total: 5, today: 5 });
-      clock = Date.UTC(2026, 10, 22, 0, 0, 1);
-      expect(main.usage(c.account_id)).toEqual({ total: 5, today: 0 });
-      main.countSubmissions(c.account_id, 1);
-      expect(main.usage(c.account_id)).toEqual({ total: 6, today: 1 });
-      // Counted in memory; written when persisted.
-      await main.persistUsage();
-      expect(store.getUsage(c.account_id)).toEqual({ total: 6, day: day(), today: 1 });
-      // Another Accounts of the process (another thread's) counts into the same numbers.
-      const other = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock });
-      expect(other.usage(c.account_id)).toEqual({ total: 6, today: 1 });
-      other.countSubmissions(c.account_id, 4);
-      expect(main.usage(c.account_id)).toEqual({ total: 10, today: 5 });
-      expect(main.view(main.get(c.account_id)!).usage).toMatchObject({ transactions_total: 10, transactions_today: 5 });
-      await main.close();
-      expect(store.getUsage(c.account_id)).toEqual({ total: 10, day: day(), today: 5 });
-    } finally {
-      await main.close();
-    }
+  it('counts totals and the UTC day in memory, rolling over at midnight, shared by every Accounts of the process', () => {
+    const c = accounts.createAccount('a');
+    accounts.countSubmissions(c.account_id, 3);
+    accounts.countSubmissions(c.account_id, 2);
+    expect(accounts.usage(c.account_id)).toEqual({ total: 5, today: 5 });
+    clock = Date.UTC(2026, 10, 22, 0, 0, 1);
+    expect(accounts.usage(c.account_id)).toEqual({ total: 5, today: 0 });
+    accounts.countSubmissions(c.account_id, 1);
+    expect(accounts.usage(c.account_id)).toEqual({ total: 6, today: 1 });
+    // Another Accounts of the process (another thread's) counts into the same numbers.
+    const other = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock });
+    expect(other.usage(c.account_id)).toEqual({ total: 6, today: 1 });
+    other.countSubmissions(c.account_id, 4);
+    expect(accounts.usage(c.account_id)).toEqual({ total: 10, today: 5 });
+    expect(accounts.view(accounts.get(c.account_id)!).usage).toMatchObject({ transactions_total: 10, transactions_today: 5 });
   });
 
-  it('starts from the persisted counts, keeping today only on the same UTC day', async () => {
+  it('commits usage with the status records: a record new to the store counts once, whoever writes it first', async () => {
+    const c = accounts.createAccount('records');
+    const today = Date.UTC(2026, 10, 21, 12);
+    const yesterday = Date.UTC(2026, 10, 20, 12);
+    const a = statusRecord({ accountId: c.account_id, submittedAt: yesterday });
+    const b = statusRecord({ accountId: c.account_id, submittedAt: today });
+    store.insertStatus(a);
+    store.insertStatus(b);
+    // The settlement of b written in the same window, and an acceptance of b written again (a
+    // second thread, a replay): b still counts once.
+    void store.updateStatus({ ...b, status: 'confirmed', confirmedAt: today + 1, latencyMs: 1, slot: 3 });
+    store.insertStatus(b);
+    await store.flushed();
+    expect(store.getUsage(c.account_id)).toEqual({ total: 2, day: utcDay(today), today: 1 });
+    // A settlement committed before its acceptance (another thread's window first) counts it.
+    const d = statusRecord({ accountId: c.account_id, submittedAt: today });
+    await store.updateStatus({ ...d, status: 'failed', confirmedAt: today + 1, slot: 4 });
+    store.insertStatus(d);
+    await store.flushed();
+    expect(store.getUsage(c.account_id)).toEqual({ total: 3, day: utcDay(today), today: 2 });
+    // The later acceptance did not turn the committed record back.
+    store.root.resetReadTxn();
+    expect(decodeStatus(d.signature, store.status.getBinary(statusKey(d.signature)!)!).status).toBe('failed');
+    // A record of an earlier day counts in the total only.
+    await store.updateStatus(statusRecord({ accountId: c.account_id, submittedAt: yesterday }));
+    expect(store.getUsage(c.account_id)).toEqual({ total: 4, day: utcDay(today), today: 2 });
+  });
+
+  it('starts from the committed counts, keeping today only on the same UTC day', async () => {
     const same = accounts.createAccount('same day');
     const older = accounts.createAccount('older day');
-    await store.putUsage(same.account_id, { total: 41, day: day(), today: 2 });
-    await store.putUsage(older.account_id, { total: 90, day: day() - 1, today: 9 });
-    expect(accounts.usage(same.account_id)).toEqual({ total: 41, today: 2 });
+    for (let i = 0; i < 2; i++) store.insertStatus(statusRecord({ accountId: same.account_id, submittedAt: clock }));
+    for (let i = 0; i < 3; i++) store.insertStatus(statusRecord({ accountId: older.account_id, submittedAt: clock - 86_400_000 }));
+    await store.flushed();
+    expect(accounts.usage(same.account_id)).toEqual({ total: 2, today: 2 });
     accounts.countSubmissions(same.account_id, 1);
-    expect(accounts.usage(same.account_id)).toEqual({ total: 42, today: 3 });
-    expect(accounts.usage(older.account_id)).toEqual({ total: 90, today: 0 });
+    expect(accounts.usage(same.account_id)).toEqual({ total: 3, today: 3 });
+    expect(accounts.usage(older.account_id)).toEqual({ total: 3, today: 0 });
     accounts.countSubmissions(older.account_id, 1);
-    expect(accounts.usage(older.account_id)).toEqual({ total: 91, today: 1 });
-  });
-
-  it('persists on a timer, only where asked to', async () => {
-    const c = accounts.createAccount('timer');
-    accounts.countSubmissions(c.account_id, 7); // `accounts` does not persist
-    await new Promise((r) => setTimeout(r, USAGE_PERSIST_MS + 300));
-    expect(store.getUsage(c.account_id)).toBeUndefined();
-    const main = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock, persistUsage: true });
-    try {
-      accounts.countSubmissions(c.account_id, 1);
-      await new Promise((r) => setTimeout(r, USAGE_PERSIST_MS + 300));
-      expect(store.getUsage(c.account_id)).toEqual({ total: 8, day: day(), today: 8 });
-    } finally {
-      await main.close();
-    }
+    expect(accounts.usage(older.account_id)).toEqual({ total: 4, today: 1 });
+    expect(day()).toBe(utcDay(clock));
   });
 
   it('loses no count when several worker threads count the same account at once', async () => {
-    const main = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000, now: () => clock, persistUsage: true });
-    try {
-      const c = main.createAccount('threads');
-      await store.putUsage(c.account_id, { total: 1000, day: utcDay(), today: 0 });
+    {
+      const c = accounts.createAccount('threads');
+      // 10 committed records of yesterday (real clock) to start from.
+      for (let i = 0; i < 10; i++) store.insertStatus(statusRecord({ accountId: c.account_id, submittedAt: Date.now() - 86_400_000 }));
+      await store.flushed();
       const shared = new SharedArrayBuffer(8);
       const flags = new Int32Array(shared);
       const THREADS = 4;
@@ -220,11 +253,7 @@ describe('usage counters', () => {
       await Promise.all(workers.map((w) => w.exited));
       // The workers count on the real clock's day.
       const real = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
-      expect(real.usage(c.account_id)).toEqual({ total: 1000 + THREADS * N, today: THREADS * N });
-      await main.persistUsage();
-      expect(store.getUsage(c.account_id)?.total).toBe(1000 + THREADS * N);
-    } finally {
-      await main.close();
+      expect(real.usage(c.account_id)).toEqual({ total: 10 + THREADS * N, today: THREADS * N });
     }
   });
 });

@@ -32,6 +32,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   'slot-view': async () => (await import('./slot-view.js')).suite,
   agave: async () => (await import('./agave.js')).suite,
   cluster: async () => (await import('./cluster.js')).suite,
+  'ack-log': async () => (await import('./ack-log.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -227,6 +227,8 @@ interface QueuedWrite {
   owner?: { accountId: string; submittedAt: number };
   /** A confirmation's credit, applied at most once per record (`Credit`). */
   credit?: Credit;
+  /** The account as the credit leaves it, shown from the overlay until this write commits. */
+  account?: Held;
 }
 
 /** `QueuedWrite.token` of a trace write. */
@@ -519,7 +521,13 @@ export class Store {
 
   // ---- accounts and keys (transactional) ---------------------------------------------
 
+  /**
+   * The account, with the credits of confirmations not yet committed: a confirmation's status is
+   * readable at once (the overlay), and so are the points it earns (`updateStatus`).
+   */
   getAccount(id: string): AccountRecord | undefined {
+    const held = overlay.get(accountOverlayKey(id));
+    if (held) return JSON.parse(held.toString('utf8')) as AccountRecord;
     return this.accounts.get(id);
   }
 
@@ -724,7 +732,16 @@ export class Store {
       return Promise.reject(e as Error);
     }
     const { key, value } = encoded;
-    return this.queue({ key, value, token: overlay.put(key, value), owner: rec, ...(credit && { credit }) });
+    // The points show with the status, from the overlay, unless this confirmation is shown already.
+    let account: Held | undefined;
+    if (credit && this.getStatus(rec.signature)?.status !== 'confirmed') {
+      const a = this.getAccount(rec.accountId);
+      if (a) {
+        const k = accountOverlayKey(a.id);
+        account = [k, overlay.put(k, Buffer.from(JSON.stringify(credit(a)), 'utf8'))];
+      }
+    }
+    return this.queue({ key, value, token: overlay.put(key, value), owner: rec, ...(credit && { credit }), ...(account && { account }) });
   }
 
   /**
@@ -889,7 +906,7 @@ export class Store {
       const g = this.retained.shift()!;
       this.retainedWrites -= g.writes.length;
       dropped += g.writes.length;
-      for (const w of g.writes) if (w.token !== TRACE_WRITE) overlay.release(w.key, w.token);
+      releaseGroup(g);
       g.resolve(false);
     }
     if (dropped > 0) this.log.error({ dropped, held: this.retainedWrites }, 'status writes dropped: the store has been unavailable too long');
@@ -907,7 +924,10 @@ export class Store {
 
   /** Release committed writes from the overlay after the grace period (two generations). */
   private holdForRelease(writes: QueuedWrite[]): void {
-    for (const w of writes) if (w.token !== TRACE_WRITE) this.heldNew.push([w.key, w.token]);
+    for (const w of writes) {
+      if (w.token !== TRACE_WRITE) this.heldNew.push([w.key, w.token]);
+      if (w.account) this.heldNew.push(w.account);
+    }
     if (this.closed) return this.releaseAll();
     if (!this.releaseTimer) {
       this.releaseTimer = setTimeout(this.releaseTick, RELEASE_GRACE_MS);
@@ -1013,7 +1033,7 @@ export class Store {
     this.retryTimer = null;
     if (this.retainedWrites > 0) this.log.error({ lost: this.retainedWrites }, 'status writes never committed: the store closed while unavailable');
     for (const g of this.retained) {
-      for (const w of g.writes) if (w.token !== TRACE_WRITE) overlay.release(w.key, w.token);
+      releaseGroup(g);
       g.resolve(false);
     }
     this.retained = [];
@@ -1124,6 +1144,19 @@ function fromOldRecord(signature: string, r: OldStatusRecord, p: OldPendingRecor
     slot: r.slot,
     expired: r.expired,
   };
+}
+
+/** The overlay key of an account's credited record (never 64 bytes long, unlike a status key). */
+function accountOverlayKey(id: string): Buffer {
+  return Buffer.from(`account:${id}`, 'utf8');
+}
+
+/** Release a dropped window's writes from the overlay. */
+function releaseGroup(g: Group): void {
+  for (const w of g.writes) {
+    if (w.token !== TRACE_WRITE) overlay.release(w.key, w.token);
+    if (w.account) overlay.release(w.account[0], w.account[1]);
+  }
 }
 
 /** The acknowledgement logs' folder in the data directory. */

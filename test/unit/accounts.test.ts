@@ -136,6 +136,20 @@ describe('plans, points and upgrades', () => {
     expect(accounts.get(c.account_id)?.points).toBe(1500);
   });
 
+  it('shows the points with the confirmation at once, before the window commits them', async () => {
+    const c = accounts.createAccount('a');
+    const rec = statusRecord({ accountId: c.account_id, tipLamports: 5000n, status: 'confirmed', confirmedAt: clock, latencyMs: 5, slot: 9 });
+    const committed = store.updateStatus(rec, null, accounts.confirmationCredit(5000n, clock));
+    expect(store.getStatus(rec.signature)?.status).toBe('confirmed');
+    expect(accounts.get(c.account_id)?.points).toBe(5);
+    // The same confirmation written again before the commit shows no second credit.
+    void store.updateStatus(rec, null, accounts.confirmationCredit(5000n, clock));
+    expect(accounts.get(c.account_id)?.points).toBe(5);
+    await committed;
+    store.root.resetReadTxn();
+    expect(store.accounts.get(c.account_id)?.points).toBe(5);
+  });
+
   it('credits a confirmation once however often it is written, in one window or several', async () => {
     const c = accounts.createAccount('a');
     const sig = statusRecord().signature;

@@ -8,7 +8,7 @@
  * milliseconds, whose records were only in its acknowledgement log and whose events never left.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pointsForTip } from '../../src/accounts/plans.js';
+import { DEFAULT_PLANS, pointsForTip } from '../../src/accounts/plans.js';
 import { decodeStatus, signatureOfKey } from '../../src/store/status-codec.js';
 import { Store } from '../../src/store/store.js';
 import { accountOn, SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
@@ -22,11 +22,20 @@ const KILL_AFTER_ACKS = 60;
 describe('kill -9 of a node and its restart', () => {
   let env: ClusterEnv;
   beforeAll(async () => {
-    env = await startClusterEnv({ seed: 'cluster-kill-restart', slotMs: 100, names: ['a', 'b', 'c'], config: { lamportsPerPoint: LAMPORTS_PER_POINT } });
+    // A budget the load never reaches: b acknowledges steadily up to the kill.
+    const plans = { ...DEFAULT_PLANS, whale: { ...DEFAULT_PLANS.whale, maxTps: 3_000, queryTps: 6_000 } };
+    env = await startClusterEnv({ seed: 'cluster-kill-restart', slotMs: 100, names: ['a', 'b', 'c'], config: { lamportsPerPoint: LAMPORTS_PER_POINT, plans } });
   }, 90_000);
   afterAll(async () => {
     await env?.close();
   });
+
+  /** A status read, again while the account's query budget refuses it (429: it is shared by every node). */
+  const readStatus = (n: ClusterNode, signature: string) =>
+    waitFor(`${signature} on ${n.name}`, async () => {
+      const r = await statusOn(n, env.key, signature);
+      return r.status === 429 ? undefined : r;
+    }, 10_000);
 
   it('loses no acknowledged send: readable everywhere, one terminal state, usage and points once on every node', async () => {
     const [a, b, c] = env.cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
@@ -45,6 +54,7 @@ describe('kill -9 of a node and its restart', () => {
       for (const x of acked) {
         await waitFor(`${x.signature} (acknowledged by ${x.node} ${killAt - x.at} ms before the kill) on ${n.name}`, async () => {
           const r = await statusOn(n, env.key, x.signature);
+          if (r.status !== 200 && r.status !== 404 && r.status !== 429) throw new Error(`${r.status} ${JSON.stringify(r.body)}`);
           return r.status === 200 ? true : undefined;
         }, 20_000);
       }
@@ -52,7 +62,7 @@ describe('kill -9 of a node and its restart', () => {
     const stuck = await waitTerminalEverywhere([a, b, c], env.key, acked.map((x) => x.signature), 60_000);
     expect(stuck).toEqual([]);
     for (const x of acked) {
-      const views = await Promise.all([a, b, c].map(async (n) => (await statusOn(n, env.key, x.signature)).body));
+      const views = await Promise.all([a, b, c].map(async (n) => (await readStatus(n, x.signature)).body));
       for (const v of views) expect({ status: v.status, slot: v.slot }).toEqual({ status: views[0].status, slot: views[0].slot });
     }
 

@@ -23,7 +23,7 @@
  * are not committed one transaction per event-loop turn (lmdb-js's default, where each commit
  * and its sync cost the write thread ~170 µs per record at 400 req/s): `insertStatus` and
  * `updateStatus` hold the encoded value for a commit window of `COMMIT_WINDOW_MS` (cut short
- * once `MAX_GROUP` wait) and then issue them as one lmdb-js `batch`, which it commits as one
+ * once `MAX_GROUP` wait) and then issue them as one lmdb-js async `transaction`, which it commits as one
  * transaction with one (overlapping) sync. Measured with `bench/commit-grouping.ts` (4 000 puts
  * at 400/s, one per event turn; CPU of the libuv pool, where lmdb-js commits and syncs, from
  * /proc/self/task/<tid>/schedstat; shared 2-core machine, load ~2.7):
@@ -46,13 +46,16 @@
  * timer lists (a process then waiting only on a timer exits with code 13), so the window is
  * kept here instead.
  *
- * Durability window: a `kill -9` (process killed, OS alive) loses at most the status writes of
- * the window not yet committed, i.e. those issued in the last `COMMIT_WINDOW_MS` plus the commit
- * itself (a few ms): committed pages are in the page cache and, with overlapping sync, lmdb-js
- * reopens at the last committed transaction while the boot id is unchanged. An OS crash or power
- * loss may also lose the commit whose sync was in flight. LMDB is copy-on-write: either way the
- * store opens consistent. `test/e2e/crash.test.ts` checks the kill -9 bound.
- *
+ * Durability. An acceptance is appended to the thread's acknowledgement log (`ack-log.ts`)
+ * before the client is answered, so a `kill -9` (process killed, OS alive) loses nothing that
+ * was acknowledged: the next start replays the log into LMDB (`recoverAcknowledged`). What the
+ * commit window delays is only the LMDB commit. An OS crash or power loss may lose the
+ * acceptances of the last `ackSyncMs` (the log's fdatasync cadence) and the commit whose sync was
+ * in flight. LMDB is copy-on-write: either way the store opens consistent. The window's
+ * transaction also derives usage (a record new to LMDB counts once) and applies a confirmation's
+ * credit only if the committed record is not confirmed yet (`writeWindow`), so neither a replay
+ * nor a second writer counts anything twice. `test/e2e/crash.test.ts` checks both.
+
  * Read-your-writes across threads. Several threads of one process open the store; lmdb-js shows
  * a write to readers only once it commits. So every status write is first put in the native
  * process-wide overlay (`overlay.put` → token), and released (`overlay.release(key, token)`,
@@ -72,8 +75,8 @@
  * first failed commit died with "corrupted size vs. prev_size"). It also
  * opens with `eventTurnBatching: false`: with lmdb-js's default event-turn batching a failed
  * commit also rejects an internal promise no caller can handle, and Node exits on it. (Without
- * it, the puts of one turn may be split over several commits, so each window is an explicit
- * `batch`: one transaction, whose promise the store handles.)
+ * it, the puts of one turn may be split over several commits, so each window is one explicit
+ * async `transaction`: one transaction, whose promise the store handles.)
  * A commit that fails anyway (EIO, a filesystem filled by another process between the check and
  * the write) is caught, its `commitError` handled, and logged at `error`.
  *
@@ -358,7 +361,7 @@ export class Store {
       // With event-turn batching, a failed commit also rejects a promise lmdb-js keeps to itself
       // (nobody can catch it: Node exits on the unhandled rejection). Without it, lmdb-js starts
       // a commit from a setImmediate and may split one turn's puts over several commits, so a
-      // status window is an explicit `batch` (`commitWindow`).
+      // status window is one explicit transaction (`commitWindow`).
       eventTurnBatching: false,
     };
     this.root = open(options);

@@ -495,8 +495,8 @@ function readmeTable(res: SendResult): string {
       'finished its rebroadcasts, ÷ the 200 responses of the measured load. CPU cores used: each process’s CPU time during the measured load ÷ its length.',
     '',
     `**Where the CPU goes** (µs per accepted send by thread, \`/proc/<pid>/task/<tid>\`; threads named by \`bench/lib/thread-names.cjs\`: ` +
-      '`main` the event loop (HTTP, JSON, N-API calls, the engine and tracker), `node-worker` Node worker threads (ingress threads, or a piscina ' +
-      'pool), `landfall-quic` the addon’s tokio runtime (QUIC writes: encryption, UDP), `libuv-pool` libuv’s pool (lmdb-js write transactions, ' +
+      '`main` the event loop (HTTP, JSON, N-API calls, the engine and tracker), `node-worker` Node worker threads (the ingress threads), ' +
+      '`landfall-quic` the addon’s tokio runtime (QUIC writes: encryption, UDP), `libuv-pool` libuv’s pool (lmdb-js write transactions, ' +
       'async N-API work), `v8-platform` V8’s background threads (GC, compilation), `node-loader` the TypeScript loader; the validators’ ' +
       'QUIC arrivals per accepted send show what the sends caused):',
     '',

@@ -373,7 +373,7 @@ async function run(): Promise<SendResult> {
   };
 }
 
-// ---- README ---------------------------------------------------------------------------------
+// ---- docs block -----------------------------------------------------------------------------
 
 const KIND_ORDER: LoadKind[] = ['max', 'half', 'fixed'];
 
@@ -389,7 +389,7 @@ function serverLabel(r: Run, res: SendResult): string {
   return `landfall (ingressThreads ${r.ingressThreads ?? '—'}${ignored})`;
 }
 
-/** Runs in README order: cluster, server (Landfall first, by threads), load. */
+/** Runs in the order of its docs block: cluster, server (Landfall first, by threads), load. */
 function ordered(res: SendResult): Run[] {
   const key = (r: Run): number[] => [
     r.cluster === 'sink' ? 0 : 1,

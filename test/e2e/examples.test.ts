@@ -6,9 +6,12 @@
  * landed with its tip.
  */
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { settings } from '../../examples/settings.js';
+import { DEFAULT_CONFIG } from '../../src/config.js';
 import { account, startStack, status, type Stack } from '../helpers/stack.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -52,4 +55,14 @@ describe.each(['first-bot.ts', 'first-bot-kit.ts'])('examples/%s', (file) => {
 it('an example without a key says how to create one, and exits non-zero', async () => {
   const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'examples/first-bot.ts', '--url', s.svc.url], { cwd: ROOT, env: { ...process.env, LANDFALL_KEY: '' } });
   await expect(run).rejects.toMatchObject({ stderr: expect.stringContaining('no API key: pass --key KEY or set LANDFALL_KEY (create one with: npx landfall accounts create --name my-bot)') });
+});
+
+it("the examples' defaults are where npm start serves: the service's port and the local cluster's RPC port it passes", () => {
+  const { scripts } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: { start: string } };
+  const rpcPort = /--localnet-rpc-port (\d+)/.exec(scripts.start)?.[1];
+  expect(settings([], { LANDFALL_KEY: 'lf_x' })).toEqual({
+    url: `http://${DEFAULT_CONFIG.host}:${DEFAULT_CONFIG.port}`,
+    rpcUrl: `http://127.0.0.1:${rpcPort}`,
+    apiKey: 'lf_x',
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * Two numbers behind the HTTP layer's edges (README "Failure behaviour"). Run:
+ * Two numbers behind the HTTP layer's edges (docs/failure-behaviour.md). Run:
  * `node --import tsx bench/http-edges.ts [requests]`.
  *
  * 1. What the framing check (`framingError` in `src/http/request.ts`: one `req.forEach` over the

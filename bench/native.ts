@@ -595,7 +595,7 @@ export class JsTokenBuckets {
   }
 }
 
-// ---- README ---------------------------------------------------------------------------------
+// ---- docs block -----------------------------------------------------------------------------
 
 const LABELS: Record<string, string> = {
   landfall: 'landfall `inspectTransaction` (decode + parse + verify + tips)',

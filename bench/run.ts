@@ -6,14 +6,14 @@
  *
  * Each suite is a module exporting `suite: Suite` (`bench/lib/suite.ts`): `{ name, title, run(),
  * readmeTable(result) }`. For each suite run, the result is written to
- * `bench/results/<name>.json`; then every suite that has a results file gets its README block —
- * the lines between `<!-- bench:<name>:start -->` and `<!-- bench:<name>:end -->` — rebuilt from
- * that JSON (a missing block is appended under the suite's title). Nothing else in README.md is
- * touched.
+ * `bench/results/<name>.json`; then every suite that has a results file gets its block — the
+ * lines between `<!-- bench:<name>:start -->` and `<!-- bench:<name>:end -->`, in whichever page
+ * of `docs/` holds them — rebuilt from that JSON (a missing block is appended to
+ * `docs/performance.md` under the suite's title). Nothing else in the pages is touched.
  *
  * To add a suite: create `bench/<name>.ts` exporting `suite`, and list it in `SUITES` below.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Suite, SuiteResult } from './lib/suite.js';
 
@@ -37,13 +37,15 @@ const SUITES: Record<string, () => Promise<Suite>> = {
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
-const README = `${ROOT}README.md`;
+const DOCS = `${ROOT}docs/`;
+/** Where a block no page holds yet is appended. */
+const PERFORMANCE_PAGE = `${DOCS}performance.md`;
 
 function resultsPath(name: string): string {
   return `${RESULTS_DIR}${name}.json`;
 }
 
-/** Replace (or append) the README block of one suite. Returns the new README text. */
+/** Replace (or append) the block of one suite in a page's text. Returns the new text. */
 export function replaceBlock(readme: string, name: string, title: string, body: string): string {
   const start = `<!-- bench:${name}:start -->`;
   const end = `<!-- bench:${name}:end -->`;
@@ -51,24 +53,34 @@ export function replaceBlock(readme: string, name: string, title: string, body: 
   const s = readme.indexOf(start);
   const e = readme.indexOf(end);
   if (s >= 0 && e > s) return readme.slice(0, s) + block + readme.slice(e + end.length);
-  if (s >= 0 || e >= 0) throw new Error(`README.md has an unmatched ${s >= 0 ? 'start' : 'end'} marker for "${name}"`);
+  if (s >= 0 || e >= 0) throw new Error(`a page has an unmatched ${s >= 0 ? 'start' : 'end'} marker for "${name}"`);
   return `${readme.trimEnd()}\n\n## ${title}\n\n${block}\n`;
 }
 
-/** Rebuild the README blocks of every suite that has a results file. */
-async function updateReadme(): Promise<void> {
-  let readme = readFileSync(README, 'utf8');
-  const before = readme;
+/** The page of `docs/` that holds the suite's block, else the performance page. */
+function pageOf(name: string, pages: Map<string, string>): string {
+  for (const [path, text] of pages) if (text.includes(`<!-- bench:${name}:start -->`)) return path;
+  return PERFORMANCE_PAGE;
+}
+
+/** Rebuild the blocks of every suite that has a results file, in the pages that hold them. */
+async function updateDocs(): Promise<void> {
+  const pages = new Map(readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => [`${DOCS}${f}`, readFileSync(`${DOCS}${f}`, 'utf8')]));
+  const before = new Map(pages);
   for (const [name, load] of Object.entries(SUITES)) {
     const file = resultsPath(name);
     if (!existsSync(file)) continue;
     const result = JSON.parse(readFileSync(file, 'utf8')) as SuiteResult;
     if (result.suite !== name) throw new Error(`${file} holds results of suite "${String(result.suite)}", not "${name}"`);
     const suite = await load();
-    readme = replaceBlock(readme, name, suite.title, suite.readmeTable(result));
+    const page = pageOf(name, pages);
+    pages.set(page, replaceBlock(pages.get(page)!, name, suite.title, suite.readmeTable(result)));
   }
-  if (readme !== before) writeFileSync(README, readme);
-  console.log(`README.md ${readme !== before ? 'updated' : 'unchanged'}`);
+  for (const [path, text] of pages) {
+    if (text === before.get(path)) continue;
+    writeFileSync(path, text);
+    console.log(`${path} updated`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -90,7 +102,7 @@ async function main(): Promise<void> {
     console.log(`\nwrote ${file}`);
     console.log(`\n${suite.readmeTable(result)}`);
   }
-  await updateReadme();
+  await updateDocs();
 }
 
 /** JSON cannot hold bigint; write it as a decimal string. */

@@ -373,7 +373,7 @@ async function run(): Promise<SendResult> {
   };
 }
 
-// ---- README ---------------------------------------------------------------------------------
+// ---- docs block -----------------------------------------------------------------------------
 
 const KIND_ORDER: LoadKind[] = ['max', 'half', 'fixed'];
 
@@ -389,7 +389,7 @@ function serverLabel(r: Run, res: SendResult): string {
   return `landfall (ingressThreads ${r.ingressThreads ?? '—'}${ignored})`;
 }
 
-/** Runs in README order: cluster, server (Landfall first, by threads), load. */
+/** Runs in the order of its docs block: cluster, server (Landfall first, by threads), load. */
 function ordered(res: SendResult): Run[] {
   const key = (r: Run): number[] => [
     r.cluster === 'sink' ? 0 : 1,
@@ -495,8 +495,8 @@ function readmeTable(res: SendResult): string {
       'finished its rebroadcasts, ÷ the 200 responses of the measured load. CPU cores used: each process’s CPU time during the measured load ÷ its length.',
     '',
     `**Where the CPU goes** (µs per accepted send by thread, \`/proc/<pid>/task/<tid>\`; threads named by \`bench/lib/thread-names.cjs\`: ` +
-      '`main` the event loop (HTTP, JSON, N-API calls, the engine and tracker), `node-worker` Node worker threads (ingress threads, or a piscina ' +
-      'pool), `landfall-quic` the addon’s tokio runtime (QUIC writes: encryption, UDP), `libuv-pool` libuv’s pool (lmdb-js write transactions, ' +
+      '`main` the event loop (HTTP, JSON, N-API calls, the engine and tracker), `node-worker` Node worker threads (the ingress threads), ' +
+      '`landfall-quic` the addon’s tokio runtime (QUIC writes: encryption, UDP), `libuv-pool` libuv’s pool (lmdb-js write transactions, ' +
       'async N-API work), `v8-platform` V8’s background threads (GC, compilation), `node-loader` the TypeScript loader; the validators’ ' +
       'QUIC arrivals per accepted send show what the sends caused):',
     '',

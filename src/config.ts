@@ -56,8 +56,11 @@ export interface Config {
   ingressThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
-  /** The embedded local cluster, when rpcUrl is null. */
-  localnet: { validators: number; slotMs: number };
+  /**
+   * The embedded local cluster, when rpcUrl is null. `rpcPort`: its JSON-RPC port (PubSub on the
+   * next one, as Agave serves it); 0 takes any free pair, so several services can run side by side.
+   */
+  localnet: { validators: number; slotMs: number; rpcPort: number };
   /**
    * The confirmation tracker's two sources: `push` (`logsSubscribe` mentions of the tip
    * addresses) and `poll` (`getSignatureStatuses` sweeps). Both on by default; one off serves to
@@ -112,7 +115,7 @@ export const DEFAULT_CONFIG: Config = {
   fanout: 2,
   ingressThreads: Math.max(1, availableParallelism() - 1),
   tipAddresses: null,
-  localnet: { validators: 4, slotMs: 400 },
+  localnet: { validators: 4, slotMs: 400, rpcPort: 0 },
   tracker: { push: true, poll: true },
   logLevel: 'info',
   logFile: null,
@@ -166,11 +169,13 @@ function tipAddressesOf(v: unknown): string[] | null {
   return v as string[];
 }
 
-function localnetOf(v: unknown): Config['localnet'] {
+/** The file's `localnet` object, with the RPC port given apart (the `--localnet-rpc-port` flag) taking precedence. */
+function localnetOf(v: unknown, rpcPort: unknown): Config['localnet'] {
   const o = (typeof v === 'object' && v !== null ? v : {}) as Record<string, unknown>;
   return {
     validators: positiveOf(o.validators ?? DEFAULT_CONFIG.localnet.validators, 'localnet.validators', true),
     slotMs: positiveOf(o.slotMs ?? DEFAULT_CONFIG.localnet.slotMs, 'localnet.slotMs', true),
+    rpcPort: portOf(rpcPort ?? o.rpcPort ?? DEFAULT_CONFIG.localnet.rpcPort, 'localnet.rpcPort'),
   };
 }
 
@@ -268,7 +273,7 @@ function stringOf(v: unknown, name: string): string {
  *   `LANDFALL_NODE`, `LANDFALL_NATS_REPLICAS`)
  */
 export function loadConfig(
-  flags: Partial<Record<keyof Config | 'config' | 'nodeName' | 'natsReplicas', unknown>> = {},
+  flags: Partial<Record<keyof Config | 'config' | 'nodeName' | 'natsReplicas' | 'localnetRpcPort', unknown>> = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Config {
   const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
@@ -311,7 +316,7 @@ export function loadConfig(
     fanout: positiveOf(merged.fanout, 'fanout', true),
     ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
-    localnet: localnetOf(merged.localnet),
+    localnet: localnetOf(merged.localnet, merged.localnetRpcPort),
     tracker: trackerOf(merged.tracker),
     logLevel: logLevelOf(merged.logLevel),
     logFile: optionalString(merged.logFile, 'logFile'),

@@ -99,7 +99,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     let rpcUrl = config.rpcUrl;
     let wsUrl = config.wsUrl ?? (rpcUrl ? deriveWsUrl(rpcUrl) : null);
     if (rpcUrl === null || wsUrl === null) {
-      localnet = await startLocalnet({ validators: config.localnet.validators, slotMs: config.localnet.slotMs, ...opts.localnet });
+      localnet = await startLocalnet({ ...config.localnet, ...opts.localnet });
       const net = localnet;
       cleanup.push(() => net.close());
       rpcUrl = localnet.rpcUrl;

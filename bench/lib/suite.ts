@@ -3,7 +3,7 @@
  * task into plain numbers, machine information, and markdown formatting.
  *
  * A suite is a module exporting `suite: Suite<R>`; `bench/run.ts` lists them. The runner writes
- * `bench/results/<name>.json` from `run()` and rebuilds the README block between
+ * `bench/results/<name>.json` from `run()` and rebuilds its block (in `docs/`) between
  * `<!-- bench:<name>:start -->` and `<!-- bench:<name>:end -->` from that JSON with `readmeTable`.
  */
 import { readFileSync } from 'node:fs';
@@ -11,12 +11,12 @@ import os from 'node:os';
 import type { Task } from 'tinybench';
 
 export interface Suite<R extends SuiteResult = SuiteResult> {
-  /** Short id: the CLI argument, the results file name and the README marker name. */
+  /** Short id: the CLI argument, the results file name and the block marker name. */
   name: string;
-  /** README heading used when the marker block does not exist yet. */
+  /** Heading of the block appended to docs/performance.md when no page holds it yet. */
   title: string;
   run(): Promise<R>;
-  /** Markdown placed between the suite's README markers (regenerated from the JSON). */
+  /** Markdown placed between the suite's block markers (regenerated from the JSON). */
   readmeTable(result: R): string;
 }
 
@@ -172,7 +172,7 @@ export function target(id: string, description: string, measured: number, unit: 
 }
 
 /**
- * The README's targets table: each target, its measured value (`show` formats it), met or missed.
+ * The block's targets table: each target, its measured value (`show` formats it), met or missed.
  * A target measured as NaN (the run could not measure it) says so instead.
  */
 export function targetsTable(targets: Target[], show: (value: number, unit: string) => string): string {

@@ -18,7 +18,7 @@ import { accountSlot, base58Encode, usage as usageCounters, utcDay } from '../na
 import type { AccountRecord, Credit, KeyRecord, Store } from '../store/store.js';
 import { generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import {
-  isPlanName,
+  assertPlanName,
   nextPlan,
   planForPoints,
   pointsForTip,
@@ -117,7 +117,7 @@ export class Accounts {
 
   /** Set a plan by hand (any direction). */
   setPlan(accountId: string, plan: string): AccountRecord {
-    if (!isPlanName(plan)) throw new LandfallError('CONFIG_INVALID', `unknown plan ${JSON.stringify(plan)}`);
+    assertPlanName(plan);
     const t = this.now();
     const a = this.store.updateAccountSync(accountId, (a) => (a.plan === plan ? undefined : { ...a, plan, planUpgradedAt: t }));
     if (!a) throw new LandfallError('CONFIG_INVALID', `no account ${accountId}`);
@@ -243,7 +243,7 @@ export class Accounts {
 /** The checks of a new account (the CLI's, on the store or on the cluster's bucket). */
 export function checkNewAccount(name: string, plan: string, keyName: string): asserts plan is PlanName {
   if (!name || name.length > 128) throw new LandfallError('CONFIG_INVALID', 'account name must be 1..128 characters');
-  if (!isPlanName(plan)) throw new LandfallError('CONFIG_INVALID', `unknown plan ${JSON.stringify(plan)}`);
+  assertPlanName(plan);
   checkKeyName(keyName);
 }
 

@@ -39,6 +39,11 @@ export function isPlanName(v: unknown): v is PlanName {
   return typeof v === 'string' && (PLAN_ORDER as readonly string[]).includes(v);
 }
 
+/** A plan name given by an administrator, or a clear error that lists the plans there are. */
+export function assertPlanName(plan: string): asserts plan is PlanName {
+  if (!isPlanName(plan)) throw new LandfallError('CONFIG_INVALID', `unknown plan ${JSON.stringify(plan)} (plans: ${PLAN_ORDER.join(', ')})`);
+}
+
 export function planIndex(plan: PlanName): number {
   return PLAN_ORDER.indexOf(plan);
 }

@@ -1,7 +1,8 @@
 /**
- * `landfall` command line: `serve`, `accounts`, `keys`, `localnet`, `demo` (usage texts in
- * `usage.ts`).
+ * `landfall` command line: `serve`, `accounts`, `keys`, `localnet`, `demo`, `cluster-demo`
+ * (usage texts in `usage.ts`), and `--version`.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
@@ -24,6 +25,7 @@ async function serve(argv: string[]): Promise<void> {
       nats: { type: 'string' },
       'node-name': { type: 'string' },
       'nats-replicas': { type: 'string' },
+      'localnet-rpc-port': { type: 'string' },
     },
     strict: true,
   });
@@ -37,6 +39,7 @@ async function serve(argv: string[]): Promise<void> {
     nats: values.nats,
     nodeName: values['node-name'],
     natsReplicas: values['nats-replicas'],
+    localnetRpcPort: values['localnet-rpc-port'],
   });
   const service = await startService(config);
   process.stdout.write(banner(service));
@@ -61,9 +64,23 @@ function banner(s: Service): string {
     `  chain: ${chain}` +
     `  QUIC identity: ${s.engine.identity}\n` +
     `  tip addresses (GET /v1/tip-addresses):\n${s.tipAddresses.map((t) => `    ${t}\n`).join('')}` +
-    `  create an API key:  npx landfall accounts create --name my-bot --data ${s.config.dataDir}\n` +
+    `  create an API key:  npx landfall accounts create --name my-bot ${adminTarget(s.config)}\n` +
     `  then:               curl -s ${s.url}/v1/account?api-key=<key>\n`
   );
+}
+
+/**
+ * Where the admin CLI must write for this service to see it: a clustered node mirrors the
+ * cluster's accounts bucket (a key written into its data directory would be overwritten), a
+ * single node reads its data directory.
+ */
+function adminTarget(config: Service['config']): string {
+  return config.nats !== null ? `--nats ${config.nats.servers.join(',')}` : `--data ${config.dataDir}`;
+}
+
+/** The version in package.json, read from the installed package (src/ and dist/ sit at the same depth). */
+export function version(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -100,6 +117,11 @@ export async function main(argv: string[]): Promise<number> {
       }
       case 'demo':
         return await demoCommand(rest, (s) => process.stdout.write(s), process.stdout.isTTY === true);
+      case '--version':
+      case '-v':
+      case 'version':
+        process.stdout.write(`landfall ${version()}\n`);
+        return 0;
       case undefined:
       case 'help':
       case '--help':

@@ -13,6 +13,8 @@ function adminOptions(natsNote: string): string {
   --data DIR        data directory (default ./data)
   --nats URLS       write to the cluster's accounts bucket instead (every node mirrors it;
                     env LANDFALL_NATS); ${natsNote}
+  --nats-replicas N replicas of the bucket if this command creates it (default: min(3, servers);
+                    env LANDFALL_NATS_REPLICAS)
   --config FILE     JSON config file
   --json            machine-readable output
   -h, --help        this text
@@ -22,20 +24,45 @@ function adminOptions(natsNote: string): string {
 export const COMMAND_USAGE = {
   serve: `usage: landfall serve [options]
 
-Start the service. With no chain node (--rpc), it starts the embedded local cluster too.
+Start the service.
+With no chain node (--rpc), it starts the embedded local cluster too.
 
 options:
-  --port N          HTTP port (default 8080)
-  --host ADDR       address to bind (default 127.0.0.1)
-  --data DIR        data directory: LMDB store, identity (default ./data)
-  --config FILE     JSON config file (precedence: defaults, file, environment LANDFALL_*, flags)
-  --rpc URL         the chain node's JSON-RPC URL
-  --ws URL          its WebSocket URL (default: derived from --rpc)
+  --port N          HTTP port (default 8080; env LANDFALL_PORT)
+  --host ADDR       address to bind (default 127.0.0.1; env LANDFALL_HOST)
+  --data DIR        data directory: LMDB store, identity, tip keys (default ./data; env LANDFALL_DATA)
+  --config FILE     JSON config file (precedence: defaults, file, environment LANDFALL_*, flags;
+                    env LANDFALL_CONFIG)
+  --rpc URL         the chain node's JSON-RPC URL (env LANDFALL_RPC_URL)
+  --ws URL          its WebSocket URL (default: derived from --rpc; env LANDFALL_WS_URL)
+  --localnet-rpc-port N
+                    the embedded cluster's JSON-RPC port, WebSocket on the next one
+                    (default 0: any free pair; npm start uses 8899)
   --nats URLS       join other nodes through NATS JetStream: comma-separated nats:// URLs
-                    (env LANDFALL_NATS; see the README, "Running several nodes")
+                    (env LANDFALL_NATS; see docs/several-nodes.md)
   --node-name NAME  this node's name among the nodes (default: the host name; env LANDFALL_NODE)
-  --nats-replicas N replicas of the cluster's stream and buckets (default: min(3, servers))
+  --nats-replicas N replicas of the cluster's stream and buckets (default: min(3, servers);
+                    env LANDFALL_NATS_REPLICAS)
   -h, --help        this text
+
+settings of the config file (--config; docs/operations.md has each one's meaning):
+  port, host, dataDir, rpcUrl, wsUrl, nats    as the flags above
+  localnet          {"validators":4,"slotMs":400,"rpcPort":0}: the embedded cluster
+  logLevel          fatal, error, warn, info (default), debug, trace, silent (env LANDFALL_LOG_LEVEL)
+  logFile           append the JSON log lines there instead of stdout (env LANDFALL_LOG_FILE)
+  metricsToken      bearer token /metrics and /health's details require (env LANDFALL_METRICS_TOKEN)
+  adminPort         a second listener for /metrics and /health (env LANDFALL_ADMIN_PORT)
+  adminHost         its address (default 127.0.0.1)
+  identityPath      QUIC identity keypair file (default <data>/identity.json)
+  tipAddresses      the tip addresses (default: eight generated into <data>/tip-accounts.json)
+  blocklistPath     anti-MEV validator blocklist file (default: none)
+  fanout            leaders each send goes to (default 2)
+  ingressThreads    threads serving HTTP on the one port (default: cores - 1, at least 1)
+  plans             the plan table (default: starter, growth, pro, whale of docs/api.md)
+  lamportsPerPoint  lamports per service point, BP (default 1000)
+  retentionDays     days a status record is kept (default 7)
+  inFlightPerTps    transactions in flight per account, in seconds of its send rate (default 20)
+  tracker           {"push":true,"poll":true}: the confirmation tracker's sources
 `,
   accounts: `usage: landfall accounts <subcommand> [options]
 
@@ -60,8 +87,8 @@ subcommands:
 ${adminOptions('list shows the keys the bucket holds')}`,
   localnet: `usage: landfall localnet [options]
 
-Run the embedded local Solana cluster in the foreground (Ctrl-C stops it): JSON-RPC, WebSocket,
-and one QUIC TPU server per validator.
+Run the embedded local Solana cluster in the foreground until Ctrl-C.
+It serves JSON-RPC, WebSocket, and one QUIC TPU server per validator.
 
 options:
   --validators N                          validators, leaders in turn for 4 slots each (default 4)
@@ -80,8 +107,9 @@ options:
 `,
   demo: `usage: landfall demo [options]
 
-The local cluster, the service and a live table of tipped sends through the typed client; one
-send in five fails on chain on purpose, and two validators turn faulty mid-run.
+Watch tipped sends land on the local cluster, in a live table.
+It starts the local cluster and the service and sends through the typed client; one send in
+five fails on chain on purpose, and two validators turn faulty mid-run.
 
 options:
   --duration S      seconds of sending (default 30)
@@ -91,8 +119,9 @@ options:
 `,
   'cluster-demo': `usage: landfall cluster-demo [options]
 
-Several nodes as one service: 3 NATS JetStream servers, the local cluster and Landfall nodes on
-loopback, with a demo account created through the cluster; prints the URLs and the key.
+Run several Landfall nodes as one service, on loopback.
+It starts 3 NATS JetStream servers, the local cluster and the nodes, creates a demo account
+through the cluster, and prints the URLs and the key.
 
 options:
   --nodes N         Landfall nodes (default 3)
@@ -109,18 +138,25 @@ export function isCommand(name: string): name is CommandName {
   return Object.hasOwn(COMMAND_USAGE, name);
 }
 
-/** `landfall --help`: every command, each with its first usage line. */
+/** The overview's left column: every command, and `help`, padded to the longest. */
+const OVERVIEW_ROWS: [string, string][] = [
+  ...(Object.keys(COMMAND_USAGE) as CommandName[]).map((c): [string, string] => [c, summary(c)]),
+  ['help [COMMAND]', "this text, or a command's"],
+  ['--version', "landfall's version"],
+];
+const COLUMN = Math.max(...OVERVIEW_ROWS.map(([c]) => c.length)) + 2;
+
+/** `landfall --help`: every command, each with its one-sentence summary. */
 export const USAGE = `usage: landfall <command> [options]
 
 commands:
-${(Object.keys(COMMAND_USAGE) as CommandName[]).map((c) => `  ${c.padEnd(10)} ${summary(c)}`).join('\n')}
-  help [COMMAND]  this text, or a command's
+${OVERVIEW_ROWS.map(([c, s]) => `  ${c.padEnd(COLUMN)}${s}`).join('\n')}
 
 Run 'landfall <command> --help' for its options.
 `;
 
-/** A command's one-line description: the first line after its usage line. */
-function summary(c: CommandName): string {
+/** A command's summary: the line after its usage line, which is one whole sentence. */
+export function summary(c: CommandName): string {
   return COMMAND_USAGE[c].split('\n')[2]!;
 }
 

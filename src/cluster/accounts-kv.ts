@@ -21,7 +21,7 @@ import { Bucket, type KV, type KvEntry } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { checkKeyName, checkNewAccount } from '../accounts/accounts.js';
 import { generateApiKey, hashApiKey } from '../accounts/api-keys.js';
-import { isPlanName, type PlanName } from '../accounts/plans.js';
+import { assertPlanName, isPlanName, type PlanName } from '../accounts/plans.js';
 import { LandfallError } from '../errors.js';
 import { base58Encode } from '../native.js';
 import type { NatsConfig } from '../config.js';
@@ -167,7 +167,7 @@ export class KvAdmin {
   }
 
   async setPlan(accountId: string, plan: string): Promise<KvAccount> {
-    if (!isPlanName(plan)) throw new LandfallError('CONFIG_INVALID', `unknown plan ${JSON.stringify(plan)}`);
+    assertPlanName(plan);
     await this.mustGet(accountId);
     const e = await this.kv.get(`acc.${accountId}`);
     const a = e?.operation === 'PUT' ? parseAccount(e) : null;

@@ -11,7 +11,7 @@
  *
  * Latency is measured from the monotonic clock: request received (process.hrtime) → outcome
  * observed here. After a restart the monotonic origin is gone and the wall clock is used instead
- * (`submitted_at` → observation), which the README states.
+ * (`submitted_at` → observation), which docs/api.md states.
  *
  * Expiry: a transaction whose blockhash's last valid block height is behind the cluster's block
  * height is checked one last time (`searchTransactionHistory`) and then marked expired. When the

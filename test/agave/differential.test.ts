@@ -7,7 +7,7 @@
  * errors, HTTP statuses. Values that must differ between two chains (slots, hashes, keys, log
  * texts' numbers) are compared by type only.
  *
- * Every difference left is a named allowance below (ALLOWANCES), each with its reason; the README
+ * Every difference left is a named allowance below (ALLOWANCES), each with its reason; docs/local-cluster.md
  * ("Local cluster vs Agave") lists them. One validator and one local cluster for the whole file.
  */
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
@@ -193,7 +193,7 @@ const HTTP_CASES: HttpCase[] = [
     name: 'simulateTransaction instruction error',
     request: (t) => req('simulateTransaction', [signedTransfer(t, 1_000 * LAMPORTS_PER_SOL), { encoding: 'base64', commitment: 'confirmed' }]),
   },
-  // At `confirmed`: Agave simulates on the bank of the commitment, the local cluster on its newest state (see README).
+  // At `confirmed`: Agave simulates on the bank of the commitment, the local cluster on its newest state (see docs/local-cluster.md).
   { name: 'simulateTransaction unfunded payer', request: (t) => req('simulateTransaction', [signedTransfer(t, 1_000, t.blockhash, Keypair.generate()), { encoding: 'base64', commitment: 'confirmed' }]) },
   { name: 'simulateTransaction unknown blockhash', request: (t) => req('simulateTransaction', [signedTransfer(t, 1_000, randomBlockhash()), { encoding: 'base64', commitment: 'confirmed' }]) },
   { name: 'simulateTransaction replaceRecentBlockhash', request: (t) => req('simulateTransaction', [signedTransfer(t, 1_000_000, randomBlockhash()), { encoding: 'base64', replaceRecentBlockhash: true, commitment: 'confirmed' }]) },

@@ -32,6 +32,10 @@ it('a node started with NATS down serves at once and joins when NATS returns', a
   const down = await node.health();
   expect(down.status).toBe('ok');
   expect(down.cluster).toMatchObject({ node: 'early', nats: 'down', mode: 'degraded', budget: 'local-share' });
+  // Its banner tells the administrator to create keys through the cluster: a key written into
+  // the node's data directory would not reach the other nodes.
+  const createLine = /create an API key:\s+(.*)/.exec(node.output())?.[1];
+  expect(createLine).toBe(`npx landfall accounts create --name my-bot --nats ${nats.urls.join(',')}`);
 
   await Promise.all([0, 1, 2].map((i) => nats.restart(i)));
   await waitFor('the node to join', async () => ((await node.health()).cluster?.mode === 'clustered' ? true : undefined), 30_000);

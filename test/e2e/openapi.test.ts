@@ -5,6 +5,7 @@
  * messages — validate against it with Ajv (JSON Schema 2020-12, OpenAPI 3.1's dialect), body
  * and headers. The document's response objects are closed, so an undocumented field fails.
  */
+import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -145,6 +146,11 @@ describe('the OpenAPI document', () => {
     expect(doc.components.securitySchemes.jitoAuth).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-jito-auth' });
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'query', name: 'api-key' });
     expect(doc.components.securitySchemes.apiKeyUnderscore).toMatchObject({ type: 'apiKey', in: 'query', name: 'api_key' });
+  });
+
+  it('docs/openapi.json, the copy the repository carries, is exactly what the service serves (npm run docs:openapi writes it)', () => {
+    const committed: unknown = JSON.parse(readFileSync(new URL('../../docs/openapi.json', import.meta.url), 'utf8'));
+    expect(committed).toEqual(doc);
   });
 });
 

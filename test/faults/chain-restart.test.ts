@@ -5,7 +5,7 @@
  *
  * Defect 4, "delivered while the chain is dead": with the chain node killed, sends kept getting
  * `200` for ~10 s (written into the buffers of connections whose peers were gone), then `500`
- * took up to 4.1 s. The promises now (README "Failure behaviour"):
+ * took up to 4.1 s. The promises now (docs/failure-behaviour.md):
  * - a send is acknowledged only when written on a leader connection heard from within the
  *   alive window (1.5 s), so no `200` for a request made later than that after the chain died;
  * - once the chain view is stale (no slot for `staleMs`, 2 s), every send is refused at once:
@@ -32,7 +32,7 @@ import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 const ALIVE_WINDOW_MS = 1_500;
 /** A request's whole answer: the first-send budget plus HTTP, auth, inspect and record on a shared 2-core machine. */
 const ANSWER_WITHIN_MS = FIRST_SEND_BUDGET_MS + 500;
-/** The README's promise for defect 5: `/health` 200 again this soon after the chain answers. */
+/** The promise of docs/failure-behaviour.md: `/health` 200 again this soon after the chain answers. */
 const RECOVERED_WITHIN_MS = 2_000;
 /** One request every this many ms (50/s: inside the whale plan's 150/s). */
 const PACE_MS = 20;
@@ -177,8 +177,8 @@ it('kills the chain under load: no 200 once the service can know, an immediate 5
   for (const v of second.validators) expect(svc.engine.leaders.tpuOf(v.identity)).toBe(v.tpuQuic);
 
   // The chain came back at a lower slot: what landed in the slots it lost is gone, so the service
-  // sends every transaction still pending again, with its rounds afresh (README "Failure
-  // behaviour"). The three stuck ones are among them: each one's trace shows a write to a leader
+  // sends every transaction still pending again, with its rounds afresh (docs/failure-behaviour.md).
+  // The three stuck ones are among them: each one's trace shows a write to a leader
   // of the new chain (its QUIC ports are new), made after the restart.
   expect(await fetchMetric(svc.url, 'landfall_chain_rollbacks_total')).toBe(1);
   expect(await fetchMetric(svc.url, 'landfall_resent_after_rollback_total')).toBeGreaterThanOrEqual(stuck.length);

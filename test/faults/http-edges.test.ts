@@ -9,7 +9,7 @@
  * - a plain GET of the WebSocket endpoint: 426; a broken handshake: 400;
  * - `Keep-Alive: timeout=5` on every kept connection, below uWS's real idle close;
  * - a header with a control character: uWS's parser never hands it to a handler (no response
- *   can be written from JavaScript; see README "Failure behaviour");
+ *   can be written from JavaScript; see docs/failure-behaviour.md);
  * - keys put where keys do not belong (a path, a JSON-RPC parameter, an option name, a request
  *   id, a content type) are redacted in the log file;
  * - `/metrics` and `/health` details behind `metricsToken`, and on the admin listener.

@@ -37,7 +37,7 @@ const PER_TPS = 0.5;
 /**
  * What the service promises for a durable-nonce transaction its nonce account cannot verify:
  * checked 1–2 s after acceptance (first check at 1 s, sweeps every second), expired after one
- * last status look. README "Failure behaviour" states this bound; it is the tests' wait timeout.
+ * last status look. docs/failure-behaviour.md states this bound; it is the tests' wait timeout.
  */
 const NONCE_EXPIRY_BOUND_MS = 5_000;
 const WHALE_TIP = DEFAULT_PLANS.whale.minTipBp * 1000;

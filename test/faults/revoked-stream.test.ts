@@ -14,7 +14,7 @@ import { waitFor } from '../helpers/localnet.js';
 import { account, startStack, type Stack } from '../helpers/stack.js';
 
 const BIN = join(new URL('../../', import.meta.url).pathname, 'bin/landfall.js');
-/** The promise of the README's "Failure behaviour" section. */
+/** The promise of docs/failure-behaviour.md. */
 const CLOSED_WITHIN_MS = 1_000;
 
 let s: Stack;

@@ -5,14 +5,19 @@
  * the validators accept from one IP (real QUIC clients on loopback). And `--help` / `-h` on
  * `landfall` and every command print the usage and exit 0.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { QuicClient } from '../../native/index.js';
-import { COMMAND_USAGE, USAGE } from '../../src/cli/usage.js';
+import { COMMAND_USAGE, summary, USAGE, type CommandName } from '../../src/cli/usage.js';
+import { freePort } from '../../src/cluster/nats-servers.js';
+import { DEFAULT_CONFIG } from '../../src/config.js';
+import { LANDFALL_BIN } from '../helpers/cluster-nodes.js';
 import { rpc, waitFor } from '../helpers/localnet.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -91,6 +96,45 @@ describe('landfall --help', () => {
     expect(await run(['serve', '-h'])).toEqual({ code: 0, out: COMMAND_USAGE.serve, err: '' });
   });
 
+  it('the overview gives each command one whole sentence, every description in one column', () => {
+    const rows = USAGE.split('\n').filter((l) => /^  \S/.test(l));
+    for (const c of Object.keys(COMMAND_USAGE) as CommandName[]) {
+      expect(summary(c), c).toMatch(/^[A-Z].*\.$/);
+      expect(rows.find((r) => r.startsWith(`  ${c} `)), c).toMatch(new RegExp(` ${summary(c).replace(/[.()]/g, '\\$&')}$`));
+    }
+    const columns = new Set(rows.map((r) => /^  \S+(?: \S+)?\s+/.exec(r)![0].length));
+    expect(columns.size).toBe(1);
+  });
+
+  it('serve --help names every setting of the configuration', () => {
+    for (const key of Object.keys(DEFAULT_CONFIG)) expect(COMMAND_USAGE.serve, key).toMatch(new RegExp(`\\b${key}\\b`));
+    for (const flag of ['--localnet-rpc-port', '--nats-replicas', 'LANDFALL_LOG_LEVEL', 'LANDFALL_METRICS_TOKEN', 'LANDFALL_ADMIN_PORT']) {
+      expect(COMMAND_USAGE.serve).toContain(flag);
+    }
+    for (const page of [COMMAND_USAGE.accounts, COMMAND_USAGE.keys]) expect(page).toContain('--nats-replicas N');
+  });
+
+  it('--version (and -v, version) prints the package version and exits 0', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const args of [['--version'], ['-v'], ['version']]) expect(await inProcess(args)).toEqual({ code: 0, out: `landfall ${version}\n`, err: '' });
+    // The installed command (node would take `--version` for itself in front of `-e`).
+    const bin = await promisify(execFile)(process.execPath, [LANDFALL_BIN, '--version']);
+    expect(bin).toEqual({ stdout: `landfall ${version}\n`, stderr: '' });
+  });
+
+  it('an unknown plan is exit 2 with the plans there are', async () => {
+    const tmp = tempDir();
+    try {
+      const err = 'landfall: unknown plan "gold" (plans: starter, growth, pro, whale)\n';
+      expect(await inProcess(['accounts', 'create', '--name', 'bot', '--plan', 'gold', '--data', tmp.dir])).toEqual({ code: 2, out: '', err });
+      const created = await inProcess(['accounts', 'create', '--name', 'bot', '--data', tmp.dir, '--json']);
+      const { account_id } = JSON.parse(created.out) as { account_id: string };
+      expect(await inProcess(['accounts', 'set-plan', account_id, 'gold', '--data', tmp.dir])).toEqual({ code: 2, out: '', err });
+    } finally {
+      tmp.cleanup();
+    }
+  });
+
   it('an unknown command (also after help) is exit 1 with the usage on stderr', async () => {
     expect(await inProcess(['nope'])).toEqual({ code: 1, out: '', err: `landfall: unknown command 'nope'\n${USAGE}` });
     expect(await inProcess(['help', 'nope'])).toEqual({ code: 1, out: '', err: `landfall: unknown command 'nope'\n${USAGE}` });
@@ -164,6 +208,48 @@ describe('landfall localnet QUIC limits', () => {
     const r = await run(['localnet', '--max-connections-per-peer', 'many']);
     expect(r).toEqual({ code: 2, out: '', err: "landfall: --max-connections-per-peer must be a whole number (got 'many')\n" });
   });
+});
+
+/** A free port whose next port is free too (JSON-RPC and its WebSocket). */
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    const next = createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      next.once('error', () => resolve(false));
+      next.listen(port + 1, '127.0.0.1', () => resolve(true));
+    });
+    if (free) {
+      await new Promise((r) => next.close(r));
+      return port;
+    }
+  }
+}
+
+describe('landfall serve', () => {
+  it('--localnet-rpc-port puts the embedded cluster there, WebSocket on the next port; the banner says so', async () => {
+    const tmp = tempDir();
+    const rpcPort = await freePortPair();
+    // The installed command, as `npm start` runs it (dist/: npm run build:ts).
+    const args = ['serve', '--port', String(await freePort()), '--data', tmp.dir, '--localnet-rpc-port', String(rpcPort)];
+    const child = spawn(process.execPath, [LANDFALL_BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor('the service banner', () => (out.includes('then:') ? true : undefined), 30_000);
+      expect(out).toContain(`RPC  http://127.0.0.1:${rpcPort}\n`);
+      expect(out).toContain(`WS   ws://127.0.0.1:${rpcPort + 1}\n`);
+      expect((await rpc(`http://127.0.0.1:${rpcPort}`, 'getHealth')).result).toBe('ok');
+      // A single node reads its data directory: that is where the banner sends the admin CLI.
+      expect(out).toContain(`create an API key:  npx landfall accounts create --name my-bot --data ${tmp.dir}\n`);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      tmp.cleanup();
+    }
+  }, 60_000);
 });
 
 describe('landfall localnet', () => {

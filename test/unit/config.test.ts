@@ -82,3 +82,18 @@ describe('nats (several nodes, issue 13)', () => {
     bad({ nodeName: 'east-1' }, /need nats servers/);
   });
 });
+
+describe('localnet.rpcPort (the embedded cluster)', () => {
+  it('default 0 (any free pair); from the config file, or the --localnet-rpc-port flag over it', () => {
+    expect(loadConfig({}, {}).localnet).toEqual({ validators: 4, slotMs: 400, rpcPort: 0 });
+    const file = join(tmp.dir, 'localnet.json');
+    writeFileSync(file, JSON.stringify({ localnet: { slotMs: 100, rpcPort: 18899 } }));
+    expect(loadConfig({ config: file }, {}).localnet).toEqual({ validators: 4, slotMs: 100, rpcPort: 18899 });
+    expect(loadConfig({ config: file, localnetRpcPort: '28899' }, {}).localnet.rpcPort).toBe(28899);
+  });
+
+  it('a bad value is an error naming the setting', () => {
+    expect(() => loadConfig({ localnetRpcPort: 'eighty' }, {})).toThrow('localnet.rpcPort must be an integer port 0..65535, got "eighty"');
+    expect(() => loadConfig({ localnetRpcPort: '70000' }, {})).toThrow('localnet.rpcPort must be an integer port');
+  });
+});

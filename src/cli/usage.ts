@@ -61,6 +61,8 @@ settings of the config file (--config; docs/operations.md has each one's meaning
   plans             the plan table (default: starter, growth, pro, whale of docs/api.md)
   lamportsPerPoint  lamports per service point, BP (default 1000)
   retentionDays     days a status record is kept (default 7)
+  ackSyncMs         ms between flushes of the acknowledgement log to disk: what a power loss
+                    may lose (default 100; 0: every send; env LANDFALL_ACK_SYNC_MS)
   inFlightPerTps    transactions in flight per account, in seconds of its send rate (default 20)
   tracker           {"push":true,"poll":true}: the confirmation tracker's sources
 `,

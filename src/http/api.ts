@@ -269,7 +269,8 @@ export function wire(services: Services): Wired {
     limiter: services.limiter,
     delivery: services.delivery,
     inFlight: services.inFlight,
-    onRateLimited: (budget) => telemetry.metrics.rateLimited(budget),
+    onRateLimited: (budget, plan) => telemetry.metrics.rateLimited(budget, plan),
+    onAccepted: (plan) => telemetry.metrics.accepted(plan),
   });
   return { ...services, telemetry, keys, core };
 }

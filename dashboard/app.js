@@ -13,7 +13,7 @@ const ACCOUNT_REFRESH_MS = 5000;
 const OPERATOR_REFRESH_MS = 2000;
 /** Transactions kept in the live table and in the charts. */
 const MAX_ROWS = 200;
-const LATENCY_BOUNDS_MS = [250, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000];
+const LATENCY_BOUNDS_MS = [25, 50, 100, 250, 500, 1000, 2000, 5000];
 const SLOT_BOUNDS = [0, 1, 2, 3, 4, 6, 8, 12, 20];
 const SVG_NS = 'http://www.w3.org/2000/svg';
 

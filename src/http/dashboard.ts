@@ -8,8 +8,15 @@
  * forbid framing, sniffing, referrers and any script, style or connection not from this origin.
  */
 import { readFileSync } from 'node:fs';
-import type { RouteSpec } from './api.js';
 import type { Handler } from './types.js';
+
+/** A dashboard route, in the shape of the API's `RouteSpec` (GET, no body). */
+export interface DashboardRoute {
+  method: 'get';
+  pattern: string;
+  body: null;
+  handler: Handler;
+}
 
 /** Where the assets live, from `src/http/` and from `dist/http/` alike. */
 const ASSET_DIR = new URL('../../dashboard/', import.meta.url);
@@ -40,9 +47,9 @@ function asset(file: string, contentType: string): Handler {
 const toDashboard: Handler = () => ({ status: 302, body: '', contentType: 'text/plain', headers: { Location: DASHBOARD_PATH } });
 
 /** The dashboard's routes: its files, `/dashboard` without the slash, and `GET /`. */
-export function dashboardRoutes(): RouteSpec[] {
+export function dashboardRoutes(): DashboardRoute[] {
   return [
-    ...ASSETS.map((a): RouteSpec => ({ method: 'get', pattern: a.path, body: null, handler: asset(a.file, a.contentType) })),
+    ...ASSETS.map((a): DashboardRoute => ({ method: 'get', pattern: a.path, body: null, handler: asset(a.file, a.contentType) })),
     { method: 'get', pattern: '/dashboard', body: null, handler: toDashboard },
     { method: 'get', pattern: '/', body: null, handler: toDashboard },
   ];

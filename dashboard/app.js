@@ -16,6 +16,8 @@ const MAX_ROWS = 200;
 const LATENCY_BOUNDS_MS = [25, 50, 100, 250, 500, 1000, 2000, 5000];
 const SLOT_BOUNDS = [0, 1, 2, 3, 4, 6, 8, 12, 20];
 const SVG_NS = 'http://www.w3.org/2000/svg';
+/** The stream's close code for a missing, invalid or revoked key (src/http/stream.ts CLOSE.unauthorized). */
+const STREAM_UNAUTHORIZED = 4001;
 
 const $ = (id) => document.getElementById(id);
 const fmt = (n) => (n === null || n === undefined || Number.isNaN(n) ? '–' : Number(n).toLocaleString('en-US', { maximumFractionDigits: 2 }));
@@ -192,8 +194,10 @@ function openStream() {
   };
   ws.onclose = (e) => {
     if (bot.socket !== ws) return;
-    text('stream-state', `closed (${e.code}${e.reason ? `: ${e.reason}` : ''}); reconnecting`);
-    setTimeout(() => bot.socket === ws && openStream(), 2000);
+    // A refused key is not retried: the account view says why.
+    const retry = e.code !== STREAM_UNAUTHORIZED;
+    text('stream-state', `closed (${e.code}${e.reason ? `: ${e.reason}` : ''})${retry ? '; reconnecting' : ''}`);
+    if (retry) setTimeout(() => bot.socket === ws && openStream(), 2000);
   };
 }
 

@@ -62,7 +62,8 @@ function banner(s: Service): string {
     `  QUIC identity: ${s.engine.identity}\n` +
     `  tip addresses (GET /v1/tip-addresses):\n${s.tipAddresses.map((t) => `    ${t}\n`).join('')}` +
     `  create an API key:  npx landfall accounts create --name my-bot --data ${s.config.dataDir}\n` +
-    `  then:               curl -s ${s.url}/v1/account?api-key=<key>\n`
+    `  then:               curl -s ${s.url}/v1/account?api-key=<key>\n` +
+    `  dashboard:          ${s.url}/  (operator view: ${s.adminUrl ?? s.url}/dashboard/#operator)\n`
   );
 }
 

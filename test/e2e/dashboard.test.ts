@@ -60,6 +60,14 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     expect(await page.locator('#bot-login').isVisible()).toBe(true);
   });
 
+  it('a wrong key is refused in words, and the stream is not retried with it', async () => {
+    await page.fill('#bot-key', 'lf_NotAKeyOfThisService');
+    await page.click('#bot-login button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#bot-error')?.textContent?.startsWith('/v1/account: 401 Unauthorized'));
+    await expectShown(page, '#stream-state', 'closed (4001: invalid or revoked API key)');
+    expect(await page.locator('#bot-body').isHidden()).toBe(true);
+  });
+
   it("bot view: the account's plan, limits, usage and progress as GET /v1/account gives them", async () => {
     await page.fill('#bot-key', bot.key);
     await page.click('#bot-login button[type=submit]');

@@ -200,7 +200,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     }
     const clusterHealth = cluster ? cluster.health : (): ClusterHealth | null => null;
 
-    telemetry.metrics.watchBuild({ version: VERSION, node: process.version });
+    telemetry.metrics.watchService({ version: VERSION, node: process.version });
     telemetry.metrics.watchDelivery(engine);
     telemetry.metrics.watchTracker(tracker);
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);

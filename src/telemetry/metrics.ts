@@ -132,7 +132,7 @@ export class Metrics {
     this.counter('landfall_http_requests_total', 'HTTP responses written, by route pattern and status code', ['route', 'code'], function* () {
       for (const [route, codes] of requests) for (const [code, n] of codes) yield [{ route, code: String(code) }, n];
     });
-    this.registry.registerMetric(this.httpDuration as unknown as Metric);
+    this.register(this.httpDuration);
     this.counter(
       'landfall_rate_limited_total',
       'Requests refused with 429 by an account token bucket (budget send, query) or the cap on transactions in flight (in_flight), by the account\'s plan',
@@ -187,15 +187,15 @@ export class Metrics {
    * Expose what only the main thread knows: the build, and the per-plan outcomes and landing
    * histograms (registered once, so the ingress threads' values never add to them).
    */
-  watchBuild(info: BuildInfo): void {
+  watchService(info: BuildInfo): void {
     const infoGauge = new Gauge({ name: 'landfall_build_info', help: 'Always 1; the labels say which build runs (Landfall version, Node.js version)', labelNames: ['version', 'node'], registers: [this.registry] });
     infoGauge.set({ ...info }, 1);
     const { outcomesByPlan } = this;
     this.counter('landfall_plan_transactions_total', 'Tracked transactions reaching an outcome (confirmed, failed, expired), by the account\'s plan', ['plan', 'outcome'], function* () {
       for (const [plan, outcomes] of outcomesByPlan) for (const [outcome, n] of outcomes) yield [{ plan, outcome }, n];
     });
-    this.registry.registerMetric(this.landingLatency as unknown as Metric);
-    this.registry.registerMetric(this.slotsToLand as unknown as Metric);
+    this.register(this.landingLatency);
+    this.register(this.slotsToLand);
   }
 
   /** Expose the delivery engine: service-added latency, sends per leader, drops, flights, chain view. */
@@ -311,6 +311,11 @@ export class Metrics {
         for (const [labels, n] of read()) this.inc(labels, n);
       },
     });
+  }
+
+  /** A `LabeledHistogram` has the shape a registry reads (`get()` and its fields), not prom-client's class. */
+  private register(h: LabeledHistogram): void {
+    this.registry.registerMetric(h as unknown as Metric);
   }
 
   private gauge(name: string, help: string, read: () => number): void {

@@ -3,6 +3,7 @@
  * confirmation tracker, behind the HTTP API. With no chain node configured it starts the
  * embedded local cluster and points everything at it, exactly as it would at a real node.
  */
+import { readFileSync } from 'node:fs';
 import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
 import { enableBudgetShares } from './accounts/budget-shares.js';
@@ -24,6 +25,7 @@ import { startRetention, type Retention } from './store/retention.js';
 import { StoreHealth } from './store/store-health.js';
 import type { StatusRecord } from './store/records.js';
 import { Store } from './store/store.js';
+import type { Metrics } from './telemetry/metrics.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { loadTipAddresses } from './tips.js';
 import { TipFloor } from './tracker/tip-floor.js';
@@ -141,6 +143,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');
         settle(c);
         if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
+        countSettled(telemetry.metrics, accounts, c.record);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);
         cluster?.changed(c.record);
@@ -198,6 +201,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     }
     const clusterHealth = cluster ? cluster.health : (): ClusterHealth | null => null;
 
+    telemetry.metrics.watchService({ version: VERSION, node: process.version });
     telemetry.metrics.watchDelivery(engine);
     telemetry.metrics.watchTracker(tracker);
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
@@ -319,6 +323,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await runCleanup(cleanup);
     throw e;
   }
+}
+
+/** This package's version (package.json, one directory above `src/` and `dist/`). */
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** Count a tracker outcome under the owning account's plan; a confirmed one in the landing histograms. */
+function countSettled(metrics: Metrics, accounts: Accounts, r: StatusRecord): void {
+  const plan = accounts.get(r.accountId)?.plan ?? 'unknown';
+  if (r.expired) return metrics.settled(plan, 'expired', null);
+  const landing = r.status === 'confirmed' && r.latencyMs !== null && r.slot !== null ? { latencyMs: r.latencyMs, slots: r.slot - r.submitSlot } : null;
+  metrics.settled(plan, r.status === 'confirmed' ? 'confirmed' : 'failed', landing);
 }
 
 function isLoopback(host: string): boolean {

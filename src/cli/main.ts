@@ -64,8 +64,12 @@ function banner(s: Service): string {
     `  chain: ${chain}` +
     `  QUIC identity: ${s.engine.identity}\n` +
     `  tip addresses (GET /v1/tip-addresses):\n${s.tipAddresses.map((t) => `    ${t}\n`).join('')}` +
-    `  create an API key:  npx landfall accounts create --name my-bot ${adminTarget(s.config)}\n` +
-    `  then:               curl -s ${s.url}/v1/account?api-key=<key>\n`
+    `  create an API key:  npx landfall accounts create --name my-bot ${adminTarget(s.config)}
+` +
+    `  then:               curl -s ${s.url}/v1/account?api-key=<key>
+` +
+    `  dashboard:          ${s.url}/  (operator view: ${s.adminUrl ?? s.url}/dashboard/#operator)
+`
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * What the Landfall API sends and takes, as the typed client exposes it. Response objects keep
  * the wire's snake_case field names (spec §2), so a record from the client, from `curl` and from
- * the stream is the same object.
+ * the stream is the same object (the stream's adds the tip and the slot at acceptance).
  */
 import type { AccountView } from '../accounts/accounts.js';
 import type { PlanName } from '../accounts/plans.js';
@@ -44,6 +44,10 @@ export interface StatusRecord {
   slot: number | null;
   api_key_name: string;
   expired?: true;
+  /** Pushed by the stream only: lamports the transaction tips to the service. */
+  tip_lamports?: number;
+  /** Pushed by the stream only: the cluster slot when the service accepted it (`slot − submit_slot`: slots to land). */
+  submit_slot?: number;
 }
 
 /** One delivery attempt of a trace (`GET /v1/status/{signature}/trace`). */

@@ -30,8 +30,15 @@ import { LeaderTracker } from './leaders.js';
 import { Rebroadcaster, type ResumeCause } from './rebroadcast.js';
 import type { Trace } from './trace.js';
 import { TraceBook } from './trace-book.js';
+import { BoundedLabel } from '../telemetry/bounded-label.js';
 
 export { SERVICE_LATENCY_BUCKETS } from './first-send.js';
+
+/**
+ * Leader identities with a `leader` label of their own in `landfall_leader_sends_total`; the
+ * rest count as "other" (`BoundedLabel`), so the series stay bounded on mainnet's ~1,500 leaders.
+ */
+export const LEADER_LABELS = 32;
 
 /** How far ahead a route looks for distinct permitted leaders, slots. */
 const ROUTE_HORIZON = 64;
@@ -84,8 +91,10 @@ export class Engine implements Delivery {
   private readonly fanout: number;
   private readonly prewarmCount: number;
   private readonly snapshotListeners = new Set<(s: ChainSnapshot) => void>();
+  /** The `leader` label of the per-leader counts: at most {@link LEADER_LABELS} identities, the rest "other". */
+  private readonly leaderLabel = new BoundedLabel(LEADER_LABELS);
   private readonly tally = {
-    /** Writes per leader identity (ok: stream written; failed: not). */
+    /** Writes per leader identity (ok: stream written; failed: not), bounded by `leaderLabel`. */
     sends: new Map<string, { ok: number; failed: number }>(),
     /** Failed writes by reason. */
     drops: new Map<string, number>(),
@@ -258,7 +267,7 @@ export class Engine implements Delivery {
   /** Fold the native client's outcome counts (every thread's sends) into the counters. */
   private drainOutcomes(): void {
     for (const o of this.client.drainOutcomes()) {
-      const leader = this.leaders.identityOfTpu(o.target) ?? o.target;
+      const leader = this.leaderLabel.of(this.leaders.identityOfTpu(o.target) ?? o.target);
       let c = this.tally.sends.get(leader);
       if (!c) this.tally.sends.set(leader, (c = { ok: 0, failed: 0 }));
       if (o.reason === 'ok') c.ok += o.count;

@@ -23,6 +23,7 @@ import { Telemetry } from '../telemetry/telemetry.js';
 import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
+import { dashboardRoutes } from './dashboard.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
 import { registerStream } from './stream.js';
@@ -152,6 +153,15 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
   };
 }
 
+/**
+ * A status change as `/v1/stream` pushes it: the status record, plus its tip and the slot at
+ * acceptance, which a live view (the dashboard's tips against the floor, slots to land) needs and
+ * could otherwise only get by spending its query budget.
+ */
+export function streamView(r: StatusRecord): Record<string, unknown> {
+  return { ...statusView(r), tip_lamports: Number(r.tipLamports), submit_slot: r.submitSlot };
+}
+
 /** Base58 digits (no 0, O, I, l), by char code. */
 const BASE58_DIGIT = (() => {
   const t = new Uint8Array(128);
@@ -269,7 +279,8 @@ export function wire(services: Services): Wired {
     limiter: services.limiter,
     delivery: services.delivery,
     inFlight: services.inFlight,
-    onRateLimited: (budget) => telemetry.metrics.rateLimited(budget),
+    onRateLimited: (budget, plan) => telemetry.metrics.rateLimited(budget, plan),
+    onAccepted: (plan) => telemetry.metrics.accepted(plan),
   });
   return { ...services, telemetry, keys, core };
 }
@@ -319,32 +330,42 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
     { method: 'get', pattern: '/ping', body: null, handler: constant(200, 'pong', 'text/plain') },
     ...(adminElsewhere ? [] : [ops.metrics]),
+    ...dashboardRoutes(),
   ];
   for (const r of routes) app[r.method](r.pattern, route(t, r));
   if (s.statusHub) {
-    registerStream(app, s.keys, s.statusHub, s.streamSlots ?? new StreamSlots(), statusView);
+    registerStream(app, s.keys, s.statusHub, s.streamSlots ?? new StreamSlots(), streamView);
     // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
     // any other GET falls through its WebSocket route to this one (registered after it).
     const plainGet: RouteSpec = { method: 'get', pattern: '/v1/stream', body: null, handler: streamWithoutUpgrade };
     app.get(plainGet.pattern, route(t, plainGet));
     routes.push(plainGet); // for the 405 below
   }
-  // A known path with the wrong method: 405 with Allow (after the routes, which win).
-  for (const r of routes) {
-    const allow = r.method.toUpperCase();
+  refuseOtherMethods(app, t, routes);
+  app.any('/*', route(t, NOT_FOUND));
+  return app;
+}
+
+/**
+ * A known path with the wrong method: 405 with `Allow` listing the path's methods (registered
+ * after the routes, which win).
+ */
+export function refuseOtherMethods(app: uWS.TemplatedApp, t: Telemetry, routes: readonly Pick<RouteSpec, 'method' | 'pattern'>[]): void {
+  const allowed = new Map<string, string[]>();
+  for (const r of routes) allowed.set(r.pattern, [...(allowed.get(r.pattern) ?? []), r.method.toUpperCase()]);
+  for (const [pattern, methods] of allowed) {
+    const allow = methods.join(', ');
     app.any(
-      r.pattern,
+      pattern,
       route(t, {
-        pattern: r.pattern,
+        pattern,
         body: null,
         handler: () => {
-          throw new Refusal('REQUEST_METHOD', `use ${allow}`, { headers: { Allow: allow } });
+          throw new Refusal('REQUEST_METHOD', `use ${methods.join(' or ')}`, { headers: { Allow: allow } });
         },
       }),
     );
   }
-  app.any('/*', route(t, NOT_FOUND));
-  return app;
 }
 
 /**

@@ -5,6 +5,7 @@
 
 export const STATUS_LINE: Record<number, string> = {
   200: '200 OK',
+  302: '302 Found',
   204: '204 No Content',
   400: '400 Bad Request',
   401: '401 Unauthorized',

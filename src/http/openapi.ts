@@ -343,6 +343,33 @@ function bySignature(ok: Response): Pick<Operation, 'tags' | 'security' | 'param
   };
 }
 
+/** `GET /` and `GET /dashboard`: a browser is sent to the dashboard. */
+function toDashboard(operationId: string): Operation {
+  return {
+    operationId,
+    summary: 'Redirect to the dashboard',
+    tags: ['dashboard'],
+    security: [],
+    responses: {
+      302: { description: 'To /dashboard/', headers: { ...REQUEST_ID, Location: { required: true, description: '/dashboard/', schema: { const: '/dashboard/' } } } },
+    },
+  };
+}
+
+/**
+ * One of the dashboard's static files (served by the API and by the admin listener). The page
+ * asks for no key in its URL: it keeps the key in the tab and sends it as a header.
+ */
+function dashboardFile(operationId: string, summary: string, media: string): Operation {
+  return {
+    operationId,
+    summary,
+    tags: ['dashboard'],
+    security: [],
+    responses: { 200: { description: summary, headers: REQUEST_ID, content: { [media]: { schema: { type: 'string' } } } } },
+  };
+}
+
 // ---- the document ----------------------------------------------------------------------------
 
 export const OPENAPI: OpenApiDocument = {
@@ -367,6 +394,7 @@ export const OPENAPI: OpenApiDocument = {
     { name: 'query', description: "The service's own telemetry and the account" },
     { name: 'json-rpc', description: 'Solana JSON-RPC compatibility (sendTransaction, getTipAccounts), also on the paths Jito and Helius Sender clients post to' },
     { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
+    { name: 'dashboard', description: 'The dashboard served by the service (GET / redirects a browser to it)' },
   ],
   paths: {
     '/v1/send': {
@@ -467,7 +495,11 @@ export const OPENAPI: OpenApiDocument = {
         },
       },
     },
-    '/': { post: rpcOperation('jsonRpc', '/v1/rpc') },
+    '/': { post: rpcOperation('jsonRpc', '/v1/rpc'), get: toDashboard('rootToDashboard') },
+    '/dashboard': { get: toDashboard('dashboardNoSlash') },
+    '/dashboard/': { get: dashboardFile('dashboard', 'The dashboard page (bot view with an API key, operator view with the metrics token)', 'text/html') },
+    '/dashboard/app.js': { get: dashboardFile('dashboardScript', "The dashboard's script", 'text/javascript') },
+    '/dashboard/app.css': { get: dashboardFile('dashboardStyle', "The dashboard's stylesheet", 'text/css') },
     '/v1/rpc': { post: rpcOperation('jsonRpcV1', '/') },
     '/api/v1/transactions': { post: dropInOperation('jitoTransactions', "Jito block-engine layout: sendTransaction (jito-js-rpc's sendTxn)") },
     '/api/v1/bundles': { post: dropInOperation('jitoBundles', "Jito block-engine layout: getTipAccounts; the bundle methods answer that bundles are not offered") },
@@ -855,10 +887,15 @@ export const OPENAPI: OpenApiDocument = {
       StreamReady: { type: 'object', required: ['type'], additionalProperties: false, properties: { type: { const: 'ready' } } },
       StreamStatus: {
         type: 'object',
-        description: 'A StatusRecord with "type": "status"',
-        required: ['type', ...STATUS_REQUIRED],
+        description: 'A StatusRecord with "type": "status", and two facts a live view needs that the status record lacks: the tip and the slot at acceptance',
+        required: ['type', ...STATUS_REQUIRED, 'tip_lamports', 'submit_slot'],
         additionalProperties: false,
-        properties: { type: { const: 'status' }, ...STATUS_FIELDS },
+        properties: {
+          type: { const: 'status' },
+          ...STATUS_FIELDS,
+          tip_lamports: { type: 'integer', minimum: 0, description: "Lamports the transaction tips to the service's tip addresses" },
+          submit_slot: { type: 'integer', minimum: 0, description: 'Cluster slot when the service accepted it (slot − submit_slot: slots to land)' },
+        },
       },
       ...rpcSchemas(),
     },

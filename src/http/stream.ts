@@ -7,7 +7,7 @@
  *   request, or with a first message `{"type":"auth","api_key":"<key>"}` within
  *   {@link AUTH_TIMEOUT_MS}. The server answers `{"type":"ready"}` once pushes are live.
  * - Then `{"type":"status", ...}` for each change: the spec §2.4 record (+ `expired: true` once
- *   the transaction can no longer land), first `sent` when the service accepts a transaction,
+ *   the transaction can no longer land, + `tip_lamports` and `submit_slot`), first `sent` when the service accepts a transaction,
  *   then `confirmed` / `failed` / expired. Client messages after `ready` are ignored.
  * - Refusals close the socket with a code in the 4000 range and a human-readable reason
  *   ({@link CLOSE}).
@@ -142,8 +142,8 @@ function authMessageKey(message: ArrayBuffer, isBinary: boolean): string | null 
 }
 
 /**
- * Register `/v1/stream` on `app`. `view` renders a record as the status endpoint does, so a
- * pushed record and a fetched one are the same object.
+ * Register `/v1/stream` on `app`. `view` renders a record as the status endpoint does (plus the
+ * tip and the slot at acceptance), so a pushed record holds the fetched one.
  */
 export function registerStream(
   app: uWS.TemplatedApp,

@@ -16,7 +16,7 @@
  */
 import type { Accounts } from '../accounts/accounts.js';
 import type { InFlight } from '../accounts/in-flight.js';
-import { minTipLamports, pointsForTip, type PlanTable } from '../accounts/plans.js';
+import { minTipLamports, pointsForTip, type PlanName, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
 import { DeliveryError, type Delivery, type SendOptions } from '../delivery/delivery.js';
 import { StaleViewError } from '../delivery/first-send.js';
@@ -42,8 +42,10 @@ export interface SubmissionDeps {
   delivery: Delivery;
   /** Transactions in flight per account, process-wide, under the plan's cap; none: no cap. */
   inFlight?: InFlight;
-  /** A 429 was answered from `budget`, or from the cap on transactions in flight (metrics). */
-  onRateLimited?: (budget: Budget | 'in_flight') => void;
+  /** A 429 was answered from `budget`, or from the cap on transactions in flight, to an account on `plan` (metrics). */
+  onRateLimited?: (budget: Budget | 'in_flight', plan: PlanName) => void;
+  /** A transaction of an account on `plan` was accepted (recorded for the first time; metrics). */
+  onAccepted?: (plan: PlanName) => void;
 }
 
 /** The outcome of one accepted transaction. */
@@ -87,7 +89,7 @@ export class SubmissionCore {
   take(account: AccountRecord, budget: Budget, n = 1): RateDecision {
     const dec = budget === 'send' ? this.d.limiter.takeSend(account, n) : this.d.limiter.takeQuery(account);
     if (!dec.granted) {
-      this.d.onRateLimited?.(budget);
+      this.d.onRateLimited?.(budget, account.plan);
       throw rateRefusal(dec, budget);
     }
     return dec;
@@ -177,7 +179,7 @@ export class SubmissionCore {
   private holdInFlight(account: AccountRecord): void {
     const cap = this.d.inFlight?.tryAdd(account) ?? null;
     if (cap === null) return;
-    this.d.onRateLimited?.('in_flight');
+    this.d.onRateLimited?.('in_flight', account.plan);
     const n = Math.max(cap, this.d.inFlight!.count(account.id));
     throw new Refusal('SEND_RATE_LIMITED', `${n} transactions of this account are in flight (cap ${cap}); wait for some to settle`, {
       headers: {
@@ -240,6 +242,7 @@ export class SubmissionCore {
         throw e;
       }
       this.d.accounts.countSubmissions(who.account.id, 1);
+      this.d.onAccepted?.(who.account.plan);
       delivery.accepted({
         record,
         wire,

@@ -1,16 +1,19 @@
 /**
  * Prometheus metrics (`GET /metrics`) through prom-client.
  *
- * Hot path: a request or a 429 only increments a plain number in a Map it already holds; the
- * engine's and tracker's own counters are read, never copied on the way. prom-client sees all
- * of them only when scraped, through `collect` callbacks. The one prom-client call on the hot
- * path is the engine's service-latency `Histogram.observe`, once per first send.
+ * Hot path: a request or a 429 only increments plain numbers in Maps it already holds (its
+ * duration goes to a `LabeledHistogram` series found the same way); the engine's and tracker's
+ * own counters are read, never copied on the way. prom-client sees all of them only when scraped,
+ * through `collect` callbacks. The one prom-client call on the hot path is the engine's
+ * service-latency `Histogram.observe`, once per first send.
  *
  * Each service has its own registry (several can live in one process: tests, the demo); the
  * Node process metrics (event-loop delay, heap, GC, CPU) are process-wide, collected once, and
  * appended to every scrape.
  */
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Histogram, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Histogram, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { PLAN_ORDER } from '../accounts/plans.js';
+import { LabeledHistogram, type HistogramSeries } from './histogram.js';
 
 /** One thread's metrics as prom-client serialises them (for aggregation across ingress threads). */
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
@@ -68,37 +71,131 @@ function processMetrics(): Registry {
 
 type Labels = Record<string, string>;
 
+/** Bucket bounds of the HTTP request duration histogram, seconds: 100 µs (a status read) to 10 s. */
+export const HTTP_DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+/**
+ * Bucket bounds of the landing latency histogram, seconds: acceptance to the confirmed outcome
+ * observed. A transaction lands in the slot it was sent in or a few after (400 ms each), and the
+ * `confirmed` commitment is a few slots later still: 0.25 s to 60 s, finest from 0.5 s to 5 s.
+ */
+export const LANDING_LATENCY_BUCKETS = [0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 20, 30, 60];
+/** Bucket bounds of the slots-to-land histogram: the landing slot minus the slot at acceptance. */
+export const SLOTS_TO_LAND_BUCKETS = [0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100, 150];
+
+/** What `landfall_build_info` tells (value 1): which build is running. */
+export interface BuildInfo {
+  version: string;
+  /** `process.version`. */
+  node: string;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   /** route pattern → HTTP status → responses. */
   private readonly requests = new Map<string, Map<number, number>>();
-  private readonly limited: Record<Budget, number> = { send: 0, query: 0, in_flight: 0 };
+  /** plan → 429s by budget. */
+  private readonly limited = new Map<string, Record<Budget, number>>();
+  /** plan → transactions accepted (recorded for the first time). */
+  private readonly acceptedByPlan = new Map<string, number>();
+  /** plan → outcome → transactions that reached it (main thread: the tracker's). */
+  private readonly outcomesByPlan = new Map<string, Map<string, number>>();
+  private readonly httpDuration = new LabeledHistogram(
+    'landfall_http_request_duration_seconds',
+    'HTTP request received to response written, by route pattern and status code',
+    ['route', 'code'],
+    HTTP_DURATION_BUCKETS,
+  );
+  /** route pattern → HTTP status → its duration series (two Map lookups per response, as `requests`). */
+  private readonly durations = new Map<string, Map<number, HistogramSeries>>();
+  private readonly landingLatency = new LabeledHistogram(
+    'landfall_landing_latency_seconds',
+    'Landing latency, the headline number: request received to the confirmed outcome observed (push or poll), by plan',
+    ['plan'],
+    LANDING_LATENCY_BUCKETS,
+  );
+  private readonly slotsToLand = new LabeledHistogram(
+    'landfall_slots_to_land',
+    'Slots from acceptance (the slot of the send result) to the slot the transaction landed in, confirmed ones, by plan',
+    ['plan'],
+    SLOTS_TO_LAND_BUCKETS,
+  );
 
   constructor() {
-    const { requests, limited } = this;
+    // Every plan's series from the start, at 0: a rate over them, and an alert on it, has data
+    // before the first refusal or landing.
+    for (const plan of PLAN_ORDER) {
+      this.limited.set(plan, { send: 0, query: 0, in_flight: 0 });
+      this.acceptedByPlan.set(plan, 0);
+      this.outcomesByPlan.set(plan, new Map([['confirmed', 0], ['failed', 0], ['expired', 0]]));
+    }
+    const { requests, limited, acceptedByPlan } = this;
     this.counter('landfall_http_requests_total', 'HTTP responses written, by route pattern and status code', ['route', 'code'], function* () {
       for (const [route, codes] of requests) for (const [code, n] of codes) yield [{ route, code: String(code) }, n];
     });
+    this.register(this.httpDuration);
     this.counter(
       'landfall_rate_limited_total',
-      'Requests refused with 429 by an account token bucket (budget send, query) or the cap on transactions in flight (in_flight)',
-      ['budget'],
+      'Requests refused with 429 by an account token bucket (budget send, query) or the cap on transactions in flight (in_flight), by the account\'s plan',
+      ['budget', 'plan'],
       function* () {
-        for (const budget of ['send', 'query', 'in_flight'] as const) yield [{ budget }, limited[budget]];
+        for (const [plan, budgets] of limited) for (const budget of ['send', 'query', 'in_flight'] as const) yield [{ budget, plan }, budgets[budget]];
       },
     );
+    this.counter('landfall_plan_accepted_total', 'Transactions accepted (recorded for the first time, first send done), by the account\'s plan', ['plan'], function* () {
+      for (const [plan, n] of acceptedByPlan) yield [{ plan }, n];
+    });
   }
 
-  /** Count one response (hot path: two Map lookups and an add). */
-  request(route: string, status: number): void {
+  /** Count one response and its duration (hot path: four Map lookups, a bucket search, some adds). */
+  request(route: string, status: number, seconds: number): void {
     let codes = this.requests.get(route);
     if (!codes) this.requests.set(route, (codes = new Map()));
     codes.set(status, (codes.get(status) ?? 0) + 1);
+    let series = this.durations.get(route);
+    if (!series) this.durations.set(route, (series = new Map()));
+    let s = series.get(status);
+    if (!s) series.set(status, (s = this.httpDuration.labels(route, String(status))));
+    s.observe(seconds);
   }
 
-  /** Count one 429 from an account bucket or the in-flight cap. */
-  rateLimited(budget: Budget): void {
-    this.limited[budget]++;
+  /** Count one 429 of an account on `plan` from an account bucket or the in-flight cap. */
+  rateLimited(budget: Budget, plan: string): void {
+    let budgets = this.limited.get(plan);
+    if (!budgets) this.limited.set(plan, (budgets = { send: 0, query: 0, in_flight: 0 }));
+    budgets[budget]++;
+  }
+
+  /** Count one transaction accepted for an account on `plan`. */
+  accepted(plan: string): void {
+    this.acceptedByPlan.set(plan, (this.acceptedByPlan.get(plan) ?? 0) + 1);
+  }
+
+  /**
+   * A transaction of an account on `plan` reached `outcome` (main thread, from the tracker's
+   * changes). A confirmed one is observed in the landing latency and slots-to-land histograms.
+   */
+  settled(plan: string, outcome: 'confirmed' | 'failed' | 'expired', landing: { latencyMs: number; slots: number } | null): void {
+    let outcomes = this.outcomesByPlan.get(plan);
+    if (!outcomes) this.outcomesByPlan.set(plan, (outcomes = new Map()));
+    outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+    if (landing === null) return;
+    this.landingLatency.labels(plan).observe(landing.latencyMs / 1000);
+    this.slotsToLand.labels(plan).observe(Math.max(0, landing.slots));
+  }
+
+  /**
+   * Expose what only the main thread knows: the build, and the per-plan outcomes and landing
+   * histograms (registered once, so the ingress threads' values never add to them).
+   */
+  watchService(info: BuildInfo): void {
+    const infoGauge = new Gauge({ name: 'landfall_build_info', help: 'Always 1; the labels say which build runs (Landfall version, Node.js version)', labelNames: ['version', 'node'], registers: [this.registry] });
+    infoGauge.set({ ...info }, 1);
+    const { outcomesByPlan } = this;
+    this.counter('landfall_plan_transactions_total', 'Tracked transactions reaching an outcome (confirmed, failed, expired), by the account\'s plan', ['plan', 'outcome'], function* () {
+      for (const [plan, outcomes] of outcomesByPlan) for (const [outcome, n] of outcomes) yield [{ plan, outcome }, n];
+    });
+    this.register(this.landingLatency);
+    this.register(this.slotsToLand);
   }
 
   /** Expose the delivery engine: service-added latency, sends per leader, drops, flights, chain view. */
@@ -214,6 +311,11 @@ export class Metrics {
         for (const [labels, n] of read()) this.inc(labels, n);
       },
     });
+  }
+
+  /** A `LabeledHistogram` has the shape a registry reads (`get()` and its fields), not prom-client's class. */
+  private register(h: LabeledHistogram): void {
+    this.registry.registerMetric(h as unknown as Metric);
   }
 
   private gauge(name: string, help: string, read: () => number): void {

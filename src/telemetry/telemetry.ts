@@ -76,7 +76,8 @@ export class Telemetry implements RequestObserver {
   }
 
   finished(ctx: Ctx, status: number, reason: string | null): void {
-    this.metrics.request(ctx.route, status);
+    const ns = Number(process.hrtime.bigint() - ctx.receivedAt);
+    this.metrics.request(ctx.route, status, ns / 1e9);
     const level = status >= 500 ? 'error' : PROBES.has(ctx.route) ? 'debug' : 'info';
     if (!this.log.isLevelEnabled(level)) return;
     this.log[level](
@@ -88,7 +89,7 @@ export class Telemetry implements RequestObserver {
         route: ctx.route,
         path: redactKeys(ctx.url),
         status,
-        us: Math.round(Number(process.hrtime.bigint() - ctx.receivedAt) / 1000),
+        us: Math.round(ns / 1000),
         account: ctx.accountId ?? undefined,
         sig: ctx.signature ?? undefined,
         reason: reason === null ? undefined : redactKeys(reason),

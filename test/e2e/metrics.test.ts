@@ -141,6 +141,35 @@ describe('/metrics', () => {
     expect(delta('landfall_transactions_total', { outcome: 'confirmed' })).toBe(landedOk);
     expect(delta('landfall_transactions_total', { outcome: 'failed' })).toBe(1);
     expect(delta('landfall_tracker_observations_total')).toBe(landedOk + 1);
+
+    // Per plan: the whale bot's five and the starter's accepted sends; its 429s under its plan.
+    expect(delta('landfall_plan_accepted_total', { plan: 'whale' })).toBe(5);
+    expect(delta('landfall_plan_accepted_total', { plan: 'starter' })).toBe(sendOk);
+    expect(delta('landfall_rate_limited_total', { budget: 'send', plan: 'starter' })).toBe(sendLimited);
+    expect(delta('landfall_rate_limited_total', { plan: 'whale' })).toBe(0);
+    expect(delta('landfall_plan_transactions_total', { plan: 'whale', outcome: 'confirmed' })).toBe(4);
+    expect(delta('landfall_plan_transactions_total', { plan: 'whale', outcome: 'failed' })).toBe(1);
+    expect(delta('landfall_plan_transactions_total', { plan: 'starter', outcome: 'confirmed' })).toBe(sendOk);
+    // The landing histograms: one observation per confirmed transaction, with the latency and
+    // slots its status record reports.
+    expect(delta('landfall_landing_latency_seconds_count')).toBe(landedOk);
+    expect(delta('landfall_landing_latency_seconds_bucket', { plan: 'whale', le: '+Inf' })).toBe(4);
+    expect(delta('landfall_slots_to_land_count', { plan: 'starter' })).toBe(sendOk);
+    const records = [...ok, viaRpc].map((tx) => s.svc.store.getStatus(tx.signature)!);
+    const latencySum = records.reduce((a, r) => a + r.latencyMs! / 1000, 0);
+    const slotsSum = records.reduce((a, r) => a + (r.slot! - r.submitSlot), 0);
+    expect(delta('landfall_landing_latency_seconds_sum', { plan: 'whale' })).toBeCloseTo(latencySum, 6);
+    expect(delta('landfall_slots_to_land_sum', { plan: 'whale' })).toBe(slotsSum);
+    // The request duration histogram counts each response once, under its route and status.
+    expect(delta('landfall_http_request_duration_seconds_count', { route: '/v1/send', code: '200' })).toBe(4 + sendOk);
+    expect(delta('landfall_http_request_duration_seconds_bucket', { route: '/v1/send', code: '429', le: '+Inf' })).toBe(sendLimited);
+    expect(delta('landfall_http_request_duration_seconds_sum', { route: '/v1/send', code: '200' })).toBeGreaterThan(0);
+  });
+
+  it('tells the build it runs', async () => {
+    const { samples } = await scrape();
+    const info = samples.filter((x) => x.name === 'landfall_build_info');
+    expect(info).toEqual([{ name: 'landfall_build_info', labels: { version: '0.1.0', node: process.version }, value: 1 }]);
   });
 
   it('counts a transaction that can never land as expired, and the tracker pending gauge falls back', { timeout: 60_000 }, async () => {

@@ -125,6 +125,10 @@ describe('the OpenAPI document', () => {
         '/',
         '/api/v1/bundles',
         '/api/v1/transactions',
+        '/dashboard',
+        '/dashboard/',
+        '/dashboard/app.css',
+        '/dashboard/app.js',
         '/fast',
         '/health',
         '/metrics',
@@ -242,6 +246,15 @@ describe('real responses match the document', () => {
     await conforms(wrongMethod, doc.components.responses.MethodNotAllowed, ['components', 'responses', 'MethodNotAllowed'], '405');
   });
 
+  it('the dashboard: GET / and /dashboard redirect to it, its three files are served', async () => {
+    for (const path of ['/', '/dashboard']) {
+      await call(path, 'get', path, { redirect: 'manual' });
+    }
+    expect((await call('/dashboard/', 'get', '/dashboard/')).body).toContain('<script type="module" src="app.js">');
+    expect((await call('/dashboard/app.js', 'get', '/dashboard/app.js')).body).toContain('/v1/stream');
+    expect((await call('/dashboard/app.css', 'get', '/dashboard/app.css')).body).toContain('.card');
+  });
+
   it('JSON-RPC on both paths: results, errors, batches, 204, and the whole-request refusals', async () => {
     const bot = account(s, 'whale');
     const starter = account(s, 'starter');
@@ -319,8 +332,10 @@ describe('real responses match the document', () => {
     expect(sent.status).toBe(200);
     const pushed = await waitMessage((m) => m.type === 'status' && m.status === 'confirmed');
     expectValid(['components', 'schemas', 'StreamStatus'], pushed, 'status message');
-    const { type, ...record } = pushed;
+    const { type, tip_lamports, submit_slot, ...record } = pushed;
     expect(type).toBe('status');
+    expect(tip_lamports).toBe(1_000_000);
+    expect(submit_slot).toBeLessThanOrEqual(record.slot);
     expectValid(['components', 'schemas', 'StatusRecord'], record, 'status message record');
     ws.close();
   });

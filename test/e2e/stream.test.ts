@@ -88,14 +88,18 @@ describe('live status stream', () => {
       latency_ms: null,
       slot: null,
       api_key_name: 'default',
+      tip_lamports: 300_000,
+      submit_slot: expect.any(Number),
     });
     const confirmed = await statusOf(c, tx.signature, 'confirmed');
     expect(confirmed.latency_ms).toBeGreaterThanOrEqual(0);
     expect(confirmed.slot).toBeGreaterThan(0);
     expect(confirmed.submitted_at).toBe(sent.submitted_at);
-    // The same record the status endpoint serves.
+    expect(confirmed.submit_slot).toBe(sent.submit_slot);
+    expect(confirmed.slot).toBeGreaterThanOrEqual(confirmed.submit_slot);
+    // The record the status endpoint serves, plus the tip and the slot at acceptance.
     const r = await fetch(`${s.svc.url}/v1/status/${tx.signature}?api-key=${bot.key}`);
-    const { type: _type, ...record } = confirmed;
+    const { type: _type, tip_lamports: _tip, submit_slot: _slot, ...record } = confirmed;
     expect(await r.json()).toEqual(record);
   });
 

@@ -428,6 +428,17 @@ describe('/metrics and /health details behind metricsToken and on the admin list
     expect(Object.keys(detailed)).toEqual(expect.arrayContaining(['status', 'uptime_s', 'chain']));
     expect(typeof detailed.uptime_s).toBe('number');
     expect((await fetch(`${admin}/v1/send`, { method: 'POST' })).status).toBe(404);
+    // The dashboard is there too (its operator view reads /metrics and /health on the same origin).
+    const root = await fetch(`${admin}/`, { redirect: 'manual' });
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/dashboard/');
+    const page = await fetch(`${admin}/dashboard/`);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("connect-src 'self'");
+    expect(await page.text()).toContain('id="operator"');
+    const wrong = await fetch(`${admin}/dashboard/`, { method: 'POST' });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('GET');
   });
 
   describe('a token without an admin listener', () => {

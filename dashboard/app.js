@@ -1,0 +1,484 @@
+// Landfall dashboard: plain JavaScript, no framework, nothing fetched from elsewhere.
+//
+// Bot view (an API key): GET /v1/account, GET /v1/tip-floor, the live /v1/stream (the key goes in
+// the first WebSocket message), GET /v1/status/{signature}/trace on a click. Operator view (the
+// metrics token, or none where /metrics is open, as on the admin listener): GET /metrics and
+// GET /health every 2 s. Keys live in sessionStorage (this tab only) and go out as headers, never
+// in a URL, where proxies and access logs would keep them. Everything shown is set with
+// textContent or as SVG attributes: nothing a server or a peer sends is parsed as HTML.
+
+const KEY_ITEM = 'landfall.apiKey';
+const TOKEN_ITEM = 'landfall.metricsToken';
+const ACCOUNT_REFRESH_MS = 5000;
+const OPERATOR_REFRESH_MS = 2000;
+/** Transactions kept in the live table and in the charts. */
+const MAX_ROWS = 200;
+const LATENCY_BOUNDS_MS = [25, 50, 100, 250, 500, 1000, 2000, 5000];
+const SLOT_BOUNDS = [0, 1, 2, 3, 4, 6, 8, 12, 20];
+const SVG_NS = 'http://www.w3.org/2000/svg';
+/** The stream's close code for a missing, invalid or revoked key (src/http/stream.ts CLOSE.unauthorized). */
+const STREAM_UNAUTHORIZED = 4001;
+
+const $ = (id) => document.getElementById(id);
+const fmt = (n) => (n === null || n === undefined || Number.isNaN(n) ? '–' : Number(n).toLocaleString('en-US', { maximumFractionDigits: 2 }));
+const pct = (x) => (x === null || Number.isNaN(x) ? '–' : `${(x * 100).toFixed(1)} %`);
+const seconds = (s) => (s === null || Number.isNaN(s) ? '–' : s < 0.001 ? `${(s * 1e6).toFixed(0)} µs` : s < 1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`);
+const text = (id, v) => ($(id).textContent = String(v));
+
+function svgEl(tag, attrs = {}, label) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (label !== undefined) e.textContent = label;
+  return e;
+}
+
+function svgRoot(width, height) {
+  return svgEl('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img' });
+}
+
+function showError(id, message) {
+  const e = $(id);
+  e.hidden = message === null;
+  e.textContent = message ?? '';
+}
+
+/** A JSON GET with a bearer credential; throws with the server's error text otherwise. */
+async function getJson(path, credential) {
+  const r = await fetch(path, { headers: credential ? { authorization: `Bearer ${credential}` } : {} });
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${await errorText(r)}`);
+  return r.json();
+}
+
+async function errorText(r) {
+  try {
+    const body = await r.json();
+    return body?.error?.message ? `${body.error.message}${body.error.reason ? ` (${body.error.reason})` : ''}` : JSON.stringify(body);
+  } catch {
+    return r.statusText;
+  }
+}
+
+// ---- charts ----------------------------------------------------------------------------------
+
+/** Counts of `values` per bucket (`bounds` are upper bounds; the last bucket is above them). */
+function bucketize(values, bounds) {
+  const counts = new Array(bounds.length + 1).fill(0);
+  for (const v of values) {
+    let i = 0;
+    while (i < bounds.length && v > bounds[i]) i++;
+    counts[i]++;
+  }
+  return counts.map((count, i) => ({ label: i < bounds.length ? `≤${bounds[i]}` : `>${bounds[bounds.length - 1]}`, count }));
+}
+
+/** A bar chart of labelled counts, each bar titled with its count. */
+function barChart(container, buckets) {
+  const w = 320, h = 140, pad = 18;
+  const max = Math.max(1, ...buckets.map((b) => b.count));
+  const bw = (w - pad) / buckets.length;
+  const root = svgRoot(w, h);
+  root.append(svgEl('line', { class: 'axis', x1: pad, y1: h - pad, x2: w, y2: h - pad }));
+  buckets.forEach((b, i) => {
+    const bh = ((h - 2 * pad) * b.count) / max;
+    const x = pad + i * bw + 2;
+    const rect = svgEl('rect', { class: 'bar-rect', x, y: h - pad - bh, width: bw - 4, height: bh, 'data-count': b.count });
+    rect.append(svgEl('title', {}, `${b.label}: ${b.count}`));
+    root.append(rect);
+    root.append(svgEl('text', { x: x + (bw - 4) / 2, y: h - 5, 'text-anchor': 'middle' }, b.label));
+    if (b.count > 0) root.append(svgEl('text', { x: x + (bw - 4) / 2, y: h - pad - bh - 3, 'text-anchor': 'middle' }, String(b.count)));
+  });
+  container.replaceChildren(root);
+}
+
+/** Tips (dots, in arrival order) against horizontal lines: the floor's p50 and p75 and the plan minimum. */
+function tipsChart(container, tips, lines) {
+  const w = 320, h = 140, pad = 18;
+  const all = [...tips, ...lines.map((l) => l.value)].filter((v) => v !== null);
+  const max = Math.max(1, ...all) * 1.1;
+  const y = (v) => h - pad - ((h - 2 * pad) * v) / max;
+  const root = svgRoot(w, h);
+  root.append(svgEl('line', { class: 'axis', x1: pad, y1: h - pad, x2: w, y2: h - pad }));
+  for (const l of lines) {
+    if (l.value === null) continue;
+    root.append(svgEl('line', { class: l.cls, x1: pad, x2: w, y1: y(l.value), y2: y(l.value) }));
+    root.append(svgEl('text', { x: w - 2, y: y(l.value) - 3, 'text-anchor': 'end' }, `${l.label} ${fmt(l.value)}`));
+  }
+  const step = (w - 2 * pad) / Math.max(1, tips.length);
+  tips.forEach((t, i) => {
+    const dot = svgEl('circle', { class: 'tip', cx: pad + step * (i + 0.5), cy: y(t), r: 3 });
+    dot.append(svgEl('title', {}, `${fmt(t)} lamports`));
+    root.append(dot);
+  });
+  container.replaceChildren(root);
+}
+
+/**
+ * A trace as a timeline: one row per leader, one mark per attempt at its time since the request
+ * (outcome as colour, slot and round in its title), and the landing as a vertical line.
+ */
+function timeline(container, trace, landedAtMs) {
+  const w = 640, rowH = 22, pad = 120;
+  const rows = [...new Set(trace.attempts.map((a) => a.leader ?? a.tpu ?? '(held)'))];
+  const h = 30 + rows.length * rowH;
+  const endUs = Math.max(1, ...trace.attempts.map((a) => a.at_us), landedAtMs === null ? 0 : landedAtMs * 1000);
+  const x = (us) => pad + ((w - pad - 10) * us) / endUs;
+  const root = svgRoot(w, h);
+  rows.forEach((r, i) => root.append(svgEl('text', { x: 2, y: 16 + i * rowH }, r.length > 18 ? `${r.slice(0, 8)}…${r.slice(-6)}` : r)));
+  for (const a of trace.attempts) {
+    const row = rows.indexOf(a.leader ?? a.tpu ?? '(held)');
+    const mark = svgEl('circle', { class: `attempt outcome-${a.outcome}`, cx: x(a.at_us), cy: 12 + row * rowH, r: 5 });
+    mark.append(svgEl('title', {}, `${a.outcome} at ${(a.at_us / 1000).toFixed(2)} ms, slot ${a.slot}, round ${a.round}${a.reason ? `, ${a.reason}` : ''}${a.close_code !== null ? `, close code ${a.close_code}` : ''}`));
+    root.append(mark);
+  }
+  if (landedAtMs !== null) {
+    root.append(svgEl('line', { class: 'landed', x1: x(landedAtMs * 1000), x2: x(landedAtMs * 1000), y1: 0, y2: h - 16 }));
+    root.append(svgEl('text', { x: x(landedAtMs * 1000), y: h - 4, 'text-anchor': 'end' }, `landed ${landedAtMs} ms`));
+  }
+  root.append(svgEl('text', { x: pad, y: h - 4 }, '0'));
+  container.replaceChildren(root);
+}
+
+// ---- bot view --------------------------------------------------------------------------------
+
+const bot = {
+  key: null,
+  socket: null,
+  timer: null,
+  /** signature → the latest pushed record. */
+  txs: new Map(),
+  selected: null,
+  floor: null,
+  account: null,
+};
+
+function renderAccount(a) {
+  bot.account = a;
+  text('plan', a.plan);
+  text('plan-since', `member since ${a.member_since.slice(0, 10)}`);
+  text('max-tps', fmt(a.limits.max_tps));
+  text('min-tip-bp', fmt(a.limits.min_tip_bp));
+  text('min-tip-lamports', fmt(a.limits.min_tip_bp * a.lamports_per_point));
+  text('points', fmt(a.usage.service_points));
+  text('tx-total', fmt(a.usage.transactions_total));
+  text('tx-today', fmt(a.usage.transactions_today));
+  const next = a.next_tier;
+  text('next-tier', next ? `${next.plan}: ${next.progress_percent} %` : 'top tier');
+  $('next-tier-bar').style.width = `${next ? next.progress_percent : 100}%`;
+  text('next-tier-detail', next ? `${fmt(next.remaining_bp)} BP to go; then ${next.benefits.new_max_tps} sends/s, min tip ${next.benefits.new_tip_bp} BP` : '');
+}
+
+async function refreshBot() {
+  try {
+    const [account, floor] = await Promise.all([getJson('/v1/account', bot.key), getJson('/v1/tip-floor', bot.key)]);
+    renderAccount(account);
+    bot.floor = floor;
+    renderCharts();
+    showError('bot-error', null);
+    $('bot-body').hidden = false;
+  } catch (e) {
+    showError('bot-error', e.message);
+  }
+}
+
+function openStream() {
+  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/v1/stream`;
+  const ws = new WebSocket(url);
+  bot.socket = ws;
+  text('stream-state', 'connecting');
+  // The key goes in the first message, not the URL.
+  ws.onopen = () => ws.send(JSON.stringify({ type: 'auth', api_key: bot.key }));
+  ws.onmessage = (m) => {
+    const msg = JSON.parse(m.data);
+    if (msg.type === 'ready') text('stream-state', 'live');
+    else if (msg.type === 'status') onStatus(msg);
+  };
+  ws.onclose = (e) => {
+    if (bot.socket !== ws) return;
+    // A refused key is not retried: the account view says why.
+    const retry = e.code !== STREAM_UNAUTHORIZED;
+    text('stream-state', `closed (${e.code}${e.reason ? `: ${e.reason}` : ''})${retry ? '; reconnecting' : ''}`);
+    if (retry) setTimeout(() => bot.socket === ws && openStream(), 2000);
+  };
+}
+
+function onStatus(record) {
+  bot.txs.delete(record.signature);
+  bot.txs.set(record.signature, record); // newest last
+  while (bot.txs.size > MAX_ROWS) bot.txs.delete(bot.txs.keys().next().value);
+  renderTable();
+  renderCharts();
+  if (bot.selected === record.signature && record.status !== 'sent') void showTrace(record.signature);
+}
+
+const stateOf = (r) => (r.expired ? 'expired' : r.status);
+const slotsToLand = (r) => (r.status === 'confirmed' && r.slot !== null ? r.slot - r.submit_slot : null);
+
+function renderTable() {
+  const rows = [...bot.txs.values()].reverse().map((r) => {
+    const tr = document.createElement('tr');
+    tr.dataset.signature = r.signature;
+    if (r.signature === bot.selected) tr.className = 'selected';
+    const cells = [r.signature, stateOf(r), r.latency_ms === null ? '–' : `${r.latency_ms} ms`, slotsToLand(r) ?? '–', fmt(r.tip_lamports)];
+    cells.forEach((c, i) => {
+      const td = document.createElement('td');
+      td.textContent = String(c);
+      if (i === 1) td.className = `status-${c}`;
+      tr.append(td);
+    });
+    tr.onclick = () => void showTrace(r.signature);
+    return tr;
+  });
+  $('tx-table').tBodies[0].replaceChildren(...rows);
+}
+
+function renderCharts() {
+  const landed = [...bot.txs.values()].filter((r) => r.status === 'confirmed');
+  const latencies = landed.map((r) => r.latency_ms);
+  const slots = landed.map(slotsToLand);
+  barChart($('latency-hist'), bucketize(latencies, LATENCY_BOUNDS_MS));
+  barChart($('slots-hist'), bucketize(slots, SLOT_BOUNDS));
+  text('latency-summary', latencies.length ? `${latencies.length} landed; median ${median(latencies)} ms` : 'no landing seen yet in this tab');
+  text('slots-summary', slots.length ? `median ${median(slots)} slots` : '');
+  const tips = [...bot.txs.values()].map((r) => r.tip_lamports);
+  const w = bot.floor?.windows['10m'];
+  const minimum = bot.floor?.plan_minimum?.min_tip_lamports ?? null;
+  tipsChart($('tips-chart'), tips, [
+    { label: 'floor p50', cls: 'floor', value: w?.lamports?.p50 ?? null },
+    { label: 'floor p75', cls: 'floor', value: w?.lamports?.p75 ?? null },
+    { label: 'plan min', cls: 'minimum', value: minimum },
+  ]);
+  const under = w?.lamports ? tips.filter((t) => t < w.lamports.p50).length : null;
+  text('tips-summary', w?.lamports ? `10 min floor p50 ${fmt(w.lamports.p50)} lamports over ${w.landed} landings; ${under} of your ${tips.length} tips below it` : 'no landing in the last 10 minutes: no floor yet');
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+}
+
+async function showTrace(signature) {
+  bot.selected = signature;
+  renderTable();
+  try {
+    const t = await getJson(`/v1/status/${signature}/trace`, bot.key);
+    $('trace-card').hidden = false;
+    text('trace-sig', signature);
+    text('trace-cause', t.cause);
+    text('trace-reached', t.leaders_reached);
+    text('trace-tried', t.leaders_tried);
+    text('trace-attempts', t.attempts.length + t.attempts_omitted);
+    timeline($('trace-timeline'), t, bot.txs.get(signature)?.latency_ms ?? null);
+    showError('bot-error', null);
+  } catch (e) {
+    showError('bot-error', e.message);
+  }
+}
+
+function startBot(key) {
+  stopBot();
+  bot.key = key;
+  sessionStorage.setItem(KEY_ITEM, key);
+  openStream();
+  void refreshBot();
+  bot.timer = setInterval(refreshBot, ACCOUNT_REFRESH_MS);
+}
+
+function stopBot() {
+  clearInterval(bot.timer);
+  const ws = bot.socket;
+  bot.socket = null;
+  ws?.close();
+  bot.txs.clear();
+  bot.selected = null;
+}
+
+// ---- operator view ---------------------------------------------------------------------------
+
+/** The samples of a Prometheus text exposition: { name, labels, value }. */
+function parseMetrics(body) {
+  const samples = [];
+  for (const line of body.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
+    samples.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+const matches = (s, name, labels) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v);
+const total = (samples, name, labels = {}) => samples.filter((s) => matches(s, name, labels)).reduce((a, s) => a + s.value, 0);
+
+/** The `q` quantile of a histogram's cumulative buckets (summed over its series), as Prometheus's histogram_quantile. */
+function quantile(samples, name, q) {
+  const byLe = new Map();
+  for (const s of samples) if (s.name === `${name}_bucket`) byLe.set(s.labels.le, (byLe.get(s.labels.le) ?? 0) + s.value);
+  const buckets = [...byLe].map(([le, n]) => [le === '+Inf' ? Infinity : Number(le), n]).sort((a, b) => a[0] - b[0]);
+  const count = buckets.length ? buckets[buckets.length - 1][1] : 0;
+  if (count === 0) return null;
+  const rank = q * count;
+  let prevLe = 0, prevN = 0;
+  for (const [le, n] of buckets) {
+    if (n >= rank) {
+      if (le === Infinity) return prevLe;
+      return prevLe + ((le - prevLe) * (rank - prevN)) / Math.max(1, n - prevN);
+    }
+    prevLe = le;
+    prevN = n;
+  }
+  return prevLe;
+}
+
+const op = { token: null, timer: null, previous: null };
+
+function renderOperator(samples, health, at) {
+  const accepted = total(samples, 'landfall_plan_accepted_total');
+  const prev = op.previous;
+  text('op-sends-rate', prev ? fmt(Math.max(0, accepted - prev.accepted) / ((at - prev.at) / 1000)) : '–');
+  op.previous = { accepted, at };
+  text('op-accepted', fmt(accepted));
+  const outcome = (o) => total(samples, 'landfall_transactions_total', { outcome: o });
+  const [confirmed, failed, expired] = [outcome('confirmed'), outcome('failed'), outcome('expired')];
+  text('op-confirmed', fmt(confirmed));
+  text('op-failed', fmt(failed));
+  text('op-expired', fmt(expired));
+  const settled = confirmed + failed + expired;
+  text('op-landing-rate', settled ? pct(confirmed / settled) : '–');
+  text('op-latency-p50', seconds(quantile(samples, 'landfall_service_latency_seconds', 0.5)));
+  text('op-latency-p99', seconds(quantile(samples, 'landfall_service_latency_seconds', 0.99)));
+  text('op-latency-count', fmt(total(samples, 'landfall_service_latency_seconds_count')));
+  text('op-landing-p50', seconds(quantile(samples, 'landfall_landing_latency_seconds', 0.5)));
+  text('op-landing-p99', seconds(quantile(samples, 'landfall_landing_latency_seconds', 0.99)));
+  text('op-slots-p50', fmt(quantile(samples, 'landfall_slots_to_land', 0.5)));
+  renderChain(samples, health);
+  renderRefusals(samples);
+  renderLeaders(samples);
+  renderCluster(samples, health);
+  const build = samples.find((s) => s.name === 'landfall_build_info');
+  text('op-build', build ? `Landfall ${build.labels.version} on Node.js ${build.labels.node}` : '');
+}
+
+function renderChain(samples, health) {
+  const synced = total(samples, 'landfall_chain_synced') === 1;
+  text('op-chain-state', synced ? 'synced' : 'stale');
+  $('op-chain-state').className = `big ${synced ? 'status-confirmed' : 'status-failed'}`;
+  text('op-slot', fmt(total(samples, 'landfall_chain_slot')));
+  text('op-slot-age', seconds(total(samples, 'landfall_chain_slot_age_seconds')));
+  text('op-store', health.store ? (health.store.available ? 'available' : `unavailable: ${health.store.reason ?? ''}`) : health.status);
+}
+
+/** Non-2xx responses by status code (and 429s by budget), the largest first. */
+function renderRefusals(samples) {
+  const rows = new Map();
+  for (const s of samples) {
+    if (s.name !== 'landfall_http_requests_total' || Number(s.labels.code) < 400 || s.value === 0) continue;
+    rows.set(`HTTP ${s.labels.code}`, (rows.get(`HTTP ${s.labels.code}`) ?? 0) + s.value);
+  }
+  for (const s of samples) {
+    if (s.name !== 'landfall_rate_limited_total' || s.value === 0) continue;
+    const k = `429 ${s.labels.budget} budget`;
+    rows.set(k, (rows.get(k) ?? 0) + s.value);
+  }
+  fillTable('op-refusals', [...rows].sort((a, b) => b[1] - a[1]));
+}
+
+function renderLeaders(samples) {
+  const leaders = new Map();
+  for (const s of samples) {
+    if (s.name !== 'landfall_leader_sends_total') continue;
+    const l = leaders.get(s.labels.leader) ?? { ok: 0, failed: 0 };
+    l[s.labels.result] = s.value;
+    leaders.set(s.labels.leader, l);
+  }
+  const reached = [...leaders].filter(([name, l]) => name !== 'other' && l.ok > 0);
+  text('op-leaders', reached.length);
+  fillTable('op-leader-table', [...leaders].sort((a, b) => b[1].ok - a[1].ok).slice(0, 10).map(([name, l]) => [name, l.ok, l.failed]));
+}
+
+function renderCluster(samples, health) {
+  const c = health.cluster;
+  if (!c) {
+    text('op-cluster', 'single node');
+    text('op-cluster-detail', '');
+    return;
+  }
+  text('op-cluster', `${c.nodes.length} nodes (${c.nodes.join(', ')}), NATS ${c.nats}, ${c.mode}`);
+  const lag = quantile(samples, 'landfall_cluster_replication_lag_seconds', 0.99);
+  text('op-cluster-detail', `this node ${c.node}; replication lag p99 ${seconds(lag)}; ${c.replication_backlog} events not yet acknowledged; budgets ${c.budget}`);
+}
+
+function fillTable(id, rows) {
+  $(id).tBodies[0].replaceChildren(
+    ...rows.map((cells) => {
+      const tr = document.createElement('tr');
+      for (const c of cells) {
+        const td = document.createElement('td');
+        td.textContent = typeof c === 'number' ? fmt(c) : String(c);
+        tr.append(td);
+      }
+      return tr;
+    }),
+  );
+}
+
+async function refreshOperator() {
+  try {
+    const headers = op.token ? { authorization: `Bearer ${op.token}` } : {};
+    const r = await fetch('/metrics', { headers });
+    if (r.status === 404) throw new Error('/metrics is not served here: this service has an admin listener (adminPort); open the dashboard on it');
+    if (!r.ok) throw new Error(`/metrics: ${r.status} ${await errorText(r)}`);
+    const samples = parseMetrics(await r.text());
+    const health = await (await fetch('/health', { headers })).json();
+    renderOperator(samples, health, Date.now());
+    showError('op-error', null);
+    $('op-body').hidden = false;
+  } catch (e) {
+    showError('op-error', e.message);
+  }
+}
+
+function startOperator(token) {
+  clearInterval(op.timer);
+  op.token = token || null;
+  op.previous = null;
+  if (token) sessionStorage.setItem(TOKEN_ITEM, token);
+  else sessionStorage.removeItem(TOKEN_ITEM);
+  void refreshOperator();
+  op.timer = setInterval(refreshOperator, OPERATOR_REFRESH_MS);
+}
+
+// ---- wiring ----------------------------------------------------------------------------------
+
+function selectView(view) {
+  for (const b of document.querySelectorAll('.tab')) b.setAttribute('aria-selected', String(b.dataset.view === view));
+  for (const s of document.querySelectorAll('.view')) s.hidden = s.id !== view;
+  if (location.hash !== `#${view}`) history.replaceState(null, '', `#${view}`);
+  if (view === 'operator' && op.timer === null) startOperator(sessionStorage.getItem(TOKEN_ITEM) ?? '');
+}
+
+function init() {
+  for (const b of document.querySelectorAll('.tab')) b.onclick = () => selectView(b.dataset.view);
+  $('bot-login').onsubmit = (e) => {
+    e.preventDefault();
+    const key = $('bot-key').value.trim();
+    $('bot-key').value = '';
+    if (key) startBot(key);
+  };
+  $('bot-forget').onclick = () => {
+    stopBot();
+    sessionStorage.removeItem(KEY_ITEM);
+    $('bot-body').hidden = true;
+  };
+  $('op-login').onsubmit = (e) => {
+    e.preventDefault();
+    startOperator($('op-token').value.trim());
+    $('op-token').value = '';
+  };
+  const saved = sessionStorage.getItem(KEY_ITEM);
+  if (saved) startBot(saved);
+  selectView(location.hash === '#operator' ? 'operator' : 'bot');
+}
+
+init();

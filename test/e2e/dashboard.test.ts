@@ -1,0 +1,162 @@
+/**
+ * The dashboard in a real browser: Debian's chromium driven by playwright-core, against the
+ * running service on the local cluster. What a person sees is checked against what the API says
+ * (the account's numbers, a landed transaction's latency and slots, its trace, the operator's
+ * counts from /metrics), the API key never appears in a URL, and each view is saved as a
+ * screenshot (test-results/dashboard/, the copies in docs/img/ come from there).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findTool, missingTool } from '../../scripts/debian-tools.mjs';
+import { waitFor } from '../helpers/localnet.js';
+import { metricSum } from '../helpers/metrics.js';
+import { account, accountView, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
+
+const browserPath = findTool('chromium');
+const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-results', 'dashboard');
+const METRICS_TOKEN = 'dashboard-test-metrics-token';
+if (browserPath === null) process.stderr.write(`dashboard browser tests not run: ${missingTool('chromium')}\n`);
+
+/** Wait until `selector`'s text is `expected`; on time-out, fail showing what it is instead. */
+async function expectShown(page: Page, selector: string, expected: string, timeout = 15_000): Promise<void> {
+  try {
+    await page.waitForFunction(([sel, want]) => document.querySelector(sel!)?.textContent === want, [selector, expected], { timeout, polling: 50 });
+  } catch {
+    expect(await page.locator(selector).textContent(), selector).toBe(expected);
+  }
+}
+
+/** How the page formats a number (`fmt` in dashboard/app.js). */
+const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 });
+
+describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
+  let s: Stack;
+  let browser: Browser;
+  let page: Page;
+  let bot: { id: string; key: string };
+  /** Every URL the page asked for (requests and WebSockets). */
+  const urls: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    s = await startStack({ localnet: { slotMs: 100, seed: 'dashboard' }, config: { metricsToken: METRICS_TOKEN } });
+    bot = account(s, 'growth');
+    // --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
+    browser = await chromium.launch({ executablePath: browserPath!, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    page.on('request', (r) => urls.push(r.url()));
+    page.on('websocket', (ws) => urls.push(ws.url()));
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await s?.close();
+  });
+
+  it('GET / sends the browser to the dashboard', async () => {
+    await page.goto(`${s.svc.url}/`);
+    expect(new URL(page.url()).pathname).toBe('/dashboard/');
+    expect(await page.locator('#bot-login').isVisible()).toBe(true);
+  });
+
+  it('a wrong key is refused in words, and the stream is not retried with it', async () => {
+    await page.fill('#bot-key', 'lf_NotAKeyOfThisService');
+    await page.click('#bot-login button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#bot-error')?.textContent?.startsWith('/v1/account: 401 Unauthorized'));
+    await expectShown(page, '#stream-state', 'closed (4001: invalid or revoked API key)');
+    expect(await page.locator('#bot-body').isHidden()).toBe(true);
+  });
+
+  it("bot view: the account's plan, limits, usage and progress as GET /v1/account gives them", async () => {
+    await page.fill('#bot-key', bot.key);
+    await page.click('#bot-login button[type=submit]');
+    const a = await accountView(s, bot.key);
+    await expectShown(page, '#plan', a.plan);
+    await expectShown(page, '#max-tps', fmt(a.limits.max_tps));
+    await expectShown(page, '#min-tip-bp', fmt(a.limits.min_tip_bp));
+    await expectShown(page, '#points', fmt(a.usage.service_points));
+    await expectShown(page, '#tx-total', fmt(a.usage.transactions_total));
+    await expectShown(page, '#next-tier', `${a.next_tier.plan}: ${a.next_tier.progress_percent} %`);
+    await expectShown(page, '#stream-state', 'live');
+    // The key field is cleared once used; the key lives in the tab's sessionStorage only.
+    expect(await page.inputValue('#bot-key')).toBe('');
+    expect(await page.evaluate(() => sessionStorage.getItem('landfall.apiKey'))).toBe(bot.key);
+  });
+
+  it('a transaction that lands appears live with its latency and slots; a click draws its trace', async () => {
+    const from = await payer(s);
+    const txs = await Promise.all([tipped(s, from, 1_000_000), tipped(s, from, 2_000_000)]);
+    for (const tx of txs) expect((await send(s, bot.key, tx.base64)).status).toBe(200);
+    for (const tx of txs) {
+      const record = await settled(s, bot.key, tx.signature);
+      expect(record.status).toBe('confirmed');
+      const row = `#tx-table tr[data-signature="${tx.signature}"]`;
+      await expectShown(page, `${row} td:nth-child(2)`, 'confirmed');
+      await expectShown(page, `${row} td:nth-child(3)`, `${record.latency_ms} ms`);
+      const stored = s.svc.store.getStatus(tx.signature)!;
+      await expectShown(page, `${row} td:nth-child(4)`, String(stored.slot! - stored.submitSlot));
+      await expectShown(page, `${row} td:nth-child(5)`, fmt(Number(stored.tipLamports)));
+    }
+    // The landing-latency histogram counts both landings.
+    await page.waitForFunction(() => [...document.querySelectorAll('#latency-hist rect')].reduce((a, r) => a + Number(r.getAttribute('data-count')), 0) === 2);
+
+    const tx = txs[0]!;
+    await page.click(`#tx-table tr[data-signature="${tx.signature}"]`);
+    const trace = (await (await fetch(`${s.svc.url}/v1/status/${tx.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } })).json()) as any;
+    await expectShown(page, '#trace-sig', tx.signature);
+    await expectShown(page, '#trace-cause', trace.cause);
+    expect(trace.cause).toMatch(/^landed in slot \d+$/);
+    await expectShown(page, '#trace-reached', String(trace.leaders_reached));
+    await expectShown(page, '#trace-tried', String(trace.leaders_tried));
+    expect(await page.locator('#trace-timeline circle.attempt').count()).toBe(trace.attempts.length);
+    expect(trace.attempts.length).toBeGreaterThan(0);
+    expect(await page.locator('#trace-timeline line.landed').count()).toBe(1);
+
+    // The tips against the floor: once the floor has the two landings, the page shows its p50.
+    const floor = await waitFor('a tip floor over both landings', async () => {
+      const f = (await (await fetch(`${s.svc.url}/v1/tip-floor`)).json()) as any;
+      return f.windows['10m'].landed === 2 ? f.windows['10m'] : undefined;
+    });
+    await page.waitForFunction((want) => document.querySelector('#tips-summary')?.textContent?.startsWith(want), `10 min floor p50 ${fmt(floor.lamports.p50)} lamports over 2 landings`, { timeout: 15_000 });
+    expect(await page.locator('#tips-chart circle.tip').count()).toBe(2);
+    await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-bot.png'), fullPage: true });
+  });
+
+  it('operator view with the metrics token: counts as /metrics has them', async () => {
+    await page.click('button[data-view=operator]');
+    // Without the token the page says the service wants it.
+    await page.waitForFunction(() => document.querySelector('#op-error')?.textContent?.includes('401'));
+    await page.fill('#op-token', METRICS_TOKEN);
+    await page.click('#op-login button[type=submit]');
+    const text = await (await fetch(`${s.svc.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    const confirmed = metricSum(text, 'landfall_transactions_total', { outcome: 'confirmed' });
+    expect(confirmed).toBe(2);
+    await expectShown(page, '#op-accepted', fmt(metricSum(text, 'landfall_plan_accepted_total')));
+    await expectShown(page, '#op-confirmed', fmt(confirmed));
+    await expectShown(page, '#op-landing-rate', '100.0 %');
+    await expectShown(page, '#op-latency-count', fmt(metricSum(text, 'landfall_service_latency_seconds_count')));
+    await expectShown(page, '#op-chain-state', 'synced');
+    await expectShown(page, '#op-cluster', 'single node');
+    const leaders = new Set(
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('landfall_leader_sends_total{') && l.includes('result="ok"') && !l.endsWith(' 0'))
+        .map((l) => /leader="([^"]+)"/.exec(l)![1]),
+    );
+    await expectShown(page, '#op-leaders', String(leaders.size));
+    await expectShown(page, '#op-build', `Landfall 0.1.0 on Node.js ${process.version}`);
+    // From the second refresh on, sends/s is a rate over the interval: nothing was sent since.
+    await expectShown(page, '#op-sends-rate', '0');
+    await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-operator.png'), fullPage: true });
+  });
+
+  it('never put a key or the token in a URL', () => {
+    expect(urls.length).toBeGreaterThan(5);
+    for (const u of urls) {
+      expect(u).not.toContain(bot.key);
+      expect(u).not.toContain(METRICS_TOKEN);
+    }
+    expect(urls.some((u) => u.endsWith('/v1/stream'))).toBe(true);
+  });
+});

@@ -14,7 +14,7 @@ import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/api.js';
-import { listen, type RunningServer } from './http/server.js';
+import { ensurePortFree, listen, type RunningServer } from './http/server.js';
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
@@ -79,6 +79,9 @@ export interface ServiceOptions {
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const cleanup: Array<() => unknown> = [];
+  // Before anything starts: a port another process holds is refused, not shared (SO_REUSEPORT).
+  await ensurePortFree(config.host, config.port);
+  if (config.adminPort !== null) await ensurePortFree(config.adminHost, config.adminPort);
   try {
     const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing

@@ -16,23 +16,7 @@ import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config.js';
 import type { Ctx, RequestObserver } from '../http/request.js';
 import { Metrics } from './metrics.js';
-
-/**
- * `lf_` (or `lf%5F`) and what follows in base58: an API key, or a piece of one. Not after a letter
- * or digit, so words such as `self_test` stay as they are.
- */
-const KEY_SHAPE = /(?<![A-Za-z0-9])lf(?:_|%5f)[1-9A-HJ-NP-Za-km-z]*/gi;
-
-/**
- * `s` with anything shaped like an API key (`lf_` + base58) replaced by `lf_[REDACTED]`: a client
- * may put its key where it does not belong (a path, a header, a parameter the reason quotes).
- * Fast path: no regex unless `s` has an underscore or a percent sign, which a key (or its
- * URL-encoded prefix) must have.
- */
-export function redactKeys(s: string): string {
-  if (s.indexOf('_') === -1 && s.indexOf('%') === -1) return s;
-  return s.replace(KEY_SHAPE, 'lf_[REDACTED]');
-}
+import { redactKeys } from './redact.js';
 
 /** Longest a buffered log line waits before it is written. */
 const FLUSH_MS = 200;

@@ -404,6 +404,42 @@ describe('keys where keys do not belong', () => {
   });
 });
 
+describe('key secrets where keys do not belong', () => {
+  it('are redacted in the log after a letter, percent-encoded, or without the lf_ prefix (path, request id, body field name)', async () => {
+    const { key } = account(s);
+    const secret = key.slice(3);
+    const everyByteEncoded = [...secret].map((c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).join('');
+    const auth = { authorization: `Bearer ${key}` };
+    const ids: string[] = [];
+    const call = async (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) => {
+      const r = await fetch(`${s.svc.url}${path}`, init);
+      await r.arrayBuffer();
+      ids.push(r.headers.get('x-request-id')!);
+      return r.status;
+    };
+    expect(await call(`/nope/x${key}`)).toBe(404);
+    expect(await call(`/nope/%6Cf_${secret}`)).toBe(404);
+    expect(await call(`/nope/%6C%66%5F${secret}`)).toBe(404);
+    expect(await call(`/nope/${everyByteEncoded}`)).toBe(404);
+    expect(await call(`/v1/status/${secret}`, { headers: auth })).toBe(400);
+    expect(await call('/v1/send', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ transaction: 'AQAB', [secret]: true }) })).toBe(400);
+    const glued = await fetch(`${s.svc.url}/nope`, { headers: { 'x-request-id': `Bearer${key}` } });
+    await glued.arrayBuffer();
+    expect(glued.headers.get('x-request-id')).toBe(`Bearer${key}`);
+
+    const lines = await waitFor('the request lines', () => {
+      const mine = logLines().filter((l) => ids.includes(l.req) || l.req === 'Bearerlf_[REDACTED]');
+      return mine.length === ids.length + 1 ? mine : undefined;
+    });
+    const text = readFileSync(logFile, 'utf8');
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain(everyByteEncoded);
+    for (const l of lines) expect(JSON.stringify(l)).toContain('[REDACTED]');
+    expect(lines.find((l) => l.route === '/v1/status/:signature').path).toBe('/v1/status/[REDACTED]');
+    expect(lines.find((l) => l.route === '/v1/send').reason).toMatch(/^unknown field "\[REDACTED\]"/);
+  });
+});
+
 describe('/metrics and /health details behind metricsToken and on the admin listener', () => {
   it('the API port serves no /metrics and a bare /health; the admin listener serves both with the token', async () => {
     expect((await fetch(`${s.svc.url}/metrics`)).status).toBe(404);

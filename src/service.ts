@@ -278,6 +278,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       adminUrl = `http://${config.adminHost}:${admin.port}`;
     }
     telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    if (localnet) telemetry.log.warn({ rpc: rpcUrl }, 'no chain configured (rpcUrl): transactions go to the embedded local test cluster, not to Solana');
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
       telemetry.log.warn({ host: config.host }, '/metrics is open on a non-loopback address: set metricsToken or adminPort');
     }

@@ -2,7 +2,6 @@
  * `landfall` command line: `serve`, `accounts`, `keys`, `localnet`, `demo` (usage texts in
  * `usage.ts`).
  */
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { startService, type Service } from '../service.js';
@@ -10,9 +9,10 @@ import { accountsCommand, keysCommand } from './admin.js';
 import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
 import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
+import { parseOptions } from './args.js';
 
 async function serve(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseOptions({
     args: argv,
     options: {
       port: { type: 'string' },
@@ -52,7 +52,10 @@ async function serve(argv: string[]): Promise<void> {
 
 function banner(s: Service): string {
   const chain = s.localnet
-    ? `embedded local cluster (no chain node configured; pass --rpc URL to use one)\n` +
+    ? `EMBEDDED LOCAL TEST CLUSTER, NOT SOLANA\n` +
+      `  !!! No setting names a chain (--rpc, rpcUrl, LANDFALL_RPC_URL), so this process runs a local test\n` +
+      `  !!! cluster and every transaction goes there: nothing reaches mainnet, devnet or testnet.\n` +
+      `  !!! Pass --rpc URL (or rpcUrl in the config file) to deliver to a real chain.\n` +
       `    RPC  ${s.rpcUrl}\n    WS   ${s.wsUrl}\n` +
       s.localnet.validators.map((v) => `    validator ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}\n`).join('')
     : `chain node ${s.rpcUrl} (ws ${s.wsUrl})\n`;

@@ -3,6 +3,7 @@
  * confirmation tracker, behind the HTTP API. With no chain node configured it starts the
  * embedded local cluster and points everything at it, exactly as it would at a real node.
  */
+import type { Logger } from 'pino';
 import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
 import { enableBudgetShares } from './accounts/budget-shares.js';
@@ -140,7 +141,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       poll: config.tracker.poll,
       inFlight,
       onChange: (c) => {
-        if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');
+        logOutcome(telemetry.log, c);
         settle(c);
         if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
         statusHub.publish(c.record);
@@ -203,6 +204,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     telemetry.metrics.watchDelivery(engine);
     telemetry.metrics.watchTracker(tracker);
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
+    telemetry.metrics.watchLog(telemetry.logHealth);
     engine.onAccepted = cluster
       ? (record, a) => {
           statusHub.publish(record);
@@ -216,7 +218,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress = await IngressPool.start({
         threads: config.ingressThreads,
         port: config.port,
-        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, budgetShares },
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, logHealth: telemetry.logHealth.buffer, budgetShares },
         engine,
         metrics: telemetry.metrics,
         ...(cluster && { onAccepted: (_records: StatusRecord[], batch: Accepted[]) => cluster!.accepted(batch) }),
@@ -264,6 +266,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       const adminApp = buildAdminApp(telemetry, {
         health: () => engine.health(),
         store: () => storeHealth.view(),
+        log: () => telemetry.logHealth.view(),
         cluster: clusterHealth,
         metricsText: async () => (pool ? telemetry.metrics.aggregatedText(await pool.gather()) : telemetry.metrics.text()),
         metricsContentType: telemetry.metrics.contentType,
@@ -322,6 +325,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     await runCleanup(cleanup);
     throw e;
   }
+}
+
+/** One line per transaction outcome, at info: landed (confirmed), failed (landed with an error) or expired. */
+function logOutcome(log: Logger, c: StatusChange): void {
+  const r = c.record;
+  const event = r.expired ? 'transaction expired' : r.status === 'confirmed' ? 'transaction landed' : r.status === 'failed' ? 'transaction failed' : null;
+  if (event === null) return;
+  log.info({ sig: r.signature, account: r.accountId, slot: r.slot ?? undefined, latency_ms: r.latencyMs ?? undefined, source: c.source, reason: c.reason }, event);
 }
 
 function isLoopback(host: string): boolean {

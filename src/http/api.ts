@@ -15,6 +15,7 @@ import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import type { StoreHealthView } from '../store/store-health.js';
+import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
@@ -301,7 +302,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   // with the key also read where those clients put it, and their preflight default.
   const dropIn = rpcHandler({ ...rpcBackend, authenticate: (ctx) => authenticate(s.keys, ctx, true, true) }, DROP_IN_DIALECT);
   const metricsText = s.metricsText ?? (() => t.metrics.text());
-  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
+  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), log: () => t.logHealth.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
   // With an admin listener, /metrics and /health's details are served there only (service.ts).
   const adminElsewhere = s.config.adminPort !== null;
   const routes: RouteSpec[] = [
@@ -380,6 +381,8 @@ export interface OperationsSources {
   startedAt: number;
   /** Whether the store can commit (every thread's view of one state); none: not reported. */
   store?: () => StoreHealthView;
+  /** Whether log lines are written, and how many were dropped (every thread's); none: not reported. */
+  log?: () => LogHealthView;
   /** The node's cluster state (`config.nats`); none or null: a single node, not reported. */
   cluster?: () => ClusterHealth | null;
 }
@@ -419,6 +422,7 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
         const h = o.health();
         const store = o.store?.() ?? null;
         const cluster = o.cluster?.() ?? null;
+        const log = o.log?.() ?? null;
         const { code, status } = state(h.synced, store);
         return {
           status: code,
@@ -428,6 +432,7 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
             chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) },
             ...(store !== null && { store }),
             ...(cluster !== null && { cluster }),
+            ...(log !== null && { log }),
           },
         };
       },

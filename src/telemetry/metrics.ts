@@ -52,6 +52,11 @@ export interface StoreSource {
   view(): { available: boolean; free_bytes: number | null };
 }
 
+/** What the metrics read of the log's process-wide state (`LogHealth`). */
+export interface LogSource {
+  readonly droppedLines: number;
+}
+
 /** A token bucket, or the cap on transactions in flight (`in_flight`). */
 export type Budget = 'send' | 'query' | 'in_flight';
 
@@ -173,6 +178,13 @@ export class Metrics {
     this.gauge('landfall_store_free_bytes', "Free bytes on the data directory's filesystem at the store's last check", () => store.view().free_bytes ?? 0);
     this.counter('landfall_resent_after_restart_total', 'Pending transactions sent again after a restart (their bytes kept in the store)', [], function* () {
       yield [{}, resent()];
+    });
+  }
+
+  /** Expose the log's dropped lines (every thread's: one shared count). */
+  watchLog(log: LogSource): void {
+    this.counter('landfall_log_lines_dropped_total', 'Log lines dropped because they could not be written (a full or failing log filesystem; GET /health says since when)', [], function* () {
+      yield [{}, log.droppedLines];
     });
   }
 

@@ -56,6 +56,11 @@ export class LogHealth {
     Atomics.store(this.fields, 1, 0n);
   }
 
+  /** True while writes fail (any thread's). */
+  get failing(): boolean {
+    return Atomics.load(this.fields, 1) !== 0n;
+  }
+
   get droppedLines(): number {
     return Number(Atomics.load(this.fields, 0));
   }
@@ -90,6 +95,10 @@ export class LogSink {
   private inFlight: Buffer | null = null;
   /** The batch in flight opens with the line telling of lost lines (not itself a dropped line if it fails). */
   private inFlightTellsLoss = false;
+  /** Part of the batch in flight went out: a failure now leaves the file ending mid-line. */
+  private inFlightStarted = false;
+  /** The file ends mid-line (a batch failed after a partial write): the next write starts a new line. */
+  private midLine = false;
   private retry: NodeJS.Timeout | null = null;
   /** Lines this sink dropped since its last successful write (told in the first line after). */
   private lost = 0;
@@ -169,6 +178,10 @@ export class LogSink {
     this.clearPending();
     this.inFlightTellsLoss = this.lost > 0;
     if (this.inFlightTellsLoss) text = this.lostLine() + text;
+    // After a failure (of this thread, or of another thread writing the same file) the file may
+    // end mid-line: start a new one (at worst an empty line).
+    if (this.midLine || this.health.failing) text = '\n' + text;
+    this.inFlightStarted = false;
     this.inFlight = Buffer.from(text);
     this.writeInFlight();
   }
@@ -186,16 +199,19 @@ export class LogSink {
           return;
         }
         this.inFlight = null;
+        this.midLine ||= this.inFlightStarted;
         this.drop(newlines(buf.toString('utf8')) - (this.inFlightTellsLoss ? 1 : 0), err.code ?? err.message);
         return this.next();
       }
       if (written < buf.length) {
         this.inFlight = buf.subarray(written);
         this.inFlightTellsLoss = false; // its start went out
+        this.inFlightStarted = true;
         return this.writeInFlight();
       }
       this.inFlight = null;
       this.lost = 0;
+      this.midLine = false;
       this.health.wrote();
       this.next();
     });

@@ -268,7 +268,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         store: () => storeHealth.view(),
         log: () => telemetry.logHealth.view(),
         cluster: clusterHealth,
-        metricsText: async () => (pool ? telemetry.metrics.aggregatedText(await pool.gather()) : telemetry.metrics.text()),
+        metricsText: pool ? () => pool.metricsText() : () => telemetry.metrics.text(),
         metricsContentType: telemetry.metrics.contentType,
         token: config.metricsToken,
         startedAt: Date.now(),

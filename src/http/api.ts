@@ -20,6 +20,7 @@ import type { ClusterHealth } from '../cluster/health.js';
 import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
+import { RenderedText } from '../telemetry/rendered-text.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
@@ -395,6 +396,9 @@ export interface OperationsSources {
  */
 export function operationRoutes(o: OperationsSources): { health: RouteSpec; bareHealth: Handler; metrics: RouteSpec } {
   const digest = (v: string) => createHash('sha256').update(v).digest();
+  // Rendered at most once per interval on this thread (with ingress threads, the main thread
+  // renders every thread's values for all of them, also at most once per interval: `IngressPool`).
+  const metricsText = new RenderedText(o.metricsText);
   const expected = o.token === null ? null : digest(o.token);
   const granted = (ctx: Ctx): boolean => {
     if (expected === null) return true;
@@ -443,7 +447,7 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
       body: null,
       handler: async (ctx) => {
         if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');
-        return { status: 200, body: await o.metricsText(), contentType: o.metricsContentType };
+        return { status: 200, body: await metricsText.get(), contentType: o.metricsContentType };
       },
     },
   };

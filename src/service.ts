@@ -15,7 +15,7 @@ import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/api.js';
-import { ensurePortFree, listen, type RunningServer } from './http/server.js';
+import { ensurePortFree, isLoopback, listen, type RunningServer } from './http/server.js';
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
@@ -271,6 +271,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         metricsText: pool ? () => pool.metricsText() : () => telemetry.metrics.text(),
         metricsContentType: telemetry.metrics.contentType,
         token: config.metricsToken,
+        exposed: !isLoopback(config.adminHost),
         startedAt: Date.now(),
       });
       const admin = await listen(adminApp, config.adminHost, config.adminPort);
@@ -283,7 +284,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
     if (localnet) telemetry.log.warn({ rpc: rpcUrl }, 'no chain configured (rpcUrl): transactions go to the embedded local test cluster, not to Solana');
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
-      telemetry.log.warn({ host: config.host }, '/metrics is open on a non-loopback address: set metricsToken or adminPort');
+      telemetry.log.warn({ host: config.host }, '/metrics is not served on a non-loopback address without metricsToken: set metricsToken or adminPort to scrape it');
     }
 
     return {
@@ -333,10 +334,6 @@ function logOutcome(log: Logger, c: StatusChange): void {
   const event = r.expired ? 'transaction expired' : r.status === 'confirmed' ? 'transaction landed' : r.status === 'failed' ? 'transaction failed' : null;
   if (event === null) return;
   log.info({ sig: r.signature, account: r.accountId, slot: r.slot ?? undefined, latency_ms: r.latencyMs ?? undefined, source: c.source, reason: c.reason }, event);
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 /** Undo in reverse order; every step runs even if an earlier one fails. */

@@ -27,6 +27,7 @@ import { authenticate, bearerKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
+import { isLoopback } from './server.js';
 import { registerStream } from './stream.js';
 import { StreamSlots } from './stream-slots.js';
 import type { Handler, Services } from './types.js';
@@ -303,7 +304,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   // with the key also read where those clients put it, and their preflight default.
   const dropIn = rpcHandler({ ...rpcBackend, authenticate: (ctx) => authenticate(s.keys, ctx, true, true) }, DROP_IN_DIALECT);
   const metricsText = s.metricsText ?? (() => t.metrics.text());
-  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), log: () => t.logHealth.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
+  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), log: () => t.logHealth.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, exposed: !isLoopback(s.config.host), startedAt });
   // With an admin listener, /metrics and /health's details are served there only (service.ts).
   const adminElsewhere = s.config.adminPort !== null;
   const routes: RouteSpec[] = [
@@ -379,6 +380,11 @@ export interface OperationsSources {
   metricsContentType: string;
   /** `metricsToken`: `/metrics` and `/health`'s details need `Authorization: Bearer <token>`; null: open. */
   token: string | null;
+  /**
+   * The listener is on a non-loopback address: without a token, `/metrics` is not served there
+   * (404 saying why), so the service's inner numbers are open by default only on loopback.
+   */
+  exposed?: boolean;
   startedAt: number;
   /** Whether the store can commit (every thread's view of one state); none: not reported. */
   store?: () => StoreHealthView;
@@ -446,6 +452,9 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
       pattern: '/metrics',
       body: null,
       handler: async (ctx) => {
+        if (o.token === null && o.exposed === true) {
+          throw new Refusal('ROUTE_NOT_FOUND', '/metrics is served on a non-loopback address only with metricsToken set (or on the admin listener, adminPort, on a loopback adminHost)');
+        }
         if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');
         return { status: 200, body: await metricsText.get(), contentType: o.metricsContentType };
       },

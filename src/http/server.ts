@@ -27,6 +27,11 @@ export function listen(app: uWS.TemplatedApp, host: string, port: number): Promi
   });
 }
 
+/** True for a host only this machine reaches (what `/metrics` is served open on). */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
 /**
  * Refuse a port another process listens on. uWS binds with SO_REUSEPORT (the ingress threads
  * share one port that way), so a second service on a taken port would bind without error and the

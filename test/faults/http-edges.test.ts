@@ -26,7 +26,7 @@ import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { buildApp, SEND_BODY_LIMIT } from '../../src/http/api.js';
 import { LINGER_BYTES, LINGER_MS } from '../../src/http/request.js';
-import { listen, type RunningServer } from '../../src/http/server.js';
+import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { unreachableDelivery } from '../helpers/guard-delivery.js';
@@ -466,32 +466,39 @@ describe('/metrics and /health details behind metricsToken and on the admin list
     expect((await fetch(`${admin}/v1/send`, { method: 'POST' })).status).toBe(404);
   });
 
+  /** An API app built with `config` (no chain: the operations routes only), served on loopback. */
+  async function operationsApp(config: Partial<typeof DEFAULT_CONFIG>): Promise<{ base: string; close(): Promise<void> }> {
+    const tmp = tempDir();
+    const store = Store.open(tmp.dir);
+    const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
+    const app = buildApp({
+      config: { ...DEFAULT_CONFIG, dataDir: tmp.dir, ...config },
+      accounts,
+      store,
+      limiter: new RateLimiter(DEFAULT_PLANS),
+      tips: new TipSet(makeTipAddresses(8).map((t) => t.toBase58())),
+      delivery: unreachableDelivery,
+    });
+    const server = await listen(app, '127.0.0.1', 0);
+    return {
+      base: `http://127.0.0.1:${server.port}`,
+      async close() {
+        server.close();
+        await store.close();
+        tmp.cleanup();
+      },
+    };
+  }
+
   describe('a token without an admin listener', () => {
-    let tmp: ReturnType<typeof tempDir>;
-    let store: Store;
-    let server: RunningServer;
+    let ops: Awaited<ReturnType<typeof operationsApp>>;
     beforeAll(async () => {
-      tmp = tempDir();
-      store = Store.open(tmp.dir);
-      const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
-      const app = buildApp({
-        config: { ...DEFAULT_CONFIG, dataDir: tmp.dir, metricsToken: TOKEN },
-        accounts,
-        store,
-        limiter: new RateLimiter(DEFAULT_PLANS),
-        tips: new TipSet(makeTipAddresses(8).map((t) => t.toBase58())),
-        delivery: unreachableDelivery,
-      });
-      server = await listen(app, '127.0.0.1', 0);
+      ops = await operationsApp({ metricsToken: TOKEN });
     });
-    afterAll(async () => {
-      server?.close();
-      await store?.close();
-      tmp?.cleanup();
-    });
+    afterAll(() => ops?.close());
 
     it('/metrics on the API port needs the token; /health keeps its status code and drops the details without it', async () => {
-      const base = `http://127.0.0.1:${server.port}`;
+      const base = ops.base;
       const denied = await fetch(`${base}/metrics`);
       expect(denied.status).toBe(401);
       expect(((await denied.json()) as any).error.message).toBe('Unauthorized');
@@ -504,5 +511,22 @@ describe('/metrics and /health details behind metricsToken and on the admin list
       expect(full.status).toBe(503);
       expect(Object.keys((await full.json()) as object)).toEqual(expect.arrayContaining(['status', 'uptime_s', 'chain']));
     });
+  });
+
+  it('configured for a non-loopback host without a token, /metrics is not served (open by default only on loopback)', async () => {
+    // Built for host 0.0.0.0 but served on loopback here: the tests reach nothing else.
+    const exposed = await operationsApp({ host: '0.0.0.0' });
+    const withToken = await operationsApp({ host: '0.0.0.0', metricsToken: TOKEN });
+    const loopback = await operationsApp({ host: '127.0.0.1' });
+    try {
+      const refused = await fetch(`${exposed.base}/metrics`);
+      expect(refused.status).toBe(404);
+      expect(((await refused.json()) as any).error.reason).toMatch(/^\/metrics is served on a non-loopback address only with metricsToken set/);
+      expect((await fetch(`${withToken.base}/metrics`)).status).toBe(401);
+      expect((await fetch(`${withToken.base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+      expect((await fetch(`${loopback.base}/metrics`)).status).toBe(200);
+    } finally {
+      await Promise.all([exposed.close(), withToken.close(), loopback.close()]);
+    }
   });
 });

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/localnet.js';
+import { freshMetricsText } from '../helpers/metrics.js';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
 
@@ -43,7 +44,7 @@ const health = async (st: Stack) => {
 };
 
 async function dropped(st: Stack): Promise<number> {
-  const text = await (await fetch(`${st.svc.url}/metrics`)).text();
+  const text = await freshMetricsText(st.svc.url);
   const line = text.split('\n').find((l) => l.startsWith('landfall_log_lines_dropped_total '));
   if (!line) throw new Error('no landfall_log_lines_dropped_total in /metrics');
   return Number(line.split(' ')[1]);

@@ -52,10 +52,11 @@ export class RequestLog {
   private lines = new Map<string, number>();
   /** Source → lines suppressed this interval. */
   private suppressed = new Map<string, number>();
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: NodeJS.Timeout | null;
 
   constructor(private readonly log: Logger) {
-    this.timer = setInterval(() => this.summarise(), SUMMARY_MS).unref();
+    // A silent logger (an API built without a service) has nothing to tell: no timer.
+    this.timer = log.level === 'silent' ? null : setInterval(() => this.summarise(), SUMMARY_MS).unref();
   }
 
   /** One request's response was written. */
@@ -74,7 +75,7 @@ export class RequestLog {
 
   /** Tell what is counted and stop. */
   close(): void {
-    clearInterval(this.timer);
+    if (this.timer !== null) clearInterval(this.timer);
     this.summarise();
   }
 

@@ -108,4 +108,26 @@ describe('log filesystem full', () => {
     expect(await dropped(st)).toBeGreaterThan(0);
     t.unfill();
   });
+
+  it('with the data directory on the same full filesystem: reads answered, the store and the log both say so', async (ctx) => {
+    ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
+    const t = fs as Tmpfs;
+    await s!.stop(); // one service at a time on the small filesystem
+    const both = await startStack({ config: { logLevel: 'debug', logFile: join(t.dir, 'both', 'landfall.log'), dataDir: join(t.dir, 'both', 'data'), ingressThreads: 1 } });
+    try {
+      t.fill(0);
+      await reads(both, REQUESTS);
+      const h = await waitFor('the store and the log failing in /health', async () => {
+        const r = await health(both);
+        return r.body.log.writing === false && r.body.store.available === false ? r : undefined;
+      });
+      expect(h.status).toBe(503);
+      expect(h.body.status).toBe('store_unavailable');
+      await reads(both, 20);
+    } finally {
+      await both.close();
+      t.unfill();
+      await s!.start();
+    }
+  });
 });

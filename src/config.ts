@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { LandfallError } from './errors.js';
-import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, validatePlans, type PlanTable } from './accounts/plans.js';
+import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, PLAN_ORDER, validatePlans, type PlanTable } from './accounts/plans.js';
 
 /** pino's levels, most severe first; `silent` writes nothing. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -132,6 +132,113 @@ export function readJsonFile(path: string, what: string): unknown {
   } catch (e) {
     throw new LandfallError('CONFIG_INVALID', `cannot read ${what} ${path}: ${(e as Error).message}`);
   }
+}
+
+/**
+ * Environment variables and the setting each sets (`LANDFALL_NATS`: comma-separated URLs).
+ * `LANDFALL_CONFIG` names the file.
+ */
+const ENV_SETTINGS: Readonly<Record<string, string>> = {
+  LANDFALL_PORT: 'port',
+  LANDFALL_HOST: 'host',
+  LANDFALL_DATA: 'dataDir',
+  LANDFALL_RPC_URL: 'rpcUrl',
+  LANDFALL_WS_URL: 'wsUrl',
+  LANDFALL_LOG_LEVEL: 'logLevel',
+  LANDFALL_LOG_FILE: 'logFile',
+  LANDFALL_METRICS_TOKEN: 'metricsToken',
+  LANDFALL_ADMIN_PORT: 'adminPort',
+  LANDFALL_NATS: 'nats',
+  LANDFALL_NODE: 'nodeName',
+  LANDFALL_NATS_REPLICAS: 'natsReplicas',
+  LANDFALL_ACK_SYNC_MS: 'ackSyncMs',
+};
+
+/**
+ * `LANDFALL_*` variables that are not service settings, so the service leaves them alone: the
+ * client's key (`LANDFALL_KEY`, as the client's documentation sets it), the test tooling's
+ * binaries (`LANDFALL_NATS_SERVER`, `LANDFALL_AGAVE_VALIDATOR`).
+ */
+const OTHER_VARIABLES = ['LANDFALL_CONFIG', 'LANDFALL_KEY', 'LANDFALL_NATS_SERVER', 'LANDFALL_AGAVE_VALIDATOR'];
+
+/**
+ * The keys a config file may hold, and those of its nested objects: a key not here is an error
+ * naming the nearest known one (a typo such as `rpcURL` would otherwise be ignored, and the
+ * service would start on the embedded local cluster instead of the chain it names).
+ */
+const FILE_KEYS: KeySpec = {
+  ...Object.fromEntries(Object.keys(DEFAULT_CONFIG).map((k) => [k, null])),
+  localnet: { validators: null, slotMs: null, rpcPort: null },
+  tracker: { push: null, poll: null },
+  nats: { servers: null, node: null, replicas: null },
+  plans: Object.fromEntries(PLAN_ORDER.map((p) => [p, { maxTps: null, queryTps: null, minTipBp: null, thresholdBp: null }])),
+};
+
+/** Known keys of an object: null for a leaf, or the known keys of the nested object. */
+interface KeySpec {
+  [key: string]: KeySpec | null;
+}
+
+/** Levenshtein distance: the edits from `a` to `b`. */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/** How far `name` is from `known`: one containing the other counts as one edit (`threads`, `ingressThreads`). */
+function remoteness(name: string, known: string): number {
+  const a = name.toLowerCase();
+  const b = known.toLowerCase();
+  return a !== b && (a.includes(b) || b.includes(a)) ? 1 : distance(a, b);
+}
+
+/** The known name nearest to `name` (the first of equals). */
+export function nearest(name: string, known: readonly string[]): string {
+  let best = known[0]!;
+  for (const k of known) if (remoteness(name, k) < remoteness(name, best)) best = k;
+  return best;
+}
+
+/** `unknown <what> "name"; did you mean "nearest"?` */
+export function unknownName(what: string, name: string, known: readonly string[]): string {
+  return `unknown ${what} ${JSON.stringify(name)}; did you mean ${JSON.stringify(nearest(name, known))}?`;
+}
+
+/** Refuse a key of `o` (and of its nested objects) that `spec` does not know. */
+function refuseUnknownKeys(o: Record<string, unknown>, spec: KeySpec, where: string, prefix = ''): void {
+  const known = Object.keys(spec);
+  for (const [k, v] of Object.entries(o)) {
+    if (!Object.hasOwn(spec, k)) {
+      throw new LandfallError('CONFIG_INVALID', where + unknownName('setting', prefix + k, known.map((n) => prefix + n)));
+    }
+    const nested = spec[k];
+    if (nested && typeof v === 'object' && v !== null && !Array.isArray(v)) refuseUnknownKeys(v as Record<string, unknown>, nested, where, `${prefix}${k}.`);
+  }
+}
+
+/** Refuse a `LANDFALL_*` variable that is no setting (`LANDFALL_RPC` for `LANDFALL_RPC_URL`). */
+function refuseUnknownVariables(env: NodeJS.ProcessEnv): void {
+  const known = [...Object.keys(ENV_SETTINGS), ...OTHER_VARIABLES];
+  for (const name of Object.keys(env)) {
+    if (name.startsWith('LANDFALL_') && !known.includes(name)) throw new LandfallError('CONFIG_INVALID', unknownName('environment variable', name, known));
+  }
+}
+
+/**
+ * `wsUrl` names a chain only with `rpcUrl`: alone it would be dropped for the embedded local
+ * cluster's, so it is an error (the embedded cluster starts only when no setting names a chain).
+ */
+function wsUrlOf(v: unknown, rpcUrl: unknown): string | null {
+  const ws = urlOf(v, 'wsUrl', ['ws:', 'wss:']);
+  if (ws !== null && (rpcUrl === null || rpcUrl === undefined)) {
+    throw new LandfallError('CONFIG_INVALID', 'wsUrl needs rpcUrl: without rpcUrl the service would start the embedded local cluster and ignore wsUrl');
+  }
+  return ws;
 }
 
 /** Agave serves PubSub on the RPC port + 1. */
@@ -267,10 +374,8 @@ function stringOf(v: unknown, name: string): string {
 /**
  * Build the configuration.
  * @param flags values from the command line (highest precedence)
- * @param env environment (`LANDFALL_PORT`, `LANDFALL_HOST`, `LANDFALL_DATA`, `LANDFALL_CONFIG`,
- *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`, `LANDFALL_LOG_LEVEL`, `LANDFALL_LOG_FILE`,
- *   `LANDFALL_METRICS_TOKEN`, `LANDFALL_ADMIN_PORT`, `LANDFALL_NATS` (comma-separated URLs),
- *   `LANDFALL_NODE`, `LANDFALL_NATS_REPLICAS`)
+ * @param env environment: `LANDFALL_CONFIG` and {@link ENV_SETTINGS}; any other `LANDFALL_*`
+ *   variable (but {@link OTHER_VARIABLES}) is an error
  */
 export function loadConfig(
   flags: Partial<Record<keyof Config | 'config' | 'nodeName' | 'natsReplicas' | 'localnetRpcPort', unknown>> = {},
@@ -284,21 +389,11 @@ export function loadConfig(
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new LandfallError('CONFIG_INVALID', `config file ${path} must hold a JSON object`);
     }
+    refuseUnknownKeys(parsed as Record<string, unknown>, FILE_KEYS, `config file ${path}: `);
     Object.assign(merged, parsed);
   }
-  if (env.LANDFALL_PORT !== undefined) merged.port = env.LANDFALL_PORT;
-  if (env.LANDFALL_HOST !== undefined) merged.host = env.LANDFALL_HOST;
-  if (env.LANDFALL_DATA !== undefined) merged.dataDir = env.LANDFALL_DATA;
-  if (env.LANDFALL_ACK_SYNC_MS !== undefined) merged.ackSyncMs = env.LANDFALL_ACK_SYNC_MS;
-  if (env.LANDFALL_RPC_URL !== undefined) merged.rpcUrl = env.LANDFALL_RPC_URL;
-  if (env.LANDFALL_WS_URL !== undefined) merged.wsUrl = env.LANDFALL_WS_URL;
-  if (env.LANDFALL_LOG_LEVEL !== undefined) merged.logLevel = env.LANDFALL_LOG_LEVEL;
-  if (env.LANDFALL_LOG_FILE !== undefined) merged.logFile = env.LANDFALL_LOG_FILE;
-  if (env.LANDFALL_METRICS_TOKEN !== undefined) merged.metricsToken = env.LANDFALL_METRICS_TOKEN;
-  if (env.LANDFALL_ADMIN_PORT !== undefined) merged.adminPort = env.LANDFALL_ADMIN_PORT;
-  if (env.LANDFALL_NATS !== undefined) merged.nats = env.LANDFALL_NATS;
-  if (env.LANDFALL_NODE !== undefined) merged.nodeName = env.LANDFALL_NODE;
-  if (env.LANDFALL_NATS_REPLICAS !== undefined) merged.natsReplicas = env.LANDFALL_NATS_REPLICAS;
+  refuseUnknownVariables(env);
+  for (const [name, setting] of Object.entries(ENV_SETTINGS)) if (env[name] !== undefined) merged[setting] = env[name];
   for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== 'config') merged[k] = v;
   return {
     port: portOf(merged.port, 'port'),
@@ -310,7 +405,7 @@ export function loadConfig(
     ackSyncMs: nonNegativeIntOf(merged.ackSyncMs, 'ackSyncMs', 60_000),
     inFlightPerTps: positiveOf(merged.inFlightPerTps, 'inFlightPerTps', false),
     rpcUrl: urlOf(merged.rpcUrl, 'rpcUrl', ['http:', 'https:']),
-    wsUrl: urlOf(merged.wsUrl, 'wsUrl', ['ws:', 'wss:']),
+    wsUrl: wsUrlOf(merged.wsUrl, merged.rpcUrl),
     identityPath: optionalString(merged.identityPath, 'identityPath'),
     blocklistPath: optionalString(merged.blocklistPath, 'blocklistPath'),
     fanout: positiveOf(merged.fanout, 'fanout', true),

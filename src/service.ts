@@ -4,6 +4,7 @@
  * embedded local cluster and points everything at it, exactly as it would at a real node.
  */
 import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
 import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
 import { enableBudgetShares } from './accounts/budget-shares.js';
@@ -15,7 +16,7 @@ import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/api.js';
-import { listen, type RunningServer } from './http/server.js';
+import { ensurePortFree, isLoopback, listen, type RunningServer } from './http/server.js';
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
@@ -81,6 +82,9 @@ export interface ServiceOptions {
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
   const cleanup: Array<() => unknown> = [];
+  // Before anything starts: a port another process holds is refused, not shared (SO_REUSEPORT).
+  await ensurePortFree(config.host, config.port);
+  if (config.adminPort !== null) await ensurePortFree(config.adminHost, config.adminPort);
   try {
     const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
@@ -140,7 +144,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       poll: config.tracker.poll,
       inFlight,
       onChange: (c) => {
-        if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');
+        logOutcome(telemetry.log, c);
         settle(c);
         if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
         countSettled(telemetry.metrics, accounts, c.record);
@@ -205,6 +209,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     telemetry.metrics.watchDelivery(engine);
     telemetry.metrics.watchTracker(tracker);
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
+    telemetry.metrics.watchLog(telemetry.logHealth);
     engine.onAccepted = cluster
       ? (record, a) => {
           statusHub.publish(record);
@@ -218,7 +223,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress = await IngressPool.start({
         threads: config.ingressThreads,
         port: config.port,
-        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, budgetShares },
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, logHealth: telemetry.logHealth.buffer, budgetShares },
         engine,
         metrics: telemetry.metrics,
         ...(cluster && { onAccepted: (_records: StatusRecord[], batch: Accepted[]) => cluster!.accepted(batch) }),
@@ -266,10 +271,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       const adminApp = buildAdminApp(telemetry, {
         health: () => engine.health(),
         store: () => storeHealth.view(),
+        log: () => telemetry.logHealth.view(),
         cluster: clusterHealth,
-        metricsText: async () => (pool ? telemetry.metrics.aggregatedText(await pool.gather()) : telemetry.metrics.text()),
+        metricsText: pool ? () => pool.metricsText() : () => telemetry.metrics.text(),
         metricsContentType: telemetry.metrics.contentType,
         token: config.metricsToken,
+        exposed: !isLoopback(config.adminHost),
         startedAt: Date.now(),
       });
       const admin = await listen(adminApp, config.adminHost, config.adminPort);
@@ -280,8 +287,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       adminUrl = `http://${config.adminHost}:${admin.port}`;
     }
     telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    if (localnet) telemetry.log.warn({ rpc: rpcUrl }, 'no chain configured (rpcUrl): transactions go to the embedded local test cluster, not to Solana');
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
-      telemetry.log.warn({ host: config.host }, '/metrics is open on a non-loopback address: set metricsToken or adminPort');
+      telemetry.log.warn({ host: config.host }, '/metrics is not served on a non-loopback address without metricsToken: set metricsToken or adminPort to scrape it');
     }
 
     return {
@@ -336,8 +344,12 @@ function countSettled(metrics: Metrics, accounts: Accounts, r: StatusRecord): vo
   metrics.settled(plan, r.status === 'confirmed' ? 'confirmed' : 'failed', landing);
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+/** One line per transaction outcome, at info: landed (confirmed), failed (landed with an error) or expired. */
+function logOutcome(log: Logger, c: StatusChange): void {
+  const r = c.record;
+  const event = r.expired ? 'transaction expired' : r.status === 'confirmed' ? 'transaction landed' : r.status === 'failed' ? 'transaction failed' : null;
+  if (event === null) return;
+  log.info({ sig: r.signature, account: r.accountId, slot: r.slot ?? undefined, latency_ms: r.latencyMs ?? undefined, source: c.source, reason: c.reason }, event);
 }
 
 /** Undo in reverse order; every step runs even if an earlier one fails. */

@@ -8,11 +8,12 @@
  * mirrors into its own store within a second; no data directory is touched. Points and usage
  * are each node's (`/v1/account` on any node, or `accounts show` on a node's data directory).
  */
-import { parseArgs } from 'node:util';
+import { existsSync } from 'node:fs';
 import { Accounts, isoNoZone, type CreatedAccount } from '../accounts/accounts.js';
 import { loadConfig, type NatsConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { Store } from '../store/store.js';
+import { parseOptions } from './args.js';
 
 type Out = (s: string) => void;
 
@@ -50,8 +51,20 @@ interface AdminOps {
   close(): Promise<void>;
 }
 
+/**
+ * The store of an existing data directory. A path that does not exist is an error, never a new
+ * empty store: a typo (`--data /typo`) would otherwise list "(no accounts)" or create an account
+ * no service ever reads.
+ */
+function openExistingStore(dataDir: string): Store {
+  if (!existsSync(dataDir)) {
+    throw new LandfallError('CONFIG_INVALID', `data directory ${dataDir} does not exist: pass the --data of the service (\`landfall serve --data DIR\` creates it)`);
+  }
+  return Store.open(dataDir);
+}
+
 function storeOps(dataDir: string, config: ReturnType<typeof loadConfig>): AdminOps {
-  const store = Store.open(dataDir);
+  const store = openExistingStore(dataDir);
   const a = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
   const run = <T>(fn: () => T) => new Promise<T>((resolve) => resolve(fn()));
   return {
@@ -103,7 +116,7 @@ async function withOps(argv: string[], fn: (ops: AdminOps, v: ReturnType<typeof 
 }
 
 function parse(argv: string[]) {
-  return parseArgs({ args: argv, options: ADMIN_OPTIONS, allowPositionals: true, strict: true });
+  return parseOptions({ args: argv, options: ADMIN_OPTIONS, allowPositionals: true });
 }
 
 function need(v: string | undefined, what: string): string {

@@ -11,13 +11,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Keypair } from '@solana/web3.js';
 import { LandfallError } from '../errors.js';
 import { startLocalnet } from '../localnet/index.js';
 import { freePort, startNatsServers } from '../cluster/nats-servers.js';
 import { openKvAdmin } from '../cluster/accounts-kv.js';
 import { untilStopped } from './localnet.js';
+import { parseOptions } from './args.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const BIN = new URL('bin/landfall.js', ROOT).pathname;
@@ -53,7 +53,7 @@ function startNode(args: string[], logFile: string): Promise<{ child: ChildProce
 }
 
 export async function clusterDemoCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { nodes: { type: 'string' }, 'slot-ms': { type: 'string' } }, strict: true });
+  const { values } = parseOptions({ args: argv, options: { nodes: { type: 'string' }, 'slot-ms': { type: 'string' } } });
   const n = Number(values.nodes ?? 3);
   const slotMs = Number(values['slot-ms'] ?? 400);
   if (!Number.isInteger(n) || n < 1 || n > 9) throw new LandfallError('CONFIG_INVALID', `--nodes must be 1..9 (got ${values.nodes})`);

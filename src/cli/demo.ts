@@ -13,7 +13,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Connection, Keypair, LAMPORTS_PER_SOL, SystemProgram, Transaction } from '@solana/web3.js';
 import { PLAN_ORDER, type PlanName } from '../accounts/plans.js';
 import { addTip, LandfallApiError, LandfallClient, type DeliveryTrace, type StatusRecord } from '../client/index.js';
@@ -21,6 +20,7 @@ import { DEFAULT_CONFIG, type Config } from '../config.js';
 import { LandfallError } from '../errors.js';
 import type { Fault } from '../localnet/faults.js';
 import { startService, type Service } from '../service.js';
+import { parseOptions } from './args.js';
 
 /** Every n-th transaction is built to fail on chain. */
 const FAIL_EVERY = 5;
@@ -49,7 +49,7 @@ type Write = (s: string) => void;
 
 /** `landfall demo [--duration 30] [--rate 5] [--log FILE]`: returns the exit code. */
 export async function demoCommand(argv: string[], write: Write, tty: boolean): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseOptions({
     args: argv,
     options: { duration: { type: 'string' }, rate: { type: 'string' }, log: { type: 'string' } },
     strict: true,

@@ -7,10 +7,10 @@
  * the counts). The QUIC limits default to Agave's for an unstaked peer, per client IP: a load
  * test whose every connection comes from one address raises them (usage in `usage.ts`).
  */
-import { parseArgs } from 'node:util';
 import { LandfallError } from '../errors.js';
 import { readFaultsFile, startLocalnet, type Localnet } from '../localnet/index.js';
 import { QUIC_DEFAULTS } from './usage.js';
+import { parseOptions } from './args.js';
 
 /** The QUIC limits a run was started with (a flag's value, or Agave's default the server applies). */
 export interface QuicLimits {
@@ -65,7 +65,7 @@ export function untilStopped(): Promise<void> {
 
 /** Resolves with the exit code once the cluster was stopped by a signal. */
 export async function localnetCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseOptions({
     args: argv,
     options: {
       validators: { type: 'string' },

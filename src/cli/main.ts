@@ -3,7 +3,6 @@
  * (usage texts in `usage.ts`), and `--version`.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
 import { LandfallError } from '../errors.js';
 import { startService, type Service } from '../service.js';
@@ -11,9 +10,10 @@ import { accountsCommand, keysCommand } from './admin.js';
 import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
 import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
+import { parseOptions } from './args.js';
 
 async function serve(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseOptions({
     args: argv,
     options: {
       port: { type: 'string' },
@@ -55,7 +55,10 @@ async function serve(argv: string[]): Promise<void> {
 
 function banner(s: Service): string {
   const chain = s.localnet
-    ? `embedded local cluster (no chain node configured; pass --rpc URL to use one)\n` +
+    ? `EMBEDDED LOCAL TEST CLUSTER, NOT SOLANA\n` +
+      `  !!! No setting names a chain (--rpc, rpcUrl, LANDFALL_RPC_URL), so this process runs a local test\n` +
+      `  !!! cluster and every transaction goes there: nothing reaches mainnet, devnet or testnet.\n` +
+      `  !!! Pass --rpc URL (or rpcUrl in the config file) to deliver to a real chain.\n` +
       `    RPC  ${s.rpcUrl}\n    WS   ${s.wsUrl}\n` +
       s.localnet.validators.map((v) => `    validator ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}\n`).join('')
     : `chain node ${s.rpcUrl} (ws ${s.wsUrl})\n`;

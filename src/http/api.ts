@@ -15,10 +15,12 @@ import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import type { StoreHealthView } from '../store/store-health.js';
+import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
+import { RenderedText } from '../telemetry/rendered-text.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
@@ -26,6 +28,7 @@ import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { dashboardRoutes } from './dashboard.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
+import { isLoopback } from './server.js';
 import { registerStream } from './stream.js';
 import { StreamSlots } from './stream-slots.js';
 import type { Handler, Services } from './types.js';
@@ -312,7 +315,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   // with the key also read where those clients put it, and their preflight default.
   const dropIn = rpcHandler({ ...rpcBackend, authenticate: (ctx) => authenticate(s.keys, ctx, true, true) }, DROP_IN_DIALECT);
   const metricsText = s.metricsText ?? (() => t.metrics.text());
-  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, startedAt });
+  const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), log: () => t.logHealth.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, exposed: !isLoopback(s.config.host), startedAt });
   // With an admin listener, /metrics and /health's details are served there only (service.ts).
   const adminElsewhere = s.config.adminPort !== null;
   const routes: RouteSpec[] = [
@@ -398,9 +401,16 @@ export interface OperationsSources {
   metricsContentType: string;
   /** `metricsToken`: `/metrics` and `/health`'s details need `Authorization: Bearer <token>`; null: open. */
   token: string | null;
+  /**
+   * The listener is on a non-loopback address: without a token, `/metrics` is not served there
+   * (404 saying why), so the service's inner numbers are open by default only on loopback.
+   */
+  exposed?: boolean;
   startedAt: number;
   /** Whether the store can commit (every thread's view of one state); none: not reported. */
   store?: () => StoreHealthView;
+  /** Whether log lines are written, and how many were dropped (every thread's); none: not reported. */
+  log?: () => LogHealthView;
   /** The node's cluster state (`config.nats`); none or null: a single node, not reported. */
   cluster?: () => ClusterHealth | null;
 }
@@ -413,6 +423,9 @@ export interface OperationsSources {
  */
 export function operationRoutes(o: OperationsSources): { health: RouteSpec; bareHealth: Handler; metrics: RouteSpec } {
   const digest = (v: string) => createHash('sha256').update(v).digest();
+  // Rendered at most once per interval on this thread (with ingress threads, the main thread
+  // renders every thread's values for all of them, also at most once per interval: `IngressPool`).
+  const metricsText = new RenderedText(o.metricsText);
   const expected = o.token === null ? null : digest(o.token);
   const granted = (ctx: Ctx): boolean => {
     if (expected === null) return true;
@@ -440,6 +453,7 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
         const h = o.health();
         const store = o.store?.() ?? null;
         const cluster = o.cluster?.() ?? null;
+        const log = o.log?.() ?? null;
         const { code, status } = state(h.synced, store);
         return {
           status: code,
@@ -449,6 +463,7 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
             chain: { synced: h.synced, slot: h.slot, slot_age_ms: Math.round(h.slotAgeMs) },
             ...(store !== null && { store }),
             ...(cluster !== null && { cluster }),
+            ...(log !== null && { log }),
           },
         };
       },
@@ -458,8 +473,11 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
       pattern: '/metrics',
       body: null,
       handler: async (ctx) => {
+        if (o.token === null && o.exposed === true) {
+          throw new Refusal('ROUTE_NOT_FOUND', '/metrics is served on a non-loopback address only with metricsToken set (or on the admin listener, adminPort, on a loopback adminHost)');
+        }
         if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');
-        return { status: 200, body: await o.metricsText(), contentType: o.metricsContentType };
+        return { status: 200, body: await metricsText.get(), contentType: o.metricsContentType };
       },
     },
   };

@@ -575,9 +575,10 @@ export const OPENAPI: OpenApiDocument = {
         operationId: 'metrics',
         summary: 'Prometheus metrics (text exposition format 0.0.4)',
         description:
-          'Open by default (bind the service to a private address). With `metricsToken` configured it needs ' +
-          '`Authorization: Bearer <metricsToken>` (401 otherwise); with `adminPort` configured it is served only on the ' +
-          'admin listener (404 on the API port).',
+          'Open by default only on a loopback address: on any other address it needs `metricsToken` (404 without it). ' +
+          'With `metricsToken` configured it needs `Authorization: Bearer <metricsToken>` (401 otherwise); with `adminPort` ' +
+          'configured it is served only on the admin listener (404 on the API port). A render is served again for up to ' +
+          'a second (its last line, a comment, gives its time).',
         tags: ['operations'],
         security: operationsKey,
         responses: {
@@ -856,6 +857,17 @@ export const OPENAPI: OpenApiDocument = {
               since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while available' },
               free_bytes: { type: ['integer', 'null'], minimum: 0, description: "free space on the data directory's filesystem at the last check" },
               refused_writes: { type: 'integer', minimum: 0, description: 'writes refused or failed since it became unavailable' },
+            },
+          },
+          log: {
+            type: 'object',
+            description: 'Whether log lines are written; while they cannot be (a full log filesystem), they are dropped and counted and the service serves on',
+            required: ['writing', 'dropped_lines', 'failing_since'],
+            additionalProperties: false,
+            properties: {
+              writing: { type: 'boolean' },
+              dropped_lines: { type: 'integer', minimum: 0, description: 'log lines dropped since the start (every thread)' },
+              failing_since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while lines are written' },
             },
           },
           cluster: {

@@ -131,6 +131,11 @@ export class Ctx {
   accountId: string | null = null;
   /** The transaction's signature, once verified (for the log line; never the bytes). */
   signature: string | null = null;
+  /**
+   * The client's address, read as the response is written and only for a request without an
+   * account: the log bounds the lines of each such client (`request-log.ts`).
+   */
+  peer = 'unknown';
   private bodyPromise: Promise<Buffer> | undefined;
   private queryParams: URLSearchParams | undefined;
   /** The body went over its limit: the rest is read and discarded, never kept. */
@@ -239,6 +244,7 @@ export class Ctx {
   private write(status: number, text: string, headers: Record<string, string> | undefined, contentType: string, reason: string | null): void {
     if (this.done) return;
     this.done = true;
+    if (this.accountId === null && !this.aborted) this.peer = Buffer.from(this.res.getRemoteAddressAsText()).toString();
     if (this.framingError !== null) {
       // Bad framing: the bytes after this request cannot be trusted (they may be a smuggled
       // request). Answered on the next turn, not now: uWS serves a request pipelined behind a

@@ -39,7 +39,16 @@ export const MAX_BUFFERED_BYTES = 256 * 1024;
  */
 const UWS_MAX_BACKPRESSURE = MAX_BUFFERED_BYTES + 64 * 1024;
 /** The auth message is the only thing a client sends; nothing legitimate comes near this. */
-const MAX_MESSAGE_BYTES = 1024;
+export const MAX_MESSAGE_BYTES = 1024;
+/**
+ * uWS's own cap on a received message. uWS refuses a frame over its cap from the frame header,
+ * before reading it, by dropping the TCP connection: the client sees 1006 and no close frame.
+ * So uWS's cap sits above {@link MAX_MESSAGE_BYTES} and the `message` handler closes a message
+ * between the two with 1009 ("message too big") and a close frame. Past this cap the drop stays
+ * (buffering a larger frame to answer it would let any client make the server hold it): 16 KiB,
+ * uWS's default, is what a socket may make the server buffer.
+ */
+export const UWS_MAX_PAYLOAD = 16 * 1024;
 
 /** Close codes (private-use range 4000–4999) and when they are sent. */
 export const CLOSE = {
@@ -51,6 +60,8 @@ export const CLOSE = {
   slowConsumer: 4008,
   /** The account already has {@link MAX_STREAMS_PER_ACCOUNT} streams open. */
   tooManyStreams: 4029,
+  /** A message over {@link MAX_MESSAGE_BYTES} (RFC 6455 "message too big"). */
+  messageTooBig: 1009,
 } as const;
 
 /**
@@ -208,7 +219,7 @@ export function registerStream(
   };
 
   app.ws<StreamSocket>('/v1/stream', {
-    maxPayloadLength: MAX_MESSAGE_BYTES,
+    maxPayloadLength: UWS_MAX_PAYLOAD,
     maxBackpressure: UWS_MAX_BACKPRESSURE,
     closeOnBackpressureLimit: false,
     idleTimeout: 120,
@@ -226,6 +237,7 @@ export function registerStream(
       );
     },
     message: (ws, message, isBinary) => {
+      if (message.byteLength > MAX_MESSAGE_BYTES) return endWith(ws, CLOSE.messageTooBig, `message of ${message.byteLength} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte limit`);
       if (ws.getUserData().authenticated) return;
       const key = authMessageKey(message, isBinary);
       if (key === null) return endWith(ws, CLOSE.badMessage, 'the first message must be {"type":"auth","api_key":"<key>"}');

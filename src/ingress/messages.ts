@@ -29,6 +29,8 @@ export interface IngressInit {
   inFlight: SharedArrayBuffer;
   /** Whether the store can commit (`StoreHealth`), shared by every thread. */
   storeHealth: SharedArrayBuffer;
+  /** Whether log lines are written, and how many were dropped (`LogHealth`), shared by every thread. */
+  logHealth: SharedArrayBuffer;
   /** Multi-node only: this node's per-account budget shares (`BudgetShares`), else null. */
   budgetShares?: SharedArrayBuffer | null;
 }

@@ -13,6 +13,7 @@ import type { Accepted } from '../delivery/delivery.js';
 import type { StatusRecord } from '../store/records.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import type { Metrics, MetricsJson } from '../telemetry/metrics.js';
+import { RenderedText } from '../telemetry/rendered-text.js';
 import type { TipFloorView } from '../tracker/tip-floor.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
 
@@ -53,6 +54,8 @@ export class IngressPool {
   private metricsIds = 0;
   private readonly metricsWaiting = new Map<number, { left: number; parts: MetricsJson[]; done: (parts: MetricsJson[]) => void }>();
   private unsubscribeChain: (() => void) | null = null;
+  /** Every thread's metrics added up, rendered at most once per interval for every scrape. */
+  private readonly rendered = new RenderedText(async () => this.opts.metrics.aggregatedText(await this.gather()));
   private closing = false;
   port = 0;
 
@@ -129,9 +132,7 @@ export class IngressPool {
         from.streams = new Map(m.streams);
         break;
       case 'metrics-request':
-        void this.gather().then(async (parts) => {
-          from.worker.postMessage({ type: 'metrics-text', id: m.id, text: await this.opts.metrics.aggregatedText(parts) } satisfies ToWorker);
-        });
+        void this.metricsText().then((text) => from.worker.postMessage({ type: 'metrics-text', id: m.id, text } satisfies ToWorker));
         break;
       case 'trace-request':
         from.worker.postMessage({ type: 'trace', id: m.id, trace: this.opts.engine.liveTrace(m.signature) } satisfies ToWorker);
@@ -171,6 +172,11 @@ export class IngressPool {
   /** The node's cluster state, for `/health` on every thread. */
   clusterHealth(health: ClusterHealth): void {
     this.broadcast({ type: 'cluster', health });
+  }
+
+  /** The `/metrics` text of every thread added up (`RenderedText`: at most once per interval). */
+  metricsText(): Promise<string> {
+    return this.rendered.get();
   }
 
   /** Every worker's metric values. */

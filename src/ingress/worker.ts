@@ -30,6 +30,7 @@ import { TipSet } from '../native.js';
 import { StoreHealth } from '../store/store-health.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import { Store } from '../store/store.js';
+import { LogHealth } from '../telemetry/log-sink.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
 import type { SimulationResult } from '../chain/rpc.js';
@@ -91,7 +92,7 @@ class IngressDelivery implements Delivery {
 }
 
 const { config } = init;
-const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
+const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth) });
 const store = Store.open(config.dataDir, { health: new StoreHealth(init.storeHealth), log: telemetry.log, ackSyncMs: config.ackSyncMs });
 const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
 const tips = new TipSet(init.tipAddresses);

@@ -55,8 +55,24 @@ export interface StoreSource {
   view(): { available: boolean; free_bytes: number | null };
 }
 
+/** What the metrics read of the log's process-wide state (`LogHealth`). */
+export interface LogSource {
+  readonly droppedLines: number;
+}
+
 /** A token bucket, or the cap on transactions in flight (`in_flight`). */
 export type Budget = 'send' | 'query' | 'in_flight';
+
+/**
+ * A scrape may be served a text rendered up to a second before (`rendered-text.ts`): its last
+ * line, a comment Prometheus ignores, says when it was rendered (ms since the epoch), so a reader
+ * that needs values newer than an event can tell.
+ */
+export const RENDERED_AT = '# landfall rendered_at_ms=';
+
+function stamped(text: string): string {
+  return `${text}${RENDERED_AT}${Date.now()}\n`;
+}
 
 let processRegistry: Registry | null = null;
 
@@ -273,9 +289,16 @@ export class Metrics {
     });
   }
 
+  /** Expose the log's dropped lines (every thread's: one shared count). */
+  watchLog(log: LogSource): void {
+    this.counter('landfall_log_lines_dropped_total', 'Log lines dropped because they could not be written (a full or failing log filesystem; GET /health says since when)', [], function* () {
+      yield [{}, log.droppedLines];
+    });
+  }
+
   /** The Prometheus text exposition of this service and of the process. */
   async text(): Promise<string> {
-    return (await this.registry.metrics()) + (await processMetrics().metrics());
+    return stamped((await this.registry.metrics()) + (await processMetrics().metrics()));
   }
 
   /** This registry's values (not the process metrics), for another thread to aggregate. */
@@ -289,7 +312,7 @@ export class Metrics {
    */
   async aggregatedText(others: MetricsJson[]): Promise<string> {
     const merged = AggregatorRegistry.aggregate([await this.json(), ...others] as Parameters<typeof AggregatorRegistry.aggregate>[0]);
-    return (await merged.metrics()) + (await processMetrics().metrics());
+    return stamped((await merged.metrics()) + (await processMetrics().metrics()));
   }
 
   get contentType(): string {

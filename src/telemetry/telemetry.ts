@@ -1,73 +1,60 @@
 /**
  * Logs and metrics of the HTTP API, told once per request when its response is written.
  *
- * Logs are JSON lines through pino: one per request (`info`; `error` for a 5xx; `debug` for the
- * probe routes `/ping`, `/health`, `/metrics`, which clients and scrapers hit all the time),
- * carrying the request id, method, route, path, status, time in µs, the account id, the
- * transaction signature and, for a refusal, its reason. Never an API key (the query string is
- * not logged, and anything key-shaped in the path, the request id, the method or a reason that
- * quotes client input is redacted) and never transaction bytes (only the signature).
+ * Logs are JSON lines through pino, each with a message naming its event. Request lines, their
+ * levels and the bound on what one client can make the log write: `request-log.ts`. Never an API
+ * key (the query string is not logged, and anything key-shaped a client wrote is redacted:
+ * `redact.ts`) and never transaction bytes (only the signature). Where lines go, and why a failed
+ * write never reaches a request: `log-sink.ts`.
  *
- * Hot path: the line's object is only built when its level is enabled; pino serialises a flat
- * object of strings and numbers on its fast path, into a buffer written asynchronously in 4 KiB
- * batches (sonic-boom), so a request never waits on a write.
+ * Hot path: a line's object is only built when its level is enabled; pino serialises a flat
+ * object of strings and numbers on its fast path into the sink's buffer, written asynchronously
+ * in 4 KiB batches, so a request never waits on a write.
  */
 import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config.js';
 import type { Ctx, RequestObserver } from '../http/request.js';
+import { LogHealth, LogSink } from './log-sink.js';
 import { Metrics } from './metrics.js';
-
-/**
- * `lf_` (or `lf%5F`) and what follows in base58: an API key, or a piece of one. Not after a letter
- * or digit, so words such as `self_test` stay as they are.
- */
-const KEY_SHAPE = /(?<![A-Za-z0-9])lf(?:_|%5f)[1-9A-HJ-NP-Za-km-z]*/gi;
-
-/**
- * `s` with anything shaped like an API key (`lf_` + base58) replaced by `lf_[REDACTED]`: a client
- * may put its key where it does not belong (a path, a header, a parameter the reason quotes).
- * Fast path: no regex unless `s` has an underscore or a percent sign, which a key (or its
- * URL-encoded prefix) must have.
- */
-export function redactKeys(s: string): string {
-  if (s.indexOf('_') === -1 && s.indexOf('%') === -1) return s;
-  return s.replace(KEY_SHAPE, 'lf_[REDACTED]');
-}
+import { redactKeys } from './redact.js';
+import { RequestLog } from './request-log.js';
 
 /** Longest a buffered log line waits before it is written. */
 const FLUSH_MS = 200;
-
-/** Routes probed continuously (keep-alives, health checks, scrapes): logged at debug, not info. */
-const PROBES = new Set(['/ping', '/health', '/metrics']);
 
 export interface TelemetryOptions {
   level: LogLevel;
   /** Append JSON lines to this file; null writes to stdout. */
   file: string | null;
+  /** The process's log state, shared by its threads (the main thread makes it; none: a new one). */
+  health?: LogHealth;
 }
 
 export class Telemetry implements RequestObserver {
   readonly log: Logger;
   readonly metrics = new Metrics();
-  private readonly destination: ReturnType<typeof pino.destination>;
-  private readonly toFile: boolean;
+  /** Whether lines are written, and how many were dropped (every thread of the process). */
+  readonly logHealth: LogHealth;
+  private readonly sink: LogSink;
+  private readonly requests: RequestLog;
   private readonly flusher: NodeJS.Timeout | null;
 
   constructor(opts: TelemetryOptions) {
-    this.toFile = opts.file !== null;
+    this.logHealth = opts.health ?? new LogHealth();
+    this.sink = new LogSink(opts.level === 'silent' ? null : opts.file, this.logHealth);
     // Lines are batched into writes of 4 KiB and flushed at least every FLUSH_MS: one write
     // syscall per line (on the libuv pool) measured ~40 µs per request end to end; batched,
-    // the request line costs its serialisation (~1.3 µs). pino flushes what is left on exit.
-    this.destination = pino.destination({ dest: opts.file ?? 1, sync: false, minLength: 4096, mkdir: opts.file !== null });
-    this.flusher = opts.level === 'silent' ? null : setInterval(() => this.log.flush(), FLUSH_MS).unref();
+    // the request line costs its serialisation (~1.3 µs).
+    this.flusher = opts.level === 'silent' ? null : setInterval(() => this.sink.flush(), FLUSH_MS).unref();
     this.log = pino(
       {
         level: opts.level,
         // "level":"info" rather than 30: readable without pino's tools.
         formatters: { level: (label) => ({ level: label }) },
       },
-      this.destination,
+      this.sink,
     );
+    this.requests = new RequestLog(this.log);
   }
 
   /** For an API built without a service (tests of the HTTP layer): counts, logs nothing. */
@@ -76,41 +63,20 @@ export class Telemetry implements RequestObserver {
   }
 
   finished(ctx: Ctx, status: number, reason: string | null): void {
-    const ns = Number(process.hrtime.bigint() - ctx.receivedAt);
-    this.metrics.request(ctx.route, status, ns / 1e9);
-    const level = status >= 500 ? 'error' : PROBES.has(ctx.route) ? 'debug' : 'info';
-    if (!this.log.isLevelEnabled(level)) return;
-    this.log[level](
-      {
-        // What the client wrote itself (its request id, method, path, and reasons that quote its
-        // input) may hold a key: redacted.
-        req: redactKeys(ctx.requestId),
-        method: redactKeys(ctx.method),
-        route: ctx.route,
-        path: redactKeys(ctx.url),
-        status,
-        us: Math.round(ns / 1000),
-        account: ctx.accountId ?? undefined,
-        sig: ctx.signature ?? undefined,
-        reason: reason === null ? undefined : redactKeys(reason),
-      },
-      'request',
-    );
+    this.metrics.request(ctx.route, status, Number(process.hrtime.bigint() - ctx.receivedAt) / 1e9);
+    this.requests.finished(ctx, status, reason);
   }
 
   /** An unexpected exception in a handler (a bug): its stack, with the request id to find it by. */
   internalError(ctx: Ctx, e: unknown): void {
-    this.log.error({ req: redactKeys(ctx.requestId), err: e }, 'internal error');
+    const err = e instanceof Error ? { type: e.name, message: redactKeys(e.message), stack: redactKeys(e.stack ?? '') } : redactKeys(String(e));
+    this.log.error({ req: redactKeys(ctx.requestId), err }, 'internal error');
   }
 
-  /** Write out what is buffered and release the file (never stdout). */
-  close(): Promise<void> {
+  /** Tell what the request log counted, write out what is buffered and release the file (never stdout). */
+  async close(): Promise<void> {
     if (this.flusher) clearInterval(this.flusher);
-    return new Promise((resolve) => {
-      this.log.flush(() => {
-        if (this.toFile) this.destination.end();
-        resolve();
-      });
-    });
+    this.requests.close();
+    await this.sink.end();
   }
 }

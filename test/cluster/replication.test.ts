@@ -16,7 +16,7 @@ import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import type { ClusterNode } from '../helpers/cluster-nodes.js';
 import { accountOn, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
 import { waitFor } from '../helpers/localnet.js';
-import { metricSum } from '../helpers/metrics.js';
+import { freshMetricsText, metricSum } from '../helpers/metrics.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 
 const LAMPORTS_PER_POINT = 1000;
@@ -151,7 +151,7 @@ describe('three nodes, one account, two keys', () => {
     watch.close();
 
     // /metrics of a node: the link, the nodes, the budget mode, the outbox and the lag of what it applied.
-    const text = await (await fetch(`${nodes[0]!.url}/metrics`)).text();
+    const text = await freshMetricsText(nodes[0]!.url);
     expect([
       metricSum(text, 'landfall_cluster_nats_up'),
       metricSum(text, 'landfall_cluster_nodes'),

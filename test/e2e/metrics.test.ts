@@ -7,6 +7,8 @@
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/localnet.js';
+import { METRICS_MAX_AGE_MS } from '../../src/telemetry/rendered-text.js';
+import { renderedAt } from '../helpers/metrics.js';
 import { account, nextSlot, payer, send, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
 import { transfer } from '../helpers/transactions.js';
 
@@ -43,10 +45,15 @@ function parse(text: string): Sample[] {
   return samples;
 }
 
+/** A scrape rendered after this call began (a render is served again for up to a second). */
 async function scrape(): Promise<{ samples: Sample[]; contentType: string | null }> {
-  const r = await fetch(`${s.svc.url}/metrics`);
-  expect(r.status).toBe(200);
-  return { samples: parse(await r.text()), contentType: r.headers.get('content-type') };
+  const since = Date.now();
+  return waitFor('a fresh /metrics render', async () => {
+    const r = await fetch(`${s.svc.url}/metrics`);
+    expect(r.status).toBe(200);
+    const text = await r.text();
+    return renderedAt(text) >= since ? { samples: parse(text), contentType: r.headers.get('content-type') } : undefined;
+  });
 }
 
 /** Sum of the samples of `name` whose labels include `labels` (0 when there are none yet). */
@@ -126,7 +133,8 @@ describe('/metrics', () => {
     expect(delta('landfall_http_requests_total', { route: '/v1/send', code: '429' })).toBe(sendLimited);
     expect(delta('landfall_http_requests_total', { route: '/v1/rpc', code: '200' })).toBe(1);
     expect(delta('landfall_http_requests_total', { route: '/v1/status/:signature', code: '429' })).toBe(queryLimited);
-    expect(delta('landfall_http_requests_total', { route: '/metrics', code: '200' })).toBe(1); // the first scrape
+    // Scrapes are counted: how many depends on how many it took to get a fresh render each time.
+    expect(delta('landfall_http_requests_total', { route: '/metrics', code: '200' })).toBeGreaterThanOrEqual(1);
     expect(delta('landfall_rate_limited_total', { budget: 'send' })).toBe(sendLimited);
     expect(delta('landfall_rate_limited_total', { budget: 'query' })).toBe(queryLimited);
 
@@ -205,4 +213,15 @@ describe('/metrics', () => {
     await s.net.setFault(down.name, {});
   });
 
+  it('a burst of scrapes shares renders: each render is served again for up to a second', async () => {
+    const t0 = Date.now();
+    const texts = await Promise.all(Array.from({ length: 100 }, async () => (await fetch(`${s.svc.url}/metrics`)).text()));
+    const elapsed = Date.now() - t0;
+    const renders = new Set(texts.map(renderedAt));
+    // Renders at most once per METRICS_MAX_AGE_MS on each thread: one per started second, plus
+    // one for a thread's cache holding the main thread's render across a boundary.
+    expect(renders.size).toBeLessThanOrEqual(2 * (Math.ceil(elapsed / METRICS_MAX_AGE_MS) + 1));
+    expect(renders.size).toBeLessThan(texts.length);
+    for (const at of renders) expect(at).toBeGreaterThan(0);
+  });
 });

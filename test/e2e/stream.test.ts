@@ -7,7 +7,7 @@
 import { Keypair } from '@solana/web3.js';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_TIMEOUT_MS, CLOSE, MAX_STREAMS_PER_ACCOUNT } from '../../src/http/stream.js';
+import { AUTH_TIMEOUT_MS, CLOSE, MAX_MESSAGE_BYTES, MAX_STREAMS_PER_ACCOUNT, UWS_MAX_PAYLOAD } from '../../src/http/stream.js';
 import { waitFor } from '../helpers/localnet.js';
 import { account, payer, send, startStack, tipped, type Stack } from '../helpers/stack.js';
 
@@ -146,6 +146,21 @@ describe('live status stream', () => {
     const closed = await silent.closed;
     expect(closed.code).toBe(CLOSE.unauthorized);
     expect(closed.reason).toContain(`within ${AUTH_TIMEOUT_MS / 1000} s`);
+  });
+
+  it('closes a message over the size limit with 1009 and a close frame, before and after auth', async () => {
+    const tooBig = JSON.stringify({ type: 'auth', api_key: 'x'.repeat(MAX_MESSAGE_BYTES) });
+    const unauthenticated = connect(s);
+    unauthenticated.ws.on('open', () => unauthenticated.ws.send(tooBig));
+    // A close frame with its reason (uWS's own drop would be 1006, no frame, no reason).
+    expect(await unauthenticated.closed).toEqual({ code: 1009, reason: `message of ${tooBig.length} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte limit` });
+    const bot = account(s);
+    const authenticated = connect(s, { query: `api-key=${bot.key}` });
+    await ready(authenticated);
+    // Up to uWS's own cap (what a socket may make the server buffer).
+    authenticated.ws.send(Buffer.alloc(UWS_MAX_PAYLOAD, 1));
+    expect(await authenticated.closed).toEqual({ code: CLOSE.messageTooBig, reason: `message of ${UWS_MAX_PAYLOAD} bytes exceeds the ${MAX_MESSAGE_BYTES}-byte limit` });
+    await waitFor('stream slot freed', () => s.svc.streamCount(bot.id) === 0 || undefined);
   });
 
   it(`caps streams per account at ${MAX_STREAMS_PER_ACCOUNT} (4029) and frees a slot when one closes`, async () => {

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusKey } from '../../src/store/status-codec.js';
 import { reserveFor } from '../../src/store/store.js';
 import { waitFor } from '../helpers/localnet.js';
+import { freshMetricsText } from '../helpers/metrics.js';
 import { account, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
 import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
 
@@ -51,7 +52,7 @@ const health = async (st: Stack) => {
 
 /** One unlabelled value from `/metrics`. */
 async function metric(st: Stack, name: string): Promise<number> {
-  const text = await (await fetch(`${st.svc.url}/metrics`)).text();
+  const text = await freshMetricsText(st.svc.url);
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   if (!line) throw new Error(`no ${name} in /metrics`);
   return Number(line.slice(name.length + 1));

@@ -26,7 +26,7 @@ import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { buildApp, SEND_BODY_LIMIT } from '../../src/http/api.js';
 import { LINGER_BYTES, LINGER_MS } from '../../src/http/request.js';
-import { listen, type RunningServer } from '../../src/http/server.js';
+import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { unreachableDelivery } from '../helpers/guard-delivery.js';
@@ -357,7 +357,7 @@ describe('a header with a control character', () => {
     expect(r.closed).toBe(true);
     expect(statusLines(r.text).filter((l) => l.startsWith('HTTP/1.1 2'))).toEqual([]);
     // A request a handler saw gets a log line with its id: this one got none.
-    const probe = await fetch(`${s.svc.url}/v1/tip-addresses`, { headers: { 'x-request-id': `${id}-after` } });
+    const probe = await fetch(`${s.svc.url}/nope`, { headers: { 'x-request-id': `${id}-after` } });
     await probe.arrayBuffer();
     await waitFor('the probe request logged', () => (logLines().some((l) => l.req === `${id}-after`) ? true : undefined));
     expect(logLines().filter((l) => l.req === id)).toEqual([]);
@@ -388,12 +388,12 @@ describe('keys where keys do not belong', () => {
     expect(await call('/v1/send', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ transaction: 'AQAB', [key]: true }) })).toBe(400);
     expect(await call('/v1/send', { method: 'POST', headers: { ...auth, 'content-type': `application/${key}` }, body: '{}' })).toBe(415);
     // A request id that is a key: echoed to the caller (it sent it), never written to the log.
-    const echoed = await fetch(`${s.svc.url}/v1/tip-addresses`, { headers: { 'x-request-id': key } });
+    const echoed = await fetch(`${s.svc.url}/nope`, { headers: { 'x-request-id': key } });
     await echoed.arrayBuffer();
     expect(echoed.headers.get('x-request-id')).toBe(key);
 
     const lines = await waitFor('the request lines', () => {
-      const all = logLines().filter((l) => l.msg === 'request');
+      const all = logLines().filter((l) => l.req !== undefined);
       const mine = all.filter((l) => ids.includes(l.req) || l.req === 'lf_[REDACTED]');
       return mine.length === ids.length + 1 ? mine : undefined;
     });
@@ -401,6 +401,42 @@ describe('keys where keys do not belong', () => {
     for (const l of lines) expect(JSON.stringify(l)).toContain('lf_[REDACTED]');
     expect(lines.find((l) => l.status === 404).path).toBe('/nope/lf_[REDACTED]');
     expect(lines.some((l) => /unsupported encoding: lf_\[REDACTED\]/.test(l.reason ?? ''))).toBe(true);
+  });
+});
+
+describe('key secrets where keys do not belong', () => {
+  it('are redacted in the log after a letter, percent-encoded, or without the lf_ prefix (path, request id, body field name)', async () => {
+    const { key } = account(s);
+    const secret = key.slice(3);
+    const everyByteEncoded = [...secret].map((c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).join('');
+    const auth = { authorization: `Bearer ${key}` };
+    const ids: string[] = [];
+    const call = async (path: string, init: RequestInit & { headers?: Record<string, string> } = {}) => {
+      const r = await fetch(`${s.svc.url}${path}`, init);
+      await r.arrayBuffer();
+      ids.push(r.headers.get('x-request-id')!);
+      return r.status;
+    };
+    expect(await call(`/nope/x${key}`)).toBe(404);
+    expect(await call(`/nope/%6Cf_${secret}`)).toBe(404);
+    expect(await call(`/nope/%6C%66%5F${secret}`)).toBe(404);
+    expect(await call(`/nope/${everyByteEncoded}`)).toBe(404);
+    expect(await call(`/v1/status/${secret}`, { headers: auth })).toBe(400);
+    expect(await call('/v1/send', { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ transaction: 'AQAB', [secret]: true }) })).toBe(400);
+    const glued = await fetch(`${s.svc.url}/nope`, { headers: { 'x-request-id': `Bearer${key}` } });
+    await glued.arrayBuffer();
+    expect(glued.headers.get('x-request-id')).toBe(`Bearer${key}`);
+
+    const lines = await waitFor('the request lines', () => {
+      const mine = logLines().filter((l) => ids.includes(l.req) || l.req === 'Bearerlf_[REDACTED]');
+      return mine.length === ids.length + 1 ? mine : undefined;
+    });
+    const text = readFileSync(logFile, 'utf8');
+    expect(text).not.toContain(secret);
+    expect(text).not.toContain(everyByteEncoded);
+    for (const l of lines) expect(JSON.stringify(l)).toContain('[REDACTED]');
+    expect(lines.find((l) => l.route === '/v1/status/:signature').path).toBe('/v1/status/[REDACTED]');
+    expect(lines.find((l) => l.route === '/v1/send').reason).toMatch(/^unknown field "\[REDACTED\]"/);
   });
 });
 
@@ -441,32 +477,39 @@ describe('/metrics and /health details behind metricsToken and on the admin list
     expect(wrong.headers.get('allow')).toBe('GET');
   });
 
+  /** An API app built with `config` (no chain: the operations routes only), served on loopback. */
+  async function operationsApp(config: Partial<typeof DEFAULT_CONFIG>): Promise<{ base: string; close(): Promise<void> }> {
+    const tmp = tempDir();
+    const store = Store.open(tmp.dir);
+    const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
+    const app = buildApp({
+      config: { ...DEFAULT_CONFIG, dataDir: tmp.dir, ...config },
+      accounts,
+      store,
+      limiter: new RateLimiter(DEFAULT_PLANS),
+      tips: new TipSet(makeTipAddresses(8).map((t) => t.toBase58())),
+      delivery: unreachableDelivery,
+    });
+    const server = await listen(app, '127.0.0.1', 0);
+    return {
+      base: `http://127.0.0.1:${server.port}`,
+      async close() {
+        server.close();
+        await store.close();
+        tmp.cleanup();
+      },
+    };
+  }
+
   describe('a token without an admin listener', () => {
-    let tmp: ReturnType<typeof tempDir>;
-    let store: Store;
-    let server: RunningServer;
+    let ops: Awaited<ReturnType<typeof operationsApp>>;
     beforeAll(async () => {
-      tmp = tempDir();
-      store = Store.open(tmp.dir);
-      const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
-      const app = buildApp({
-        config: { ...DEFAULT_CONFIG, dataDir: tmp.dir, metricsToken: TOKEN },
-        accounts,
-        store,
-        limiter: new RateLimiter(DEFAULT_PLANS),
-        tips: new TipSet(makeTipAddresses(8).map((t) => t.toBase58())),
-        delivery: unreachableDelivery,
-      });
-      server = await listen(app, '127.0.0.1', 0);
+      ops = await operationsApp({ metricsToken: TOKEN });
     });
-    afterAll(async () => {
-      server?.close();
-      await store?.close();
-      tmp?.cleanup();
-    });
+    afterAll(() => ops?.close());
 
     it('/metrics on the API port needs the token; /health keeps its status code and drops the details without it', async () => {
-      const base = `http://127.0.0.1:${server.port}`;
+      const base = ops.base;
       const denied = await fetch(`${base}/metrics`);
       expect(denied.status).toBe(401);
       expect(((await denied.json()) as any).error.message).toBe('Unauthorized');
@@ -479,5 +522,22 @@ describe('/metrics and /health details behind metricsToken and on the admin list
       expect(full.status).toBe(503);
       expect(Object.keys((await full.json()) as object)).toEqual(expect.arrayContaining(['status', 'uptime_s', 'chain']));
     });
+  });
+
+  it('configured for a non-loopback host without a token, /metrics is not served (open by default only on loopback)', async () => {
+    // Built for host 0.0.0.0 but served on loopback here: the tests reach nothing else.
+    const exposed = await operationsApp({ host: '0.0.0.0' });
+    const withToken = await operationsApp({ host: '0.0.0.0', metricsToken: TOKEN });
+    const loopback = await operationsApp({ host: '127.0.0.1' });
+    try {
+      const refused = await fetch(`${exposed.base}/metrics`);
+      expect(refused.status).toBe(404);
+      expect(((await refused.json()) as any).error.reason).toMatch(/^\/metrics is served on a non-loopback address only with metricsToken set/);
+      expect((await fetch(`${withToken.base}/metrics`)).status).toBe(401);
+      expect((await fetch(`${withToken.base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+      expect((await fetch(`${loopback.base}/metrics`)).status).toBe(200);
+    } finally {
+      await Promise.all([exposed.close(), withToken.close(), loopback.close()]);
+    }
   });
 });

@@ -23,6 +23,7 @@ import { Store } from '../../src/store/store.js';
 import { waitFor } from '../helpers/localnet.js';
 import { tempDir } from '../helpers/tmp.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import { freshMetricsText } from '../helpers/metrics.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/landfall.js');
@@ -149,7 +150,7 @@ describe('kill -9 with resend', () => {
     }
     const landedAfterMs = Date.now() - restartedAt;
     expect(logLine('resumed pending transactions')).toMatchObject({ pending: N, resent: N });
-    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const metrics = await freshMetricsText(url);
     expect(metrics).toMatch(new RegExp(`^landfall_resent_after_restart_total ${N}$`, 'm'));
     console.log(`kill -9 ${killedAfterMs} ms after the last of ${N} acknowledgements (none delivered): all ${N} resent on restart and confirmed within ${landedAfterMs} ms of the restart`);
   }, 90_000);

@@ -1,4 +1,6 @@
 /** Reading the Prometheus text of `/metrics` in tests. */
+import { RENDERED_AT } from '../../src/telemetry/metrics.js';
+import { waitFor } from './localnet.js';
 
 /** The sum of metric `name` over the label sets that match `labels`, in Prometheus text `text`. */
 export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
@@ -12,7 +14,26 @@ export function metricSum(text: string, name: string, labels: Record<string, str
   return sum;
 }
 
-/** One sample of `baseUrl`'s `/metrics`: metric `name` summed over label sets matching `labels`. */
+/**
+ * `baseUrl`'s `/metrics` text rendered after this call began: a scrape may be served a render up
+ * to a second old per thread (`src/telemetry/rendered-text.ts`), so it scrapes until the text's
+ * render time (its last comment line) is at or after the call's start.
+ */
+export async function freshMetricsText(baseUrl: string, headers: Record<string, string> = {}): Promise<string> {
+  const since = Date.now();
+  return waitFor('a /metrics render newer than the request', async () => {
+    const text = await (await fetch(`${baseUrl}/metrics`, { headers })).text();
+    return renderedAt(text) >= since ? text : undefined;
+  });
+}
+
+/** When a `/metrics` text was rendered (ms since the epoch), from its last comment line. */
+export function renderedAt(text: string): number {
+  const i = text.lastIndexOf(RENDERED_AT);
+  return i === -1 ? NaN : Number(text.slice(i + RENDERED_AT.length).trim());
+}
+
+/** One sample of `baseUrl`'s `/metrics` (rendered after the call): metric `name` summed over label sets matching `labels`. */
 export async function fetchMetric(baseUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
-  return metricSum(await (await fetch(`${baseUrl}/metrics`)).text(), name, labels);
+  return metricSum(await freshMetricsText(baseUrl), name, labels);
 }

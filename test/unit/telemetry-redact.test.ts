@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/accounts/api-keys.js';
-import { redactKeys } from '../../src/telemetry/telemetry.js';
+import { redactKeys } from '../../src/telemetry/redact.js';
 
 describe('redactKeys', () => {
   const key = generateApiKey();
@@ -16,6 +16,21 @@ describe('redactKeys', () => {
     expect(redactKeys(`unknown option "${key.slice(0, 20)}"`)).toBe('unknown option "lf_[REDACTED]"');
     expect(redactKeys(`/a/${key.replace('lf_', 'lf%5F')}/b`)).toBe('/a/lf_[REDACTED]/b');
     expect(redactKeys(`${key} and ${key}`)).toBe('lf_[REDACTED] and lf_[REDACTED]');
+  });
+
+  it('the base58 secret itself: after a letter or digit, percent-encoded, without its prefix', () => {
+    const secret = key.slice(3);
+    const everyByteEncoded = [...secret].map((c) => '%' + c.charCodeAt(0).toString(16).toUpperCase()).join('');
+    expect(redactKeys(`/nope/x${key}`)).toBe('/nope/xlf_[REDACTED]');
+    expect(redactKeys(`Bearer${key}`)).toBe('Bearerlf_[REDACTED]');
+    expect(redactKeys(`/nope/%6Cf_${secret}`)).toBe('/nope/lf_[REDACTED]');
+    expect(redactKeys(`/nope/%6C%66%5F${secret}`)).toBe('/nope/lf_[REDACTED]');
+    expect(redactKeys(`/nope/%256C%2566%255F${secret}`)).toBe('/nope/lf_[REDACTED]');
+    expect(redactKeys(`/v1/status/${secret}`)).toBe('/v1/status/[REDACTED]');
+    expect(redactKeys(`/v1/status/${everyByteEncoded}`)).toBe('/v1/status/[REDACTED]');
+    expect(redactKeys(`unknown field "${secret}"; the body takes transaction and options`)).toBe('unknown field "[REDACTED]"; the body takes transaction and options');
+    expect(redactKeys(`Bearer${secret}`)).toBe('[REDACTED]');
+    expect(redactKeys(`9${secret}9`)).toBe('[REDACTED]');
   });
 
   it('leaves everything else as it is (option names, addresses, signatures)', () => {

@@ -3,8 +3,9 @@
  * A bad value is a clear error naming the setting, never a half-started service.
  */
 import { readFileSync } from 'node:fs';
-import { availableParallelism, hostname } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { LandfallError } from './errors.js';
+import { NATS_ENV, natsOf, type NatsConfig, type NatsOverrides } from './config-nats.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, validatePlans, type PlanTable } from './accounts/plans.js';
 
 /** pino's levels, most severe first; `silent` writes nothing. */
@@ -84,11 +85,7 @@ export interface Config {
   nats: NatsConfig | null;
 }
 
-export interface NatsConfig {
-  servers: string[];
-  node: string;
-  replicas: number;
-}
+export type { NatsConfig } from './config-nats.js';
 
 export const DEFAULT_CONFIG: Config = {
   port: 8080,
@@ -221,28 +218,9 @@ function metricsTokenOf(v: unknown): string | null {
   return v;
 }
 
-/**
- * `nats` from the file (an object `{servers, node?, replicas?}`, or a comma-separated string of
- * URLs) with the node name and replicas given apart (flags, environment) taking precedence.
- */
-function natsOf(v: unknown, node: unknown, replicas: unknown): NatsConfig | null {
-  if (v === null || v === undefined || v === '') {
-    if (node !== undefined || replicas !== undefined) throw new LandfallError('CONFIG_INVALID', 'a node name or NATS replicas need nats servers (--nats nats://host:4222,...)');
-    return null;
-  }
-  const o = (typeof v === 'string' || Array.isArray(v) ? { servers: v } : v) as Record<string, unknown>;
-  if (typeof o !== 'object' || o === null) throw new LandfallError('CONFIG_INVALID', `nats must be {"servers":[...],"node":"..."} or a comma-separated URL list, got ${JSON.stringify(v)}`);
-  const raw = typeof o.servers === 'string' ? o.servers.split(',') : o.servers;
-  if (!Array.isArray(raw) || raw.length === 0 || raw.length > 32) throw new LandfallError('CONFIG_INVALID', `nats.servers must be 1 to 32 nats:// URLs, got ${JSON.stringify(o.servers)}`);
-  const servers = raw.map((u) => urlOf(typeof u === 'string' ? u.trim() : u, 'nats.servers', ['nats:', 'tls:'])!);
-  const name = node ?? o.node ?? hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64);
-  if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
-    throw new LandfallError('CONFIG_INVALID', `node name must be 1-64 letters, digits, '-' or '_', got ${JSON.stringify(name)}`);
-  }
-  const r = replicas ?? o.replicas ?? Math.min(3, servers.length);
-  const n = typeof r === 'string' ? Number(r) : r;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 5) throw new LandfallError('CONFIG_INVALID', `nats replicas must be an integer 1..5, got ${JSON.stringify(r)}`);
-  return { servers, node: name, replicas: n };
+/** The NATS settings given apart from `nats` (flags, environment) out of the merged settings. */
+function natsOverridesOf(merged: Record<string, unknown>): NatsOverrides {
+  return Object.fromEntries(Object.values(NATS_ENV).map((k) => [k, merged[k]]));
 }
 
 function stringOf(v: unknown, name: string): string {
@@ -258,10 +236,12 @@ function stringOf(v: unknown, name: string): string {
  * @param env environment (`LANDFALL_PORT`, `LANDFALL_HOST`, `LANDFALL_DATA`, `LANDFALL_CONFIG`,
  *   `LANDFALL_RPC_URL`, `LANDFALL_WS_URL`, `LANDFALL_LOG_LEVEL`, `LANDFALL_LOG_FILE`,
  *   `LANDFALL_METRICS_TOKEN`, `LANDFALL_ADMIN_PORT`, `LANDFALL_NATS` (comma-separated URLs),
- *   `LANDFALL_NODE`, `LANDFALL_NATS_REPLICAS`)
+ *   and the NATS settings of `NATS_ENV`: `LANDFALL_NODE`, `LANDFALL_NATS_REPLICAS`,
+ *   `LANDFALL_NATS_USER`, `LANDFALL_NATS_PASSWORD`, `LANDFALL_NATS_TOKEN`, `LANDFALL_NATS_CREDS`,
+ *   `LANDFALL_NATS_NKEY`, `LANDFALL_NATS_TLS_CA`, `LANDFALL_NATS_TLS_CERT`, `LANDFALL_NATS_TLS_KEY`)
  */
 export function loadConfig(
-  flags: Partial<Record<keyof Config | 'config' | 'nodeName' | 'natsReplicas', unknown>> = {},
+  flags: Partial<Record<keyof Config | 'config' | keyof NatsOverrides, unknown>> = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Config {
   const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
@@ -284,8 +264,7 @@ export function loadConfig(
   if (env.LANDFALL_METRICS_TOKEN !== undefined) merged.metricsToken = env.LANDFALL_METRICS_TOKEN;
   if (env.LANDFALL_ADMIN_PORT !== undefined) merged.adminPort = env.LANDFALL_ADMIN_PORT;
   if (env.LANDFALL_NATS !== undefined) merged.nats = env.LANDFALL_NATS;
-  if (env.LANDFALL_NODE !== undefined) merged.nodeName = env.LANDFALL_NODE;
-  if (env.LANDFALL_NATS_REPLICAS !== undefined) merged.natsReplicas = env.LANDFALL_NATS_REPLICAS;
+  for (const [name, key] of Object.entries(NATS_ENV)) if (env[name] !== undefined) merged[key] = env[name];
   for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== 'config') merged[k] = v;
   return {
     port: portOf(merged.port, 'port'),
@@ -309,6 +288,6 @@ export function loadConfig(
     metricsToken: metricsTokenOf(merged.metricsToken),
     adminPort: merged.adminPort === null || merged.adminPort === undefined ? null : portOf(merged.adminPort, 'adminPort'),
     adminHost: stringOf(merged.adminHost, 'adminHost'),
-    nats: natsOf(merged.nats, merged.nodeName, merged.natsReplicas),
+    nats: natsOf(merged.nats, natsOverridesOf(merged)),
   };
 }

@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.js';
+import { NATS_CLI_OPTIONS, natsFlagsOf } from '../config-nats.js';
 import { LandfallError } from '../errors.js';
 import { startService, type Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
@@ -21,9 +22,8 @@ async function serve(argv: string[]): Promise<void> {
       config: { type: 'string' },
       rpc: { type: 'string' },
       ws: { type: 'string' },
-      nats: { type: 'string' },
       'node-name': { type: 'string' },
-      'nats-replicas': { type: 'string' },
+      ...NATS_CLI_OPTIONS,
     },
     strict: true,
   });
@@ -34,9 +34,8 @@ async function serve(argv: string[]): Promise<void> {
     config: values.config,
     rpcUrl: values.rpc,
     wsUrl: values.ws,
-    nats: values.nats,
     nodeName: values['node-name'],
-    natsReplicas: values['nats-replicas'],
+    ...natsFlagsOf(values),
   });
   const service = await startService(config);
   process.stdout.write(banner(service));

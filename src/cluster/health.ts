@@ -13,4 +13,9 @@ export interface ClusterHealth {
   budget: 'shared' | 'local-share';
   /** Status events not yet acknowledged by JetStream (the outbox). */
   replication_backlog: number;
+  /**
+   * Why NATS refused or failed this node last (authorization, TLS, permissions, unreachable);
+   * present only while there is such a reason (cleared once connected and set up).
+   */
+  nats_error?: string;
 }

@@ -106,6 +106,7 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
       nodes: [link.node],
       budget: link.up ? 'shared' : 'local-share',
       replication_backlog: events.backlog,
+      ...(link.lastError !== null && { nats_error: link.lastError }),
     };
     for (const p of parts) p.health?.(h);
     return h;

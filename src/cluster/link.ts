@@ -2,7 +2,9 @@
  * The node's one NATS connection (issue 13, part 1), owned by the main thread.
  *
  * `connect` never blocks the service: the connection is made in the background, retried for
- * ever (jittered), and once it is up the stream `LANDFALL_STATUS` and the bucket
+ * ever — an unreachable server by the client itself (jittered), a refusal (authorization, TLS)
+ * with a back-off up to CONNECT_RETRY_MAX_MS, its reason in `lastError` (`/health`'s
+ * `nats_error`) and the log — and once it is up the stream `LANDFALL_STATUS` and the bucket
  * `landfall-accounts` are created or updated (idempotent: every node does it at every start;
  * retried until JetStream answers, e.g. while a fresh cluster still elects its meta leader).
  * `up` says whether the connection is up now; `onChange` listeners hear every flip, and
@@ -13,6 +15,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConfig } from '../config.js';
+import { natsConnectOptions, natsErrorReason } from './nats-connect.js';
 
 export const STATUS_STREAM = 'LANDFALL_STATUS';
 /** Subject of a node's status events: `lf.status.<node>`. */
@@ -21,7 +24,11 @@ export const ACCOUNTS_BUCKET = 'landfall-accounts';
 /** JetStream drops a repeated msgID within this window (a re-published event after a restart). */
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 const SETUP_RETRY_MS = 500;
+/** A refused first connection (authorization, TLS) is tried again after 1 s, 2 s, … up to this. */
+const CONNECT_RETRY_MAX_MS = 30_000;
 const ms2ns = (ms: number): number => Math.round(ms * 1e6);
+/** A refusal the operator must fix (credentials, TLS), as opposed to a server not reachable yet. */
+const isRefusal = (e: unknown): boolean => !/connection refused|ECONNRESET|timeout|ENOTFOUND|EAI_AGAIN/i.test((e as Error)?.message ?? '');
 
 /** The accounts bucket, created (idempotently) with `replicas`: by every node and by the admin CLI. */
 export function openAccountsBucket(nc: NatsConnection, replicas: number): Promise<KV> {
@@ -50,6 +57,8 @@ export class Link {
   accounts: KV | null = null;
   /** Whether the stream and bucket exist (set once, at the first successful setup). */
   ready = false;
+  /** Why the last connection attempt failed (null once connected): `/health`'s `nats_error`. */
+  lastError: string | null = null;
   private readonly changeListeners = new Set<(up: boolean) => void>();
   private readonly readyListeners = new Set<() => void>();
   private closed = false;
@@ -88,18 +97,51 @@ export class Link {
     for (const fn of this.changeListeners) fn(up);
   }
 
+  /**
+   * Connect, for ever. The first connection is made here rather than by the client's own wait
+   * (`waitOnFirstConnect`, which never says why it waits and gives up for good on a refused
+   * password): an unreachable server is tried again at the client's reconnect pace, a refusal
+   * (authorization, TLS) with a back-off of 1 s, 2 s, … CONNECT_RETRY_MAX_MS, each new reason
+   * logged and kept for `/health` (a refusal is an operator's to fix). Once connected, the client
+   * reconnects by itself, refusals included (`ignoreAuthErrorAbort`: credentials rotated on the
+   * server must not close the link for good).
+   */
+  private async connect(): Promise<NatsConnection | null> {
+    for (let backoff = 1_000; !this.closed; ) {
+      try {
+        return await connect({
+          ...natsConnectOptions(this.config),
+          name: `landfall-${this.node}`,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 250,
+          reconnectJitter: 250,
+          ignoreAuthErrorAbort: true,
+          // A server that stopped answering is noticed within ~4 s, not the default 4 minutes.
+          pingInterval: 2_000,
+          maxPingOut: 2,
+        });
+      } catch (e) {
+        const refused = isRefusal(e);
+        const wait = refused ? backoff : 250;
+        if (refused) backoff = Math.min(backoff * 2, CONNECT_RETRY_MAX_MS);
+        this.noteError(e, 'cluster: cannot connect to NATS, retrying', { retry_in_ms: wait });
+        await new Promise((r) => setTimeout(r, wait * (0.75 + Math.random() * 0.5)));
+      }
+    }
+    return null;
+  }
+
+  /** Keep why NATS failed for `/health`; log it when the reason changed (a retry loop says it once). */
+  private noteError(e: unknown, msg: string, fields: object = {}): void {
+    const reason = natsErrorReason(e);
+    if (reason !== this.lastError) this.opts.log.warn({ node: this.node, err: reason, ...fields }, msg);
+    this.lastError = reason;
+  }
+
   private async run(): Promise<void> {
-    const nc = await connect({
-      servers: this.config.servers,
-      name: `landfall-${this.node}`,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      reconnectJitter: 250,
-      waitOnFirstConnect: true,
-      // A server that stopped answering is noticed within ~4 s, not the default 4 minutes.
-      pingInterval: 2_000,
-      maxPingOut: 2,
-    });
+    const nc = await this.connect();
+    if (!nc) return;
+    this.lastError = null;
     if (this.closed) {
       await nc.close();
       return;
@@ -113,9 +155,10 @@ export class Link {
       try {
         await this.ensureStream(this.jsm);
         this.accounts = await openAccountsBucket(nc, this.config.replicas);
+        this.lastError = null;
         break;
       } catch (e) {
-        this.opts.log.warn({ err: (e as Error).message }, 'cluster: JetStream not ready, retrying');
+        this.noteError(e, 'cluster: JetStream not ready, retrying');
         await new Promise((r) => setTimeout(r, SETUP_RETRY_MS));
       }
     }
@@ -128,7 +171,10 @@ export class Link {
   private async watchStatus(nc: NatsConnection): Promise<void> {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect' || s.type === 'staleConnection') this.setUp(false);
-      else if (s.type === 'reconnect') this.setUp(true);
+      else if (s.type === 'reconnect') {
+        this.lastError = null;
+        this.setUp(true);
+      } else if (s.type === 'error') this.noteError(s.error, 'cluster: NATS server error');
     }
   }
 

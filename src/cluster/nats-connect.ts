@@ -33,7 +33,7 @@ export function natsConnectOptions(c: NatsConfig): ConnectionOptions {
  */
 export function natsErrorReason(e: unknown): string {
   const msg = e instanceof Error ? e.message : String(e);
-  if (/authorization violation|authentication/i.test(msg)) return `authorization refused by the NATS server (check this node's NATS credentials): ${msg}`;
+  if (/authorization violation|authentication/i.test(msg)) return `authorization refused by the NATS server (check the NATS credentials given): ${msg}`;
   if (/does not support 'tls'/i.test(msg)) return 'the NATS server does not offer TLS, and the configuration requires it (tls:// or a TLS file): not connecting in plaintext';
   if (/certificate|self.signed|handshake|SSL|TLS/i.test(msg)) return `TLS failed (check the CA and client certificate): ${msg}`;
   if (/permissions violation/i.test(msg)) return `permission refused by the NATS server (check this user's permissions): ${msg}`;

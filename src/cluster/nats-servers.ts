@@ -54,7 +54,10 @@ export async function startNatsServers(n: number, bin: string, storeDir: string,
   const children: (ChildProcess | null)[] = new Array(n).fill(null);
 
   async function start(i: number): Promise<void> {
-    const args = [...(configFile ? ['-c', configFile] : []), '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-sd', join(storeDir, `s${i}`), '-n', `nats-${i}`];
+    // With a config file the server keeps its own name (its ID): a name given by flag makes
+    // every reload (SIGHUP) fail ("config reload not supported for ServerName").
+    const name = configFile ? ['-c', configFile] : ['-n', `nats-${i}`];
+    const args = [...name, '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-sd', join(storeDir, `s${i}`)];
     if (n > 1) args.push('--cluster_name', 'landfall', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes);
     const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children[i] = child;

@@ -194,7 +194,7 @@ function tlsOf(o: Record<string, unknown>, f: NatsOverrides, anyTlsUrl: boolean)
 export function natsOf(v: unknown, f: NatsOverrides): NatsConfig | null {
   if (v === null || v === undefined || v === '') {
     const stray = Object.entries(f).find(([, x]) => x !== undefined);
-    if (stray) throw invalid(`a NATS setting (${stray[0]}) needs nats servers (--nats nats://host:4222,...)`);
+    if (stray) throw invalid(`${stray[0]} is set, but NATS settings need nats servers (--nats nats://host:4222,...)`);
     return null;
   }
   const o = typeof v === 'string' || Array.isArray(v) ? { servers: v } : objectOf(v, 'nats (or a comma-separated URL list)');

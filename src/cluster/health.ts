@@ -14,8 +14,8 @@ export interface ClusterHealth {
   /** Status events not yet acknowledged by JetStream (the outbox). */
   replication_backlog: number;
   /**
-   * Why NATS refused or failed this node last (authorization, TLS, permissions, unreachable);
-   * present only while there is such a reason (cleared once connected and set up).
+   * While degraded: why NATS refused or failed this node last (authorization, TLS, permissions,
+   * unreachable), when there is such a reason.
    */
   nats_error?: string;
 }

@@ -106,7 +106,8 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
       nodes: [link.node],
       budget: link.up ? 'shared' : 'local-share',
       replication_backlog: events.backlog,
-      ...(link.lastError !== null && { nats_error: link.lastError }),
+      // Why it is degraded; a server error while clustered (logged) says nothing of the link.
+      ...(!(link.up && link.ready) && link.lastError !== null && { nats_error: link.lastError }),
     };
     for (const p of parts) p.health?.(h);
     return h;

@@ -181,6 +181,7 @@ describe('NATS that only our nodes can write', () => {
   }, 60_000);
 
   it('a node refused by NATS says why in /health and the log, retries with back-off, and joins once the server allows it', async () => {
+    const startedAt = Date.now();
     const c = await cluster.add('c');
     const refused = await waitFor('c to say why it is degraded', async () => {
       const h = (await c.health()).cluster;
@@ -193,6 +194,7 @@ describe('NATS that only our nodes can write', () => {
 
     writeServerConfig(true);
     nats.reload(0);
+    const allowedAt = Date.now();
     const joined = await waitFor('c to join once allowed', async () => {
       const h = (await c.health()).cluster;
       return h?.mode === 'clustered' && h.nodes.length === 3 ? h : undefined;

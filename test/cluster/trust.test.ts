@@ -189,7 +189,8 @@ describe('NATS that only our nodes can write', () => {
     }, 20_000);
     expect(refused).toMatchObject({ node: 'c', nats: 'down', mode: 'degraded' });
     expect(refused.nats_error).toMatch(/authorization refused by the NATS server/);
-    expect(c.output()).toMatch(/cluster: cannot connect to NATS, retrying/);
+    // The log line (written asynchronously: wait for it, bounded).
+    await waitFor('the refusal logged', () => (/cluster: cannot connect to NATS, retrying/.test(c.output()) ? true : undefined), 5_000);
     expect(c.output()).not.toContain(PASSWORD.c);
 
     writeServerConfig(true);
@@ -199,6 +200,7 @@ describe('NATS that only our nodes can write', () => {
       const h = (await c.health()).cluster;
       return h?.mode === 'clustered' && h.nodes.length === 3 ? h : undefined;
     }, 60_000);
+    console.log(`node c: refused for ${allowedAt - startedAt} ms, joined the cluster ${Date.now() - allowedAt} ms after the server allowed it`);
     expect(joined.nats_error).toBeUndefined();
     expect((await accountOn(c, env.key)).status).toBe(200); // it mirrored the accounts bucket
     await c.kill();
@@ -261,7 +263,6 @@ describe('NATS that only our nodes can write', () => {
       await waitFor(`the later event on ${n.name}`, async () => ((await statusOn(n, env.key, own.signature)).status === 200 ? true : undefined), 10_000);
       expect((await statusOn(n, env.key, forged.signature)).status).toBe(404);
       expect(await fetchMetric(n.url, 'landfall_cluster_forged_events_total')).toBe(1);
-      // The log line (written asynchronously: wait for it, bounded).
       await waitFor(`the drop logged by ${n.name}`, () => (/status events whose origin is not their subject dropped/.test(n.output()) ? true : undefined), 5_000);
     }
     expect(await pointsEverywhere()).toEqual(before);

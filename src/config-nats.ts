@@ -145,9 +145,19 @@ function fileOf(v: unknown, name: string): string | undefined {
   return path;
 }
 
-function objectOf(v: unknown, name: string): Record<string, unknown> {
+/** The keys `nats` and `nats.tls` may hold in the config file. */
+const NATS_KEYS = ['servers', 'node', 'replicas', 'user', 'password', 'token', 'credsFile', 'nkeyFile', 'tls'];
+const NATS_TLS_KEYS = ['caFile', 'certFile', 'keyFile'];
+
+/**
+ * `v` as an object holding only `known` keys: a misspelt security setting (`credFile`) must be
+ * an error, not a connection made without it.
+ */
+function objectOf(v: unknown, name: string, known: readonly string[]): Record<string, unknown> {
   if (v === undefined || v === null) return {};
   if (typeof v !== 'object' || Array.isArray(v)) throw invalid(`${name} must be an object`);
+  const unknown = Object.keys(v).find((k) => !known.includes(k));
+  if (unknown !== undefined) throw invalid(`unknown setting ${name}.${unknown} (known: ${known.join(', ')})`);
   return v as Record<string, unknown>;
 }
 
@@ -175,7 +185,7 @@ function authOf(o: Record<string, unknown>, f: NatsOverrides, fromUrls: NatsAuth
 
 /** TLS: required when a server URL is tls:// or a TLS file is given. */
 function tlsOf(o: Record<string, unknown>, f: NatsOverrides, anyTlsUrl: boolean): NatsTls | undefined {
-  const t = objectOf(o.tls, 'nats.tls');
+  const t = objectOf(o.tls, 'nats.tls', NATS_TLS_KEYS);
   const tls: NatsTls = {
     caFile: fileOf(f.natsTlsCa ?? t.caFile, 'nats.tls.caFile') ?? null,
     certFile: fileOf(f.natsTlsCert ?? t.certFile, 'nats.tls.certFile') ?? null,
@@ -197,7 +207,7 @@ export function natsOf(v: unknown, f: NatsOverrides): NatsConfig | null {
     if (stray) throw invalid(`${stray[0]} is set, but NATS settings need nats servers (--nats nats://host:4222,...)`);
     return null;
   }
-  const o = typeof v === 'string' || Array.isArray(v) ? { servers: v } : objectOf(v, 'nats (or a comma-separated URL list)');
+  const o = typeof v === 'string' || Array.isArray(v) ? { servers: v } : objectOf(v, 'nats', NATS_KEYS);
   const raw = typeof o.servers === 'string' ? o.servers.split(',') : o.servers;
   if (!Array.isArray(raw) || raw.length === 0 || raw.length > 32) throw invalid(`nats.servers must be 1 to 32 nats:// or tls:// URLs`);
   const split = raw.map(splitServer);

@@ -41,7 +41,7 @@ options:
   --config FILE     JSON config file (precedence: defaults, file, environment LANDFALL_*, flags)
   --rpc URL         the chain node's JSON-RPC URL
   --ws URL          its WebSocket URL (default: derived from --rpc)
-  --nats URLS       join other nodes through NATS JetStream: comma-separated nats:// URLs
+  --nats URLS       join other nodes through NATS JetStream: comma-separated nats:// or tls:// URLs
                     (env LANDFALL_NATS; see the README, "Running several nodes")
   --node-name NAME  this node's name among the nodes (default: the host name; env LANDFALL_NODE)
   --nats-replicas N replicas of the cluster's stream and buckets (default: min(3, servers))

@@ -127,5 +127,8 @@ describe('nats credentials and TLS (issue 20)', () => {
     bad({ nats: 'nats://a:4222', natsCreds: join(tmp.dir, 'missing.creds') }, {}, /nats\.credsFile: cannot read .*missing\.creds: ENOENT/);
     bad({ nats: 'nats://a:4222', natsTlsCert: pem }, {}, /needs both nats\.tls\.certFile and nats\.tls\.keyFile/);
     bad({ natsUser: 'u' }, { LANDFALL_NATS_PASSWORD: 'hunter2' }, /natsUser is set, but NATS settings need nats servers/);
+    // A misspelt security setting is an error, not a connection made without it.
+    bad({ nats: { servers: 'nats://a:4222', credFile: pem } }, {}, /unknown setting nats\.credFile \(known: servers, node, replicas, user, password, token, credsFile, nkeyFile, tls\)/);
+    bad({ nats: { servers: 'tls://a:4222', tls: { ca: pem } } }, {}, /unknown setting nats\.tls\.ca \(known: caFile, certFile, keyFile\)/);
   });
 });

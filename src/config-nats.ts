@@ -99,7 +99,7 @@ const invalid = (msg: string): LandfallError => new LandfallError('CONFIG_INVALI
 
 /** `url` with any `user:password@` or `token@` shown as `***@`: for messages. */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^/@\s]*@/, '//***@');
+  return url.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/*)[^@\s]*@/, '$1***@');
 }
 
 /** A server URL's credentials (null: none) and the URL without them. */
@@ -114,8 +114,13 @@ function splitServer(raw: unknown): { url: string; auth: NatsAuth | null } {
   }
   if (u.protocol !== 'nats:' && u.protocol !== 'tls:') throw invalid(`nats.servers must use nats: or tls:, got ${JSON.stringify(redactUrl(s))}`);
   if (u.hostname === '') throw invalid(`nats.servers must name a host, got ${JSON.stringify(redactUrl(s))}`);
-  const user = decodeURIComponent(u.username);
-  const password = decodeURIComponent(u.password);
+  let user: string;
+  let password: string;
+  try {
+    [user, password] = [decodeURIComponent(u.username), decodeURIComponent(u.password)];
+  } catch {
+    throw invalid(`nats.servers: the credentials in ${JSON.stringify(redactUrl(s))} are not valid percent-encoding`);
+  }
   const auth: NatsAuth | null = password !== '' ? { kind: 'user', user, password } : user !== '' ? { kind: 'token', token: user } : null;
   return { url: `${u.protocol}//${u.host}`, auth };
 }

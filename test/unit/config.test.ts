@@ -121,6 +121,8 @@ describe('nats credentials and TLS (issue 20)', () => {
     };
     bad({ nats: 'http://u:hunter2@a:4222' }, {}, /nats\.servers must use nats: or tls:, got "http:\/\/\*\*\*@a:4222"/);
     bad({ nats: 'nats://u:hunter2@a:4222,nats://v:hunter2x@b:4222' }, {}, /carry different credentials/);
+    bad({ nats: 'nats://u:hunter2%zz@a:4222' }, {}, /the credentials in "nats:\/\/\*\*\*@a:4222" are not valid percent-encoding/);
+    bad({ nats: 'nats:u:hunter2@a:4222' }, {}, /nats\.servers must name a host, got "nats:\*\*\*@a:4222"/);
     bad({ nats: 'nats://u:hunter2@a:4222' }, { LANDFALL_NATS_TOKEN: 'hunter2' }, /more than one way \(a token, credentials in a server URL\)/);
     bad({ nats: 'nats://a:4222' }, { LANDFALL_NATS_PASSWORD: 'hunter2' }, /a NATS password needs a user/);
     bad({ nats: 'nats://a:4222', natsUser: 'u' }, {}, /a NATS user needs a password/);

@@ -224,7 +224,7 @@ export async function openKvAdmin(nats: NatsConfig): Promise<{ admin: KvAdmin; c
   try {
     nc = await connect({ ...natsConnectOptions(nats), name: 'landfall-admin', timeout: 5_000 });
   } catch (e) {
-    throw new LandfallError('CONFIG_INVALID', `cannot connect to NATS at ${nats.servers.join(',')}: ${natsErrorReason(e)}`);
+    throw new LandfallError('CONFIG_INVALID', `cannot connect to NATS at ${nats.servers.join(',')}: ${natsErrorReason(e, nats)}`);
   }
   // A cluster just started may still be electing its JetStream leader: try for a while.
   const deadline = Date.now() + ADMIN_READY_MS;
@@ -239,7 +239,7 @@ export async function openKvAdmin(nats: NatsConfig): Promise<{ admin: KvAdmin; c
     } catch (e) {
       if (Date.now() > deadline) {
         await nc.close();
-        throw new LandfallError('CONFIG_INVALID', `NATS at ${nats.servers.join(',')} has no JetStream answering: ${natsErrorReason(e)}`);
+        throw new LandfallError('CONFIG_INVALID', `NATS at ${nats.servers.join(',')} has no JetStream answering: ${natsErrorReason(e, nats)}`);
       }
       await new Promise((r) => setTimeout(r, 500));
     }

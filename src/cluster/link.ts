@@ -133,7 +133,7 @@ export class Link {
 
   /** Keep why NATS failed for `/health`; log it when the reason changed (a retry loop says it once). */
   private noteError(e: unknown, msg: string, fields: object = {}): void {
-    const reason = natsErrorReason(e);
+    const reason = natsErrorReason(e, this.config);
     if (reason !== this.lastError) this.opts.log.warn({ node: this.node, err: reason, ...fields }, msg);
     this.lastError = reason;
   }

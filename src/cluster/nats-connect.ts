@@ -28,11 +28,14 @@ export function natsConnectOptions(c: NatsConfig): ConnectionOptions {
 
 /**
  * Why a connection attempt failed, in words an operator can act on (for `/health`, the log and
- * the admin CLI). The client's messages carry no secret: the servers it names hold no
- * credentials (taken out of the URLs by the configuration).
+ * the admin CLI), given the configuration `c` the attempt used. The client's messages carry no
+ * secret: the servers it names hold no credentials (taken out of the URLs by the configuration).
  */
-export function natsErrorReason(e: unknown): string {
+export function natsErrorReason(e: unknown, c?: NatsConfig): string {
   const msg = e instanceof Error ? e.message : String(e);
+  // A server that requires client certificates says nothing to a connection without one: the
+  // client only sees its handshake time out.
+  if (c?.tls && c.tls.certFile === null && /^timeout$/i.test(msg)) return 'timeout: no answer over TLS (a server that requires a client certificate never answers a connection without one: check nats.tls.certFile)';
   if (/authorization violation|authentication/i.test(msg)) return `authorization refused by the NATS server (check the NATS credentials given): ${msg}`;
   if (/does not support 'tls'/i.test(msg)) return 'the NATS server does not offer TLS, and the configuration requires it (tls:// or a TLS file): not connecting in plaintext';
   if (/certificate|self.signed|handshake|SSL|TLS/i.test(msg)) return `TLS failed (check the CA and client certificate): ${msg}`;

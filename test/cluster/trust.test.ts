@@ -174,6 +174,7 @@ describe('NATS that only our nodes can write', () => {
     // The right password but no client certificate: TLS refuses it before any credential.
     const noCert = await landfall(['accounts', 'list', '--nats', url.replace('tls://', `tls://admin:${PASSWORD.admin}@`), '--nats-replicas', '1', '--nats-tls-ca', tls.ca]);
     expect(noCert.code).not.toBe(0);
+    expect(noCert.stderr).toMatch(/requires a client certificate/);
     expect(noCert.stdout + noCert.stderr).not.toContain(PASSWORD.admin);
 
     const after = await admin('accounts', 'list', '--json');

@@ -78,5 +78,9 @@ describe('natsErrorReason', () => {
     expect(natsErrorReason(new Error('self-signed certificate in certificate chain'))).toMatch(/^TLS failed \(check the CA and client certificate\)/);
     expect(natsErrorReason(new Error('Permissions Violation for Publish to "lf.status.x"'))).toMatch(/^permission refused by the NATS server/);
     expect(natsErrorReason(new Error('connection refused'))).toBe('connection refused');
+    // TLS without a client certificate against a server that requires one: its handshake times out.
+    const tlsNoCert = { ...base, tls: { caFile: '/ca.pem', certFile: null, keyFile: null } };
+    expect(natsErrorReason(new Error('timeout'), tlsNoCert)).toMatch(/requires a client certificate.*check nats\.tls\.certFile/);
+    expect(natsErrorReason(new Error('timeout'), base)).toBe('timeout');
   });
 });

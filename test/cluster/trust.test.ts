@@ -9,13 +9,14 @@
  * - a client without credentials, or with a wrong password, is refused and changes nothing,
  *   and the password is never printed; a refused node retries and joins once the server
  *   allows it;
- * - `tls://` against a plain server fails clearly instead of connecting in plaintext;
+ * - `tls://` against a plain server fails clearly instead of connecting in plaintext; a token
+ *   in the URL works; a credentials file works against a server in operator mode (JWTs);
  * - a node cannot publish on another node's subject; an event whose origin is not its subject's
  *   node is dropped (and counted) by every node.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { createUser } from '@nats-io/nkeys';
@@ -31,7 +32,7 @@ import { LANDFALL_BIN, startClusterNodes, type ClusterNode, type ClusterNodes } 
 import { fundedKeypair, waitFor } from '../helpers/localnet.js';
 import { fetchMetric } from '../helpers/metrics.js';
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
-import { adminPermissions, makeTlsFiles, natsServerConfig, nodePermissions, type NatsUser, type TlsFiles } from '../helpers/nats-secure.js';
+import { adminPermissions, makeTlsFiles, natsServerConfig, nodePermissions, operatorMode, type NatsUser, type TlsFiles } from '../helpers/nats-secure.js';
 import { statusRecord } from '../helpers/records.js';
 import { tempDir } from '../helpers/tmp.js';
 import { makeTipAddresses } from '../helpers/transactions.js';
@@ -223,6 +224,26 @@ describe('NATS that only our nodes can write', () => {
       expect(tlsRequired.stdout + tlsRequired.stderr).not.toContain(token);
     } finally {
       await plain.close();
+    }
+  }, 60_000);
+
+  it('a credentials file (operator mode: JWT and nkey seed) works; without it the same server refuses', async () => {
+    const dir = join(tmp.dir, 'operator');
+    mkdirSync(dir);
+    const { serverConfig: text, credsFile } = operatorMode(dir);
+    writeFileSync(join(dir, 'server.conf'), text);
+    const server = await startNatsCluster(1, join(dir, 'server.conf'));
+    try {
+      const created = await landfall(['accounts', 'create', '--name', 'via-creds', '--json', '--nats', server.urls[0]!, '--nats-replicas', '1', '--nats-creds', credsFile]);
+      expect(created.code, created.stderr).toBe(0);
+      const { account_id } = JSON.parse(created.stdout) as { account_id: string };
+      const listed = await landfall(['accounts', 'list', '--json', '--nats', server.urls[0]!, '--nats-replicas', '1'], { LANDFALL_NATS_CREDS: credsFile });
+      expect((JSON.parse(listed.stdout) as { account_id: string }[]).map((a) => a.account_id)).toEqual([account_id]);
+      const anonymous = await landfall(['accounts', 'list', '--nats', server.urls[0]!, '--nats-replicas', '1']);
+      expect(anonymous.code).not.toBe(0);
+      expect(anonymous.stderr).toMatch(/authorization refused by the NATS server/);
+    } finally {
+      await server.close();
     }
   }, 60_000);
 

@@ -3,10 +3,12 @@
  * throwaway CA with a server and a client certificate (made with `openssl`), and a nats-server
  * config with users, each node allowed to publish only on its own subjects and only the admin
  * user allowed to write the accounts bucket — the permissions `docs/trust-boundary.md` shows.
+ * And a server in operator mode (JWTs), for a client with a credentials file.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createAccount, createOperator, createUser, type KeyPair } from '@nats-io/nkeys';
 
 export interface TlsFiles {
   ca: string;
@@ -114,4 +116,32 @@ export function natsServerConfig(o: { users: NatsUser[]; tls?: TlsFiles }): stri
     ? `tls {\n  cert_file: ${q(o.tls.serverCert)}\n  key_file: ${q(o.tls.serverKey)}\n  ca_file: ${q(o.tls.ca)}\n  verify: true\n}\n`
     : '';
   return `${tls}authorization {\n  users: [\n${o.users.map(user).join('\n')}\n  ]\n}\n`;
+}
+
+/** A NATS JWT: `claims` for `sub`, signed by `issuer` (what `nsc` writes). */
+function natsJwt(issuer: KeyPair, sub: string, name: string, nats: object): string {
+  const part = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const signed = `${part({ typ: 'JWT', alg: 'ed25519-nkey' })}.${part({ jti: sub.slice(0, 16), iat: Math.floor(Date.now() / 1000), iss: issuer.getPublicKey(), name, sub, nats: { ...nats, version: 2 } })}`;
+  return `${signed}.${Buffer.from(issuer.sign(new TextEncoder().encode(signed))).toString('base64url')}`;
+}
+
+/**
+ * Operator mode in `dir`: an operator, a system account, an account with JetStream and one user
+ * of it. Returns the server config text (accounts preloaded, no resolver service) and the user's
+ * credentials file (its JWT and nkey seed, as `nsc generate creds` writes it).
+ */
+export function operatorMode(dir: string): { serverConfig: string; credsFile: string } {
+  const [operator, system, account, user] = [createOperator(), createAccount(), createAccount(), createUser()];
+  const limits = { subs: -1, data: -1, payload: -1, imports: -1, exports: -1, wildcards: true, conn: -1, leaf: -1 };
+  const accountJwt = natsJwt(operator, account.getPublicKey(), 'landfall', { type: 'account', limits: { ...limits, mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 } });
+  const systemJwt = natsJwt(operator, system.getPublicKey(), 'SYS', { type: 'account', limits });
+  const userJwt = natsJwt(account, user.getPublicKey(), 'admin', { type: 'user', pub: {}, sub: {}, subs: -1, data: -1, payload: -1 });
+  const credsFile = join(dir, 'admin.creds');
+  const seed = new TextDecoder().decode(user.getSeed());
+  writeFileSync(credsFile, `-----BEGIN NATS USER JWT-----\n${userJwt}\n------END NATS USER JWT------\n\n-----BEGIN USER NKEY SEED-----\n${seed}\n------END USER NKEY SEED------\n`, { mode: 0o600 });
+  const serverConfig =
+    `operator: "${natsJwt(operator, operator.getPublicKey(), 'test-operator', { type: 'operator', system_account: system.getPublicKey() })}"\n` +
+    `system_account: ${system.getPublicKey()}\nresolver: MEMORY\n` +
+    `resolver_preload: {\n  ${account.getPublicKey()}: "${accountJwt}"\n  ${system.getPublicKey()}: "${systemJwt}"\n}\n`;
+  return { serverConfig, credsFile };
 }

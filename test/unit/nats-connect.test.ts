@@ -2,9 +2,8 @@
  * What a node and the admin CLI hand the NATS client (issue 20, part 1): the one way of
  * authenticating the configuration names, the credentials and nkey seed files read at each
  * attempt (a rotated file is used without a restart), TLS required whenever configured, and
- * refusals worded for an operator. The servers themselves are exercised in
- * test/cluster/trust.test.ts; a credentials file (JWT, operator mode) is checked here only up to
- * the JWT and nonce signature the client would send, as no server in the tests runs in operator mode.
+ * refusals worded for an operator. Real servers (TLS, users, operator mode for a credentials
+ * file) are in test/cluster/trust.test.ts.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

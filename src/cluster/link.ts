@@ -1,9 +1,9 @@
 /**
  * The node's one NATS connection (issue 13, part 1), owned by the main thread.
  *
- * `connect` never blocks the service: the connection is made in the background, retried for
- * ever — an unreachable server by the client itself (jittered), a refusal (authorization, TLS)
- * with a back-off up to CONNECT_RETRY_MAX_MS, its reason in `lastError` (`/health`'s
+ * `connect` never blocks the service: the connection is made in the background and, like every
+ * reconnect, retried for ever — an unreachable server every 250–500 ms, a refusal (authorization,
+ * TLS) with a back-off up to CONNECT_RETRY_MAX_MS, its reason in `lastError` (`/health`'s
  * `nats_error`) and the log — and once it is up the stream `LANDFALL_STATUS` and the bucket
  * `landfall-accounts` are created or updated (idempotent: every node does it at every start;
  * retried until JetStream answers, e.g. while a fresh cluster still elects its meta leader).
@@ -11,7 +11,7 @@
  * `onReady` listeners the first time the stream and bucket exist (parts start their
  * consumers/watches then). Nothing on the hot path ever awaits anything here.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { AuthorizationError, connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConfig } from '../config.js';
@@ -24,7 +24,7 @@ export const ACCOUNTS_BUCKET = 'landfall-accounts';
 /** JetStream drops a repeated msgID within this window (a re-published event after a restart). */
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 const SETUP_RETRY_MS = 500;
-/** A refused first connection (authorization, TLS) is tried again after 1 s, 2 s, … up to this. */
+/** A refused connection (authorization, TLS) is tried again after 1 s, 2 s, … up to this. */
 const CONNECT_RETRY_MAX_MS = 30_000;
 const ms2ns = (ms: number): number => Math.round(ms * 1e6);
 /** A refusal the operator must fix (credentials, TLS), as opposed to a server not reachable yet. */
@@ -59,6 +59,10 @@ export class Link {
   ready = false;
   /** Why the last connection attempt failed (null once connected): `/health`'s `nats_error`. */
   lastError: string | null = null;
+  /** Connection attempts NATS refused (authorization, TLS) since the start (`/metrics`). */
+  refusedAttempts = 0;
+  /** Refusals in a row: the back-off of {@link retryDelay}. */
+  private refusals = 0;
   private readonly changeListeners = new Set<(up: boolean) => void>();
   private readonly readyListeners = new Set<() => void>();
   private closed = false;
@@ -100,35 +104,49 @@ export class Link {
   /**
    * Connect, for ever. The first connection is made here rather than by the client's own wait
    * (`waitOnFirstConnect`, which never says why it waits and gives up for good on a refused
-   * password): an unreachable server is tried again at the client's reconnect pace, a refusal
-   * (authorization, TLS) with a back-off of 1 s, 2 s, … CONNECT_RETRY_MAX_MS, each new reason
-   * logged and kept for `/health` (a refusal is an operator's to fix). Once connected, the client
-   * reconnects by itself, refusals included (`ignoreAuthErrorAbort`: credentials rotated on the
-   * server must not close the link for good).
+   * password); once connected, the client reconnects by itself, refusals included
+   * (`ignoreAuthErrorAbort`: credentials rotated on the server must not close the link for good).
+   * Both wait `retryDelay()` between attempts, and each new reason is logged and kept for
+   * `/health` (a refusal is an operator's to fix).
    */
   private async connect(): Promise<NatsConnection | null> {
-    for (let backoff = 1_000; !this.closed; ) {
+    while (!this.closed) {
       try {
         return await connect({
           ...natsConnectOptions(this.config),
           name: `landfall-${this.node}`,
           maxReconnectAttempts: -1,
-          reconnectTimeWait: 250,
-          reconnectJitter: 250,
+          reconnectDelayHandler: () => this.retryDelay(),
           ignoreAuthErrorAbort: true,
           // A server that stopped answering is noticed within ~4 s, not the default 4 minutes.
           pingInterval: 2_000,
           maxPingOut: 2,
         });
       } catch (e) {
-        const refused = isRefusal(e);
-        const wait = refused ? backoff : 250;
-        if (refused) backoff = Math.min(backoff * 2, CONNECT_RETRY_MAX_MS);
-        this.noteError(e, 'cluster: cannot connect to NATS, retrying', { retry_in_ms: wait });
-        await new Promise((r) => setTimeout(r, wait * (0.75 + Math.random() * 0.5)));
+        if (isRefusal(e)) this.refused();
+        else this.refusals = 0;
+        const wait = this.retryDelay();
+        this.noteError(e, 'cluster: cannot connect to NATS, retrying', { retry_in_ms: Math.round(wait) });
+        await new Promise((r) => setTimeout(r, wait));
       }
     }
     return null;
+  }
+
+  /** One more refused attempt (authorization, TLS): counted, and the next waits longer. */
+  private refused(): void {
+    this.refusals++;
+    this.refusedAttempts++;
+  }
+
+  /**
+   * The wait before the next attempt: 250–500 ms while a server is only unreachable (it may be
+   * back any moment), a back-off of 1 s, 2 s, 4 s, … CONNECT_RETRY_MAX_MS (±25 %) while NATS
+   * refuses this node: trying faster would not fix the credentials.
+   */
+  private retryDelay(): number {
+    if (this.refusals === 0) return 250 + Math.random() * 250;
+    return Math.min(1_000 * 2 ** (this.refusals - 1), CONNECT_RETRY_MAX_MS) * (0.75 + Math.random() * 0.5);
   }
 
   /** Keep why NATS failed for `/health`; log it when the reason changed (a retry loop says it once). */
@@ -142,6 +160,7 @@ export class Link {
     const nc = await this.connect();
     if (!nc) return;
     this.lastError = null;
+    this.refusals = 0;
     if (this.closed) {
       await nc.close();
       return;
@@ -173,8 +192,14 @@ export class Link {
       if (s.type === 'disconnect' || s.type === 'staleConnection') this.setUp(false);
       else if (s.type === 'reconnect') {
         this.lastError = null;
+        this.refusals = 0;
         this.setUp(true);
-      } else if (s.type === 'error') this.noteError(s.error, 'cluster: NATS server error');
+      } else if (s.type === 'error') {
+        // An authorization refusal at a reconnect backs the next attempts off; other server
+        // errors (a permission refused while connected) say nothing of reconnecting.
+        if (s.error instanceof AuthorizationError) this.refused();
+        this.noteError(s.error, 'cluster: NATS server error');
+      }
     }
   }
 

@@ -133,6 +133,7 @@ afterAll(async () => {
 });
 
 const node = (name: string): ClusterNode => cluster.nodes.find((n) => n.name === name)!;
+const refusedAttempts = (n: ClusterNode): Promise<number> => fetchMetric(n.url, 'landfall_cluster_nats_refused_attempts');
 const points = async (n: ClusterNode): Promise<number> => (await accountOn(n, env.key)).body.usage.service_points as number;
 /** The nodes running now (node c is stopped after its test). */
 const live = (): ClusterNode[] => cluster.nodes.filter((n) => n.running());
@@ -194,6 +195,8 @@ describe('NATS that only our nodes can write', () => {
     // The log line (written asynchronously: wait for it, bounded).
     await waitFor('the refusal logged', () => (/cluster: cannot connect to NATS, retrying/.test(c.output()) ? true : undefined), 5_000);
     expect(c.output()).not.toContain(PASSWORD.c);
+    // It retries: a second refused attempt (after the back-off's first second).
+    await waitFor('c to be refused again', async () => ((await refusedAttempts(c)) >= 2 ? true : undefined), 20_000);
 
     writeServerConfig(true);
     nats.reload(0);
@@ -205,6 +208,26 @@ describe('NATS that only our nodes can write', () => {
     console.log(`node c: refused for ${allowedAt - startedAt} ms, joined the cluster ${Date.now() - allowedAt} ms after the server allowed it`);
     expect(joined.nats_error).toBeUndefined();
     expect((await accountOn(c, env.key)).status).toBe(200); // it mirrored the accounts bucket
+
+    // Credentials revoked while connected (the server drops c), then restored: c is refused at
+    // its reconnects, says so, keeps retrying rather than closing the link for good, and rejoins.
+    writeServerConfig(false);
+    nats.reload(0);
+    const revoked = await waitFor('c to be refused at its reconnects', async () => {
+      const h = (await c.health()).cluster;
+      return h?.nats_error ? h : undefined;
+    }, 20_000);
+    expect(revoked).toMatchObject({ nats: 'down', mode: 'degraded' });
+    expect(revoked.nats_error).toMatch(/authorization refused by the NATS server/);
+    // More than two refusals in a row: the NATS client by itself closes the connection for good
+    // at the second (its default), which left a node degraded until restarted.
+    const before = await refusedAttempts(c);
+    await waitFor('c refused three more times', async () => ((await refusedAttempts(c)) >= before + 3 ? true : undefined), 30_000);
+    writeServerConfig(true);
+    nats.reload(0);
+    const restoredAt = Date.now();
+    await waitFor('c to rejoin once allowed again', async () => ((await c.health()).cluster?.mode === 'clustered' ? true : undefined), 60_000);
+    console.log(`node c: rejoined ${Date.now() - restoredAt} ms after its credentials were restored`);
     await c.kill();
   }, 90_000);
 

@@ -3,8 +3,9 @@
  * A bad value is a clear error naming the setting, never a half-started service.
  */
 import { readFileSync } from 'node:fs';
-import { availableParallelism, hostname } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { LandfallError } from './errors.js';
+import { NATS_ENV, natsOf, type NatsConfig, type NatsOverrides } from './config-nats.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, PLAN_ORDER, validatePlans, type PlanTable } from './accounts/plans.js';
 
 /** pino's levels, most severe first; `silent` writes nothing. */
@@ -93,11 +94,7 @@ export interface Config {
   nats: NatsConfig | null;
 }
 
-export interface NatsConfig {
-  servers: string[];
-  node: string;
-  replicas: number;
-}
+export type { NatsConfig } from './config-nats.js';
 
 export const DEFAULT_CONFIG: Config = {
   port: 8080,
@@ -149,8 +146,7 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
   LANDFALL_METRICS_TOKEN: 'metricsToken',
   LANDFALL_ADMIN_PORT: 'adminPort',
   LANDFALL_NATS: 'nats',
-  LANDFALL_NODE: 'nodeName',
-  LANDFALL_NATS_REPLICAS: 'natsReplicas',
+  ...NATS_ENV,
   LANDFALL_ACK_SYNC_MS: 'ackSyncMs',
 };
 
@@ -170,7 +166,7 @@ const FILE_KEYS: KeySpec = {
   ...Object.fromEntries(Object.keys(DEFAULT_CONFIG).map((k) => [k, null])),
   localnet: { validators: null, slotMs: null, rpcPort: null },
   tracker: { push: null, poll: null },
-  nats: { servers: null, node: null, replicas: null },
+  nats: { servers: null, node: null, replicas: null, user: null, password: null, token: null, credsFile: null, nkeyFile: null, tls: { caFile: null, certFile: null, keyFile: null } },
   plans: Object.fromEntries(PLAN_ORDER.map((p) => [p, { maxTps: null, queryTps: null, minTipBp: null, thresholdBp: null }])),
 };
 
@@ -340,28 +336,9 @@ function metricsTokenOf(v: unknown): string | null {
   return v;
 }
 
-/**
- * `nats` from the file (an object `{servers, node?, replicas?}`, or a comma-separated string of
- * URLs) with the node name and replicas given apart (flags, environment) taking precedence.
- */
-function natsOf(v: unknown, node: unknown, replicas: unknown): NatsConfig | null {
-  if (v === null || v === undefined || v === '') {
-    if (node !== undefined || replicas !== undefined) throw new LandfallError('CONFIG_INVALID', 'a node name or NATS replicas need nats servers (--nats nats://host:4222,...)');
-    return null;
-  }
-  const o = (typeof v === 'string' || Array.isArray(v) ? { servers: v } : v) as Record<string, unknown>;
-  if (typeof o !== 'object' || o === null) throw new LandfallError('CONFIG_INVALID', `nats must be {"servers":[...],"node":"..."} or a comma-separated URL list, got ${JSON.stringify(v)}`);
-  const raw = typeof o.servers === 'string' ? o.servers.split(',') : o.servers;
-  if (!Array.isArray(raw) || raw.length === 0 || raw.length > 32) throw new LandfallError('CONFIG_INVALID', `nats.servers must be 1 to 32 nats:// URLs, got ${JSON.stringify(o.servers)}`);
-  const servers = raw.map((u) => urlOf(typeof u === 'string' ? u.trim() : u, 'nats.servers', ['nats:', 'tls:'])!);
-  const name = node ?? o.node ?? hostname().replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 64);
-  if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
-    throw new LandfallError('CONFIG_INVALID', `node name must be 1-64 letters, digits, '-' or '_', got ${JSON.stringify(name)}`);
-  }
-  const r = replicas ?? o.replicas ?? Math.min(3, servers.length);
-  const n = typeof r === 'string' ? Number(r) : r;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 5) throw new LandfallError('CONFIG_INVALID', `nats replicas must be an integer 1..5, got ${JSON.stringify(r)}`);
-  return { servers, node: name, replicas: n };
+/** The NATS settings given apart from `nats` (flags, environment) out of the merged settings. */
+function natsOverridesOf(merged: Record<string, unknown>): NatsOverrides {
+  return Object.fromEntries(Object.values(NATS_ENV).map((k) => [k, merged[k]]));
 }
 
 function stringOf(v: unknown, name: string): string {
@@ -374,11 +351,11 @@ function stringOf(v: unknown, name: string): string {
 /**
  * Build the configuration.
  * @param flags values from the command line (highest precedence)
- * @param env environment: `LANDFALL_CONFIG` and {@link ENV_SETTINGS}; any other `LANDFALL_*`
- *   variable (but {@link OTHER_VARIABLES}) is an error
+ * @param env environment: `LANDFALL_CONFIG` and {@link ENV_SETTINGS} (the NATS ones from
+ *   `NATS_ENV`); any other `LANDFALL_*` variable (but {@link OTHER_VARIABLES}) is an error
  */
 export function loadConfig(
-  flags: Partial<Record<keyof Config | 'config' | 'nodeName' | 'natsReplicas' | 'localnetRpcPort', unknown>> = {},
+  flags: Partial<Record<keyof Config | 'config' | keyof NatsOverrides | 'localnetRpcPort', unknown>> = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Config {
   const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
@@ -418,6 +395,6 @@ export function loadConfig(
     metricsToken: metricsTokenOf(merged.metricsToken),
     adminPort: merged.adminPort === null || merged.adminPort === undefined ? null : portOf(merged.adminPort, 'adminPort'),
     adminHost: stringOf(merged.adminHost, 'adminHost'),
-    nats: natsOf(merged.nats, merged.nodeName, merged.natsReplicas),
+    nats: natsOf(merged.nats, natsOverridesOf(merged)),
   };
 }

@@ -11,6 +11,7 @@
 import { existsSync } from 'node:fs';
 import { Accounts, isoNoZone, type CreatedAccount } from '../accounts/accounts.js';
 import { loadConfig, type NatsConfig } from '../config.js';
+import { NATS_CLI_OPTIONS, natsFlagsOf } from '../config-nats.js';
 import { LandfallError } from '../errors.js';
 import { Store } from '../store/store.js';
 import { parseOptions } from './args.js';
@@ -24,8 +25,7 @@ const ADMIN_OPTIONS = {
   name: { type: 'string' },
   plan: { type: 'string' },
   account: { type: 'string' },
-  nats: { type: 'string' },
-  'nats-replicas': { type: 'string' },
+  ...NATS_CLI_OPTIONS,
 } as const;
 
 interface AccountRow {
@@ -106,7 +106,7 @@ async function kvOps(nats: NatsConfig): Promise<AdminOps> {
 
 async function withOps(argv: string[], fn: (ops: AdminOps, v: ReturnType<typeof parse>) => Promise<number>): Promise<number> {
   const v = parse(argv);
-  const config = loadConfig({ dataDir: v.values.data, config: v.values.config, nats: v.values.nats, natsReplicas: v.values['nats-replicas'] });
+  const config = loadConfig({ dataDir: v.values.data, config: v.values.config, ...natsFlagsOf(v.values) });
   const ops = config.nats !== null ? await kvOps(config.nats) : storeOps(config.dataDir, config);
   try {
     return await fn(ops, v);

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config.js';
+import { NATS_CLI_OPTIONS, natsFlagsOf } from '../config-nats.js';
 import { LandfallError } from '../errors.js';
 import { startService, type Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
@@ -22,9 +23,8 @@ async function serve(argv: string[]): Promise<void> {
       config: { type: 'string' },
       rpc: { type: 'string' },
       ws: { type: 'string' },
-      nats: { type: 'string' },
       'node-name': { type: 'string' },
-      'nats-replicas': { type: 'string' },
+      ...NATS_CLI_OPTIONS,
       'localnet-rpc-port': { type: 'string' },
     },
     strict: true,
@@ -36,9 +36,8 @@ async function serve(argv: string[]): Promise<void> {
     config: values.config,
     rpcUrl: values.rpc,
     wsUrl: values.ws,
-    nats: values.nats,
     nodeName: values['node-name'],
-    natsReplicas: values['nats-replicas'],
+    ...natsFlagsOf(values),
     localnetRpcPort: values['localnet-rpc-port'],
   });
   const service = await startService(config);

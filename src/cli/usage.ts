@@ -7,6 +7,16 @@
 /** Agave's limits for an unstaked peer, which the local cluster's QUIC servers enforce by default. */
 export const QUIC_DEFAULTS = { streamsPer100ms: 20, connectionsPerPeer: 8, connectionsPerIpPerMinute: 8 } as const;
 
+/** How to reach a NATS deployment that requires credentials and TLS (serve and the admin commands). */
+const NATS_AUTH_OPTIONS = `  --nats-user NAME  NATS user (env LANDFALL_NATS_USER); the password from LANDFALL_NATS_PASSWORD,
+                    the config file or the URL (nats://user:pass@host), never a flag
+  --nats-creds FILE NATS credentials file (JWT + nkey seed; env LANDFALL_NATS_CREDS)
+  --nats-nkey FILE  NATS nkey seed file (env LANDFALL_NATS_NKEY); a token: LANDFALL_NATS_TOKEN
+  --nats-tls-ca FILE, --nats-tls-cert FILE, --nats-tls-key FILE
+                    CA and client certificate (PEM; env LANDFALL_NATS_TLS_CA/_CERT/_KEY);
+                    any of them, or a tls:// URL, makes TLS required (never plaintext)
+`;
+
 /** The options `accounts` and `keys` share: the same two backends (a data directory or the cluster's bucket). */
 function adminOptions(natsNote: string): string {
   return `options:
@@ -15,7 +25,7 @@ function adminOptions(natsNote: string): string {
                     env LANDFALL_NATS); ${natsNote}
   --nats-replicas N replicas of the bucket if this command creates it (default: min(3, servers);
                     env LANDFALL_NATS_REPLICAS)
-  --config FILE     JSON config file
+${NATS_AUTH_OPTIONS}  --config FILE     JSON config file
   --json            machine-readable output
   -h, --help        this text
 `;
@@ -38,12 +48,12 @@ options:
   --localnet-rpc-port N
                     the embedded cluster's JSON-RPC port, WebSocket on the next one
                     (default 0: any free pair; npm start uses 8899)
-  --nats URLS       join other nodes through NATS JetStream: comma-separated nats:// URLs
+  --nats URLS       join other nodes through NATS JetStream: comma-separated nats:// or tls:// URLs
                     (env LANDFALL_NATS; see docs/several-nodes.md)
   --node-name NAME  this node's name among the nodes (default: the host name; env LANDFALL_NODE)
   --nats-replicas N replicas of the cluster's stream and buckets (default: min(3, servers);
                     env LANDFALL_NATS_REPLICAS)
-  -h, --help        this text
+${NATS_AUTH_OPTIONS}  -h, --help        this text
 
 settings of the config file (--config; docs/operations.md has each one's meaning):
   port, host, dataDir, rpcUrl, wsUrl, nats    as the flags above

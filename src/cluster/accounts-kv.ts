@@ -27,6 +27,7 @@ import { base58Encode } from '../native.js';
 import type { NatsConfig } from '../config.js';
 import type { KeyRecord, Store } from '../store/store.js';
 import { openAccountsBucket, type Link, type LinkLog } from './link.js';
+import { natsConnectOptions, natsErrorReason } from './nats-connect.js';
 
 /** The value of `acc.<id>`. */
 export interface KvAccount {
@@ -221,9 +222,9 @@ export class KvAdmin {
 export async function openKvAdmin(nats: NatsConfig): Promise<{ admin: KvAdmin; close: () => Promise<void> }> {
   let nc: NatsConnection;
   try {
-    nc = await connect({ servers: nats.servers, name: 'landfall-admin', timeout: 5_000 });
+    nc = await connect({ ...natsConnectOptions(nats), name: 'landfall-admin', timeout: 5_000 });
   } catch (e) {
-    throw new LandfallError('CONFIG_INVALID', `cannot reach NATS at ${nats.servers.join(',')}: ${(e as Error).message}`);
+    throw new LandfallError('CONFIG_INVALID', `cannot connect to NATS at ${nats.servers.join(',')}: ${natsErrorReason(e, nats)}`);
   }
   // A cluster just started may still be electing its JetStream leader: try for a while.
   const deadline = Date.now() + ADMIN_READY_MS;
@@ -238,7 +239,7 @@ export async function openKvAdmin(nats: NatsConfig): Promise<{ admin: KvAdmin; c
     } catch (e) {
       if (Date.now() > deadline) {
         await nc.close();
-        throw new LandfallError('CONFIG_INVALID', `NATS at ${nats.servers.join(',')} has no JetStream answering: ${(e as Error).message}`);
+        throw new LandfallError('CONFIG_INVALID', `NATS at ${nats.servers.join(',')} has no JetStream answering: ${natsErrorReason(e, nats)}`);
       }
       await new Promise((r) => setTimeout(r, 500));
     }

@@ -13,4 +13,9 @@ export interface ClusterHealth {
   budget: 'shared' | 'local-share';
   /** Status events not yet acknowledged by JetStream (the outbox). */
   replication_backlog: number;
+  /**
+   * While degraded: why NATS refused or failed this node last (authorization, TLS, permissions,
+   * unreachable), when there is such a reason.
+   */
+  nats_error?: string;
 }

@@ -106,6 +106,8 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
       nodes: [link.node],
       budget: link.up ? 'shared' : 'local-share',
       replication_backlog: events.backlog,
+      // Why it is degraded; a server error while clustered (logged) says nothing of the link.
+      ...(!(link.up && link.ready) && link.lastError !== null && { nats_error: link.lastError }),
     };
     for (const p of parts) p.health?.(h);
     return h;
@@ -115,6 +117,7 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({ name, help, registers: [registry], collect() { this.set(read()); } });
   gauge('landfall_cluster_nats_up', '1 while the NATS link is up, else 0 (degraded: serving from local state)', () => (link.up ? 1 : 0));
+  gauge('landfall_cluster_nats_refused_attempts', 'Connection attempts NATS refused (authorization, TLS) since the start: each is retried, backed off', () => link.refusedAttempts);
   gauge('landfall_cluster_nodes', 'Live nodes of the cluster, this one included', () => health().nodes.length);
   gauge('landfall_cluster_budget_mode', 'Budgets: 0 shared across nodes, 1 local share (rate / known nodes)', () => (health().budget === 'shared' ? 0 : 1));
   gauge('landfall_cluster_outbox', 'Status events waiting to be acknowledged by JetStream', () => events.backlog);

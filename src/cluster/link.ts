@@ -1,18 +1,21 @@
 /**
  * The node's one NATS connection (issue 13, part 1), owned by the main thread.
  *
- * `connect` never blocks the service: the connection is made in the background, retried for
- * ever (jittered), and once it is up the stream `LANDFALL_STATUS` and the bucket
+ * `connect` never blocks the service: the connection is made in the background and, like every
+ * reconnect, retried for ever — an unreachable server every 250–500 ms, a refusal (authorization,
+ * TLS) with a back-off up to CONNECT_RETRY_MAX_MS, its reason in `lastError` (`/health`'s
+ * `nats_error`) and the log — and once it is up the stream `LANDFALL_STATUS` and the bucket
  * `landfall-accounts` are created or updated (idempotent: every node does it at every start;
  * retried until JetStream answers, e.g. while a fresh cluster still elects its meta leader).
  * `up` says whether the connection is up now; `onChange` listeners hear every flip, and
  * `onReady` listeners the first time the stream and bucket exist (parts start their
  * consumers/watches then). Nothing on the hot path ever awaits anything here.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { AuthorizationError, connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConfig } from '../config.js';
+import { natsConnectOptions, natsErrorReason } from './nats-connect.js';
 
 export const STATUS_STREAM = 'LANDFALL_STATUS';
 /** Subject of a node's status events: `lf.status.<node>`. */
@@ -21,7 +24,11 @@ export const ACCOUNTS_BUCKET = 'landfall-accounts';
 /** JetStream drops a repeated msgID within this window (a re-published event after a restart). */
 const DUPLICATE_WINDOW_MS = 10 * 60_000;
 const SETUP_RETRY_MS = 500;
+/** A refused connection (authorization, TLS) is tried again after 1 s, 2 s, … up to this. */
+const CONNECT_RETRY_MAX_MS = 30_000;
 const ms2ns = (ms: number): number => Math.round(ms * 1e6);
+/** A refusal the operator must fix (credentials, TLS), as opposed to a server not reachable yet. */
+const isRefusal = (e: unknown): boolean => !/connection refused|ECONNRESET|timeout|ENOTFOUND|EAI_AGAIN/i.test((e as Error)?.message ?? '');
 
 /** The accounts bucket, created (idempotently) with `replicas`: by every node and by the admin CLI. */
 export function openAccountsBucket(nc: NatsConnection, replicas: number): Promise<KV> {
@@ -50,6 +57,12 @@ export class Link {
   accounts: KV | null = null;
   /** Whether the stream and bucket exist (set once, at the first successful setup). */
   ready = false;
+  /** Why the last connection attempt failed (null once connected): `/health`'s `nats_error`. */
+  lastError: string | null = null;
+  /** Connection attempts NATS refused (authorization, TLS) since the start (`/metrics`). */
+  refusedAttempts = 0;
+  /** Refusals in a row: the back-off of {@link retryDelay}. */
+  private refusals = 0;
   private readonly changeListeners = new Set<(up: boolean) => void>();
   private readonly readyListeners = new Set<() => void>();
   private closed = false;
@@ -88,18 +101,66 @@ export class Link {
     for (const fn of this.changeListeners) fn(up);
   }
 
+  /**
+   * Connect, for ever. The first connection is made here rather than by the client's own wait
+   * (`waitOnFirstConnect`, which never says why it waits and gives up for good on a refused
+   * password); once connected, the client reconnects by itself, refusals included
+   * (`ignoreAuthErrorAbort`: credentials rotated on the server must not close the link for good).
+   * Both wait `retryDelay()` between attempts, and each new reason is logged and kept for
+   * `/health` (a refusal is an operator's to fix).
+   */
+  private async connect(): Promise<NatsConnection | null> {
+    while (!this.closed) {
+      try {
+        return await connect({
+          ...natsConnectOptions(this.config),
+          name: `landfall-${this.node}`,
+          maxReconnectAttempts: -1,
+          reconnectDelayHandler: () => this.retryDelay(),
+          ignoreAuthErrorAbort: true,
+          // A server that stopped answering is noticed within ~4 s, not the default 4 minutes.
+          pingInterval: 2_000,
+          maxPingOut: 2,
+        });
+      } catch (e) {
+        if (isRefusal(e)) this.refused();
+        else this.refusals = 0;
+        const wait = this.retryDelay();
+        this.noteError(e, 'cluster: cannot connect to NATS, retrying', { retry_in_ms: Math.round(wait) });
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+    return null;
+  }
+
+  /** One more refused attempt (authorization, TLS): counted, and the next waits longer. */
+  private refused(): void {
+    this.refusals++;
+    this.refusedAttempts++;
+  }
+
+  /**
+   * The wait before the next attempt: 250–500 ms while a server is only unreachable (it may be
+   * back any moment), a back-off of 1 s, 2 s, 4 s, … CONNECT_RETRY_MAX_MS (±25 %) while NATS
+   * refuses this node: trying faster would not fix the credentials.
+   */
+  private retryDelay(): number {
+    if (this.refusals === 0) return 250 + Math.random() * 250;
+    return Math.min(1_000 * 2 ** (this.refusals - 1), CONNECT_RETRY_MAX_MS) * (0.75 + Math.random() * 0.5);
+  }
+
+  /** Keep why NATS failed for `/health`; log it when the reason changed (a retry loop says it once). */
+  private noteError(e: unknown, msg: string, fields: object = {}): void {
+    const reason = natsErrorReason(e, this.config);
+    if (reason !== this.lastError) this.opts.log.warn({ node: this.node, err: reason, ...fields }, msg);
+    this.lastError = reason;
+  }
+
   private async run(): Promise<void> {
-    const nc = await connect({
-      servers: this.config.servers,
-      name: `landfall-${this.node}`,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      reconnectJitter: 250,
-      waitOnFirstConnect: true,
-      // A server that stopped answering is noticed within ~4 s, not the default 4 minutes.
-      pingInterval: 2_000,
-      maxPingOut: 2,
-    });
+    const nc = await this.connect();
+    if (!nc) return;
+    this.lastError = null;
+    this.refusals = 0;
     if (this.closed) {
       await nc.close();
       return;
@@ -113,9 +174,10 @@ export class Link {
       try {
         await this.ensureStream(this.jsm);
         this.accounts = await openAccountsBucket(nc, this.config.replicas);
+        this.lastError = null;
         break;
       } catch (e) {
-        this.opts.log.warn({ err: (e as Error).message }, 'cluster: JetStream not ready, retrying');
+        this.noteError(e, 'cluster: JetStream not ready, retrying');
         await new Promise((r) => setTimeout(r, SETUP_RETRY_MS));
       }
     }
@@ -128,7 +190,16 @@ export class Link {
   private async watchStatus(nc: NatsConnection): Promise<void> {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect' || s.type === 'staleConnection') this.setUp(false);
-      else if (s.type === 'reconnect') this.setUp(true);
+      else if (s.type === 'reconnect') {
+        this.lastError = null;
+        this.refusals = 0;
+        this.setUp(true);
+      } else if (s.type === 'error') {
+        // An authorization refusal at a reconnect backs the next attempts off; other server
+        // errors (a permission refused while connected) say nothing of reconnecting.
+        if (s.error instanceof AuthorizationError) this.refused();
+        this.noteError(s.error, 'cluster: NATS server error');
+      }
     }
   }
 

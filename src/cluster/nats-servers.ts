@@ -18,6 +18,8 @@ export interface NatsServers {
   kill(i: number): Promise<void>;
   /** Start server `i` again (same ports, same store); resolves once it is ready. */
   restart(i: number): Promise<void>;
+  /** Tell server `i` to read its config file again (SIGHUP: users and permissions change live). */
+  reload(i: number): void;
   /** Kill every server. */
   close(): Promise<void>;
 }
@@ -39,8 +41,9 @@ const READY_MS = 20_000;
 /**
  * Start `n` servers of `bin` (JetStream, cluster `landfall`, every server routed to every
  * other), storing under `storeDir`/s<i>; resolves once each says it is ready (bounded).
+ * `configFile` (optional) is a nats-server config each reads first (users, permissions, TLS).
  */
-export async function startNatsServers(n: number, bin: string, storeDir: string): Promise<NatsServers> {
+export async function startNatsServers(n: number, bin: string, storeDir: string, configFile?: string): Promise<NatsServers> {
   const clientPorts: number[] = [];
   const routePorts: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -51,7 +54,10 @@ export async function startNatsServers(n: number, bin: string, storeDir: string)
   const children: (ChildProcess | null)[] = new Array(n).fill(null);
 
   async function start(i: number): Promise<void> {
-    const args = ['-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-sd', join(storeDir, `s${i}`), '-n', `nats-${i}`];
+    // With a config file the server keeps its own name (its ID): a name given by flag makes
+    // every reload (SIGHUP) fail ("config reload not supported for ServerName").
+    const name = configFile ? ['-c', configFile] : ['-n', `nats-${i}`];
+    const args = [...name, '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-sd', join(storeDir, `s${i}`)];
     if (n > 1) args.push('--cluster_name', 'landfall', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes);
     const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children[i] = child;
@@ -95,6 +101,7 @@ export async function startNatsServers(n: number, bin: string, storeDir: string)
     stop: (i) => signal(i, 'SIGTERM'),
     kill: (i) => signal(i, 'SIGKILL'),
     restart: (i) => start(i),
+    reload: (i) => void children[i]?.kill('SIGHUP'),
     close: closeAll,
   };
 }

@@ -190,8 +190,8 @@ export class DemandMeter {
 export interface ShareLink {
   readonly up: boolean;
   publish(subject: string, data: Uint8Array): void;
-  /** Subscribe; returns the unsubscribe. */
-  subscribe(subject: string, onData: (data: Uint8Array) => void): () => void;
+  /** Subscribe; returns the unsubscribe. `onData` is told the subject each message came on. */
+  subscribe(subject: string, onData: (data: Uint8Array, subject: string) => void): () => void;
 }
 
 /** A `ShareLink` over a NATS connection; `up` is the cluster link's view of it. */
@@ -204,7 +204,7 @@ export function natsShareLink(nc: NatsConnection, up: () => boolean): ShareLink 
     subscribe(subject, onData) {
       const sub = nc.subscribe(subject, {
         callback: (err, msg) => {
-          if (err === null) onData(msg.data);
+          if (err === null) onData(msg.data, msg.subject);
         },
       });
       return () => sub.unsubscribe();
@@ -249,7 +249,7 @@ export class BudgetSharer {
   }
 
   start(): void {
-    this.unsubscribe = this.opts.link.subscribe('lf.demand.*', (data) => this.receive(data, Date.now()));
+    this.unsubscribe = this.opts.link.subscribe('lf.demand.*', (data, subject) => this.receive(data, Date.now(), subject));
     this.tick(Date.now());
     this.timer = setInterval(() => this.tick(Date.now()), TICK_MS);
     this.timer.unref();
@@ -266,12 +266,16 @@ export class BudgetSharer {
     return this.table.mode(Date.now());
   }
 
-  /** A report from NATS; a malformed one is logged and ignored. */
-  receive(data: Uint8Array, now: number): void {
+  /**
+   * A report from NATS; a malformed one, or one whose node is not the node of the subject it
+   * came on (`lf.demand.<node>`: another node's demand claimed), is logged and ignored.
+   */
+  receive(data: Uint8Array, now: number, subject?: string): void {
     let report: DemandReport;
     try {
       report = JSON.parse(decoder.decode(data)) as DemandReport;
       if (typeof report?.node !== 'string' || typeof report.accounts !== 'object' || report.accounts === null) throw new Error('not a demand report');
+      if (subject !== undefined && subject !== `lf.demand.${report.node}`) throw new Error(`node ${JSON.stringify(report.node.slice(0, 64))} is not the node of its subject ${subject}`);
     } catch (e) {
       this.opts.log?.(`cluster: ignoring a malformed demand report: ${(e as Error).message}`);
       return;

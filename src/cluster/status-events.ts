@@ -25,7 +25,7 @@
  *   exactly like a local one.
  */
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Accounts } from '../accounts/accounts.js';
 import { isPending, type Resend, type StatusRecord } from '../store/records.js';
 import { decodeStatus, encodeStatus, resendOf, signatureOfKey, statusKey } from '../store/status-codec.js';
@@ -45,6 +45,8 @@ const MESSAGES_IN_FLIGHT = 8;
  */
 export const LINGER_MS = 50;
 const RETRY_MS = 250;
+/** A dropped forged event is logged at most once per this interval (with the count since). */
+const FORGED_LOG_MS = 10_000;
 const EVENT_VERSION = 1;
 const MESSAGE_VERSION = 2;
 
@@ -160,6 +162,10 @@ export class StatusEvents {
   published = 0;
   applied = 0;
   readonly lag: Histogram;
+  /** Events dropped because their origin is not the node of the subject they came on. */
+  readonly forged: Counter;
+  private forgedUnlogged = 0;
+  private forgedLoggedAt = -Infinity;
   /** Told of every applied event after it was written (takeover bookkeeping). */
   onApplied: ((rec: StatusRecord, origin: string) => void) | null = null;
 
@@ -168,6 +174,11 @@ export class StatusEvents {
       name: 'landfall_cluster_replication_lag_seconds',
       help: "Acceptance on another node to its record written here (the event's origin timestamp to the local write)",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [o.registry],
+    });
+    this.forged = new Counter({
+      name: 'landfall_cluster_forged_events_total',
+      help: "Status events dropped because their origin is not the node of the subject they came on (lf.status.<node>)",
       registers: [o.registry],
     });
   }
@@ -319,9 +330,33 @@ export class StatusEvents {
       m.ack();
       return;
     }
-    const writes = events.map((e) => this.applyEvent(e)).filter((w) => w !== null);
+    const writes = this.fromSubject(m.subject, events).map((e) => this.applyEvent(e)).filter((w) => w !== null);
     if (writes.length === 0) m.ack();
     else void Promise.all(writes).then((ok) => (ok.every(Boolean) ? m.ack() : m.nak()));
+  }
+
+  /**
+   * The events whose origin is the node of `subject` (`lf.status.<node>`); the others are
+   * dropped, counted and logged (sampled: a flood of them cannot flood the log). With NATS
+   * permissions each node may publish only on its own subject, so the subject names the node
+   * the server authenticated; an event that claims another origin is a forgery or a bug, and
+   * applying it would credit that node's records (takeover bookkeeping) to the wrong node.
+   */
+  private fromSubject(subject: string, events: StatusEvent[]): StatusEvent[] {
+    const node = subject.slice(statusSubject('').length);
+    const kept = events.filter((e) => e.origin === node);
+    const dropped = events.length - kept.length;
+    if (dropped === 0) return events;
+    this.forged.inc(dropped);
+    this.forgedUnlogged += dropped;
+    const now = Date.now();
+    if (now - this.forgedLoggedAt >= FORGED_LOG_MS) {
+      const claimed = events.find((e) => e.origin !== node)!.origin;
+      this.o.log.warn({ subject, claimed_origin: claimed, dropped: this.forgedUnlogged }, 'cluster: status events whose origin is not their subject dropped');
+      this.forgedLoggedAt = now;
+      this.forgedUnlogged = 0;
+    }
+    return kept;
   }
 
   /**

@@ -55,6 +55,8 @@ export interface ClusterNodesOptions {
   config?: Record<string, unknown>;
   /** Replicas of the cluster's stream and buckets (default: one per NATS server, at most 3). */
   replicas?: number;
+  /** Extra arguments and environment of node `name` (its NATS credentials, TLS files). */
+  nodeArgs?: (name: string) => { args?: string[]; env?: Record<string, string> };
 }
 
 export interface ClusterNodes {
@@ -84,7 +86,8 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
       const args = [LANDFALL_BIN, 'serve', '--port', String(port), '--data', dataDir, '--config', config, '--rpc', o.rpcUrl, '--ws', o.wsUrl];
       // No NATS servers: a single node (the cluster bench's baseline), exactly as `npm start` runs.
       if (o.nats.length > 0) args.push('--nats', o.nats.join(','), '--node-name', name, '--nats-replicas', replicas);
-      const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+      const extra = o.nodeArgs?.(name) ?? {};
+      const proc = spawn(process.execPath, [...args, ...(extra.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT, env: { ...process.env, ...extra.env } });
       child = proc;
       proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));

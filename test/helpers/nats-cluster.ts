@@ -15,11 +15,11 @@ export interface NatsCluster extends NatsServers {
   close(): Promise<void>;
 }
 
-/** Start `n` servers (JetStream, every server routed to every other). */
-export async function startNatsCluster(n: number): Promise<NatsCluster> {
+/** Start `n` servers (JetStream, every server routed to every other), each reading `configFile` if given. */
+export async function startNatsCluster(n: number, configFile?: string): Promise<NatsCluster> {
   const tmp = tempDir('landfall-nats-');
   try {
-    const servers = await startNatsServers(n, ensureNatsServer(), tmp.dir);
+    const servers = await startNatsServers(n, ensureNatsServer(), tmp.dir, configFile);
     return {
       ...servers,
       async close() {

@@ -10,7 +10,7 @@ import { ACCOUNT_SLOTS, accountSlot, buckets } from '../../src/native.js';
 import { budgetShares, enableBudgetShares, QUERY, SEND } from '../../src/accounts/budget-shares.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_PLANS, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
-import { DemandMeter, EPSILON, KNOWN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
+import { BudgetSharer, DemandMeter, EPSILON, KNOWN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
 import type { AccountRecord } from '../../src/store/store.js';
 
 describe('ShareTable: weights from demand reports', () => {
@@ -144,6 +144,18 @@ describe('budget shares reach every thread’s limiter (real native buckets)', (
     const { granted } = await reply;
     return { granted, seconds: (performance.now() - t0) / 1000 };
   }
+
+  it('a demand report counts only on its own node\'s subject (lf.demand.<node>): another node\'s claimed demand is ignored and logged', () => {
+    const logged: string[] = [];
+    // `receive` is driven by hand here: the link is never used (NATS itself: test/cluster/).
+    const sharer = new BudgetSharer({ node: 'a', link: { up: false, publish: () => {}, subscribe: () => () => {} }, shares: budgetShares!, plans: PLANS, account: () => undefined, log: (m) => logged.push(m) });
+    const report = (node: string) => new TextEncoder().encode(JSON.stringify({ node, accounts: { acc: [40, 0] } }));
+    sharer.receive(report('b'), 0, 'lf.demand.evil');
+    expect(sharer.table.liveNodes(0)).not.toContain('b');
+    expect(logged).toEqual(['cluster: ignoring a malformed demand report: node "b" is not the node of its subject lf.demand.evil']);
+    sharer.receive(report('b'), 0, 'lf.demand.b');
+    expect(sharer.table.liveNodes(0)).toContain('b');
+  });
 
   it('a weight set on the main thread changes what the worker thread is granted, both ways', async () => {
     const shares = budgetShares!;

@@ -1,6 +1,7 @@
 /**
  * The operations settings of the configuration (`metricsToken`, `adminPort`, `adminHost`, `nats`): from
- * the file, the environment and flags, and a clear error naming the setting for a bad value.
+ * the file, the environment and flags, and a clear error naming the setting for a bad value (a
+ * secret never quoted in it).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -64,7 +65,8 @@ describe('nats (several nodes, issue 13)', () => {
     expect(loadConfig({}, env).nats).toEqual({ servers: ['nats://a:4222', 'nats://b:4222', 'nats://c:4222', 'nats://d:4222'], node: 'west_2', replicas: 5 });
     const file = join(tmp.dir, 'nats.json');
     writeFileSync(file, JSON.stringify({ nats: { servers: ['tls://a:4222'], node: 'eu-1' } }));
-    expect(loadConfig({ config: file }, {}).nats).toEqual({ servers: ['tls://a:4222'], node: 'eu-1', replicas: 1 });
+    // tls:// makes TLS required (issue 20): never a plaintext connection to that server.
+    expect(loadConfig({ config: file }, {}).nats).toEqual({ servers: ['tls://a:4222'], node: 'eu-1', replicas: 1, tls: { caFile: null, certFile: null, keyFile: null } });
     // A flag beats the file; without a name, the host's (made a valid token).
     expect(loadConfig({ config: file, nodeName: 'eu-2', natsReplicas: '1' }, {}).nats!.node).toBe('eu-2');
     expect(loadConfig({ nats: 'nats://a:4222' }, {}).nats!.node).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
@@ -95,5 +97,55 @@ describe('localnet.rpcPort (the embedded cluster)', () => {
   it('a bad value is an error naming the setting', () => {
     expect(() => loadConfig({ localnetRpcPort: 'eighty' }, {})).toThrow('localnet.rpcPort must be an integer port 0..65535, got "eighty"');
     expect(() => loadConfig({ localnetRpcPort: '70000' }, {})).toThrow('localnet.rpcPort must be an integer port');
+  });
+});
+
+describe('nats credentials and TLS (issue 20)', () => {
+  const pem = join(tmp.dir, 'file.pem');
+  writeFileSync(pem, 'not read by the configuration, only checked readable');
+
+  it('user and password from a URL are taken out of it (every URL the same, or none)', () => {
+    const c = loadConfig({ nats: 'nats://svc:p%40ss@a:4222,nats://b:4222', nodeName: 'n1' }, {}).nats!;
+    expect(c.servers).toEqual(['nats://a:4222', 'nats://b:4222']);
+    expect(c.auth).toEqual({ kind: 'user', user: 'svc', password: 'p@ss' });
+    expect(loadConfig({ nats: 'nats://s3cret-token@a:4222' }, {}).nats!.auth).toEqual({ kind: 'token', token: 's3cret-token' });
+  });
+
+  it('from the environment, flags and the config file; a TLS file makes TLS required', () => {
+    const env = { LANDFALL_NATS: 'nats://a:4222', LANDFALL_NATS_USER: 'node-1', LANDFALL_NATS_PASSWORD: 'pw', LANDFALL_NATS_TLS_CA: pem };
+    expect(loadConfig({}, env).nats).toMatchObject({ servers: ['nats://a:4222'], auth: { kind: 'user', user: 'node-1', password: 'pw' }, tls: { caFile: pem, certFile: null, keyFile: null } });
+    expect(loadConfig({ nats: 'nats://a:4222', natsNkey: pem }, {}).nats!.auth).toEqual({ kind: 'nkey', file: pem });
+    expect(loadConfig({ nats: 'nats://a:4222' }, { LANDFALL_NATS_CREDS: pem }).nats!.auth).toEqual({ kind: 'creds', file: pem });
+    expect(loadConfig({ nats: 'nats://a:4222' }, { LANDFALL_NATS_TOKEN: 't0ken' }).nats!.auth).toEqual({ kind: 'token', token: 't0ken' });
+    const file = join(tmp.dir, 'nats-auth.json');
+    writeFileSync(file, JSON.stringify({ nats: { servers: 'nats://a:4222', user: 'u', password: 'p', tls: { caFile: pem, certFile: pem, keyFile: pem } } }));
+    expect(loadConfig({ config: file }, {}).nats).toMatchObject({ auth: { kind: 'user', user: 'u', password: 'p' }, tls: { caFile: pem, certFile: pem, keyFile: pem } });
+    expect(loadConfig({ nats: 'nats://a:4222' }, {}).nats).not.toHaveProperty('tls');
+  });
+
+  it('a bad or ambiguous setting is an error that never quotes a secret', () => {
+    const bad = (flags: Parameters<typeof loadConfig>[0], env: NodeJS.ProcessEnv, message: RegExp) => {
+      let err: Error | null = null;
+      try {
+        loadConfig(flags, env);
+      } catch (e) {
+        err = e as Error;
+      }
+      expect(err?.message).toMatch(message);
+      expect(err?.message).not.toMatch(/hunter2/);
+    };
+    bad({ nats: 'http://u:hunter2@a:4222' }, {}, /nats\.servers must use nats: or tls:, got "http:\/\/\*\*\*@a:4222"/);
+    bad({ nats: 'nats://u:hunter2@a:4222,nats://v:hunter2x@b:4222' }, {}, /carry different credentials/);
+    bad({ nats: 'nats://u:hunter2%zz@a:4222' }, {}, /the credentials in "nats:\/\/\*\*\*@a:4222" are not valid percent-encoding/);
+    bad({ nats: 'nats:u:hunter2@a:4222' }, {}, /nats\.servers must name a host, got "nats:\*\*\*@a:4222"/);
+    bad({ nats: 'nats://u:hunter2@a:4222' }, { LANDFALL_NATS_TOKEN: 'hunter2' }, /more than one way \(a token, credentials in a server URL\)/);
+    bad({ nats: 'nats://a:4222' }, { LANDFALL_NATS_PASSWORD: 'hunter2' }, /a NATS password needs a user/);
+    bad({ nats: 'nats://a:4222', natsUser: 'u' }, {}, /a NATS user needs a password/);
+    bad({ nats: 'nats://a:4222', natsCreds: join(tmp.dir, 'missing.creds') }, {}, /nats\.credsFile: cannot read .*missing\.creds: ENOENT/);
+    bad({ nats: 'nats://a:4222', natsTlsCert: pem }, {}, /needs both nats\.tls\.certFile and nats\.tls\.keyFile/);
+    bad({ natsUser: 'u' }, { LANDFALL_NATS_PASSWORD: 'hunter2' }, /natsUser is set, but NATS settings need nats servers/);
+    // A misspelt security setting is an error, not a connection made without it.
+    bad({ nats: { servers: 'nats://a:4222', credFile: pem } }, {}, /unknown setting nats\.credFile \(known: servers, node, replicas, user, password, token, credsFile, nkeyFile, tls\)/);
+    bad({ nats: { servers: 'tls://a:4222', tls: { ca: pem } } }, {}, /unknown setting nats\.tls\.ca \(known: caFile, certFile, keyFile\)/);
   });
 });

@@ -10,6 +10,14 @@
  * a message published again after a lost ack; a restarted node re-publishes its still-pending
  * records from LMDB, and whatever repeats gets through is harmless (applying is forward only).
  *
+ * Live copies (issue 19, item 3): every message also goes at once, as a plain NATS message on
+ * `lf.live.<node>`, to the nodes connected now, which apply it as they get it. JetStream stays
+ * the durable path (catch-up, a node that was away, a copy lost with a server), but it cannot be
+ * the fast one through a server's death: a stream or consumer whose raft leader died is leaderless
+ * until an election, 4-9 s in nats-server (hard-coded election timeouts), and publishes and
+ * deliveries wait for it; a plain message only waits for its publisher's and receiver's
+ * reconnects. The copy JetStream delivers later finds its records applied (nothing written).
+ *
  * Applying (a durable consumer per node, named after it, from the stream's first event for a
  * new node): a record absent here is inserted whole; a pending one moves forward to a terminal
  * state; a terminal one never changes; the message is acknowledged once the local write
@@ -24,7 +32,8 @@
  * - `/v1/stream`: an applied change is published to this node's StatusHub and ingress threads
  *   exactly like a local one.
  */
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type PubAck } from '@nats-io/jetstream';
+import type { Msg, Subscription } from '@nats-io/transport-node';
 import { Histogram, type Registry } from 'prom-client';
 import type { Accounts } from '../accounts/accounts.js';
 import { isPending, type Resend, type StatusRecord } from '../store/records.js';
@@ -45,6 +54,12 @@ const MESSAGES_IN_FLIGHT = 8;
  */
 export const LINGER_MS = 50;
 const RETRY_MS = 250;
+/**
+ * How long a JetStream publish waits for its ack before the message is tried again. Acks take
+ * milliseconds; a publish that timed out is one that met a leaderless stream, and a shorter wait
+ * retries soon after the election.
+ */
+const PUBLISH_TIMEOUT_MS = 2_000;
 const EVENT_VERSION = 1;
 const MESSAGE_VERSION = 2;
 
@@ -123,6 +138,9 @@ export function decodeMessage(data: Uint8Array): StatusEvent[] | null {
   return at === b.length ? out : null;
 }
 
+/** Subject of a node's live copies of its status messages (plain NATS, no ack): `lf.live.<node>`. */
+export const liveSubject = (node: string): string => `lf.live.${node}`;
+
 /** The state word of a record, in the msgID: each state is published once. */
 function stateOf(r: StatusRecord): string {
   return r.expired ? 'expired' : r.status;
@@ -150,7 +168,11 @@ export class StatusEvents {
   private flushing = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private lingerTimer: NodeJS.Timeout | null = null;
+  /** Events whose live copy is not sent yet (only while the link is up: else JetStream carries them). */
+  private liveQueue: Uint8Array[] = [];
+  private liveTimer: NodeJS.Timeout | null = null;
   private messages: ConsumerMessages | null = null;
+  private live: Subscription | null = null;
   private closed = false;
   /** Dropped from a full outbox (they reach the other nodes only if re-published after a restart). */
   dropped = 0;
@@ -178,7 +200,11 @@ export class StatusEvents {
     this.o.link.onReady(() => {
       this.republishPending();
       this.kick();
-      void (this.o.after ?? Promise.resolve()).then(() => this.consume());
+      void (this.o.after ?? Promise.resolve()).then(() => {
+        if (this.closed) return;
+        this.subscribeLive();
+        void this.consume();
+      });
     });
     this.o.link.onChange((up) => {
       if (!up) return;
@@ -203,6 +229,8 @@ export class StatusEvents {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    if (this.liveTimer) clearTimeout(this.liveTimer);
+    this.live?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
   }
 
@@ -211,8 +239,32 @@ export class StatusEvents {
       this.outbox.shift();
       if (this.dropped++ % 10_000 === 0) this.o.log.warn({ dropped: this.dropped }, 'cluster: outbox full, oldest status events dropped');
     }
-    this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data: encodeEvent(e) });
+    const data = encodeEvent(e);
+    this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data });
     this.kick();
+    this.queueLive(data);
+  }
+
+  /**
+   * The live copy goes out after the same linger (or at once with a message's worth), never
+   * behind the JetStream publishes: those stall through a stream leader's election, this does not.
+   */
+  private queueLive(data: Uint8Array): void {
+    if (!this.o.link.up || !this.o.link.ready || this.closed) return;
+    this.liveQueue.push(data);
+    if (this.liveQueue.length >= MESSAGE_EVENTS) this.flushLive();
+    else this.liveTimer ??= setTimeout(() => this.flushLive(), LINGER_MS);
+  }
+
+  private flushLive(): void {
+    if (this.liveTimer) clearTimeout(this.liveTimer);
+    this.liveTimer = null;
+    const nc = this.o.link.nc;
+    const subject = liveSubject(this.o.link.node);
+    for (let i = 0; nc && this.o.link.up && i < this.liveQueue.length; i += MESSAGE_EVENTS) {
+      nc.publish(subject, encodeMessage(this.liveQueue.slice(i, i + MESSAGE_EVENTS)));
+    }
+    this.liveQueue = [];
   }
 
   /** After a restart: this node's pending records again (a duplicate is dropped by JetStream). */
@@ -260,19 +312,47 @@ export class StatusEvents {
    * duplicate that gets through is harmless: applying is forward only).
    */
   private async flush(): Promise<void> {
-    const js = this.o.link.js!;
-    const subject = statusSubject(this.o.link.node);
     while (this.outbox.length > 0 && this.o.link.up && !this.closed) {
       const taken = this.outbox.slice(0, MESSAGE_EVENTS * MESSAGES_IN_FLIGHT);
       const chunks: Outgoing[][] = [];
       for (let i = 0; i < taken.length; i += MESSAGE_EVENTS) chunks.push(taken.slice(i, i + MESSAGE_EVENTS));
-      const results = await Promise.allSettled(
-        chunks.map((c) => js.publish(subject, encodeMessage(c.map((m) => m.data)), { msgID: `${c[0]!.msgID}+${c.length}`, timeout: 5_000 })),
-      );
+      const results = await Promise.allSettled(chunks.map((c) => this.publishMessage(c)));
       const failed = chunks.filter((_, i) => results[i]!.status === 'rejected').flat();
       this.outbox.splice(0, taken.length, ...failed);
       this.published += taken.length - failed.length;
       if (failed.length > 0) return;
+    }
+  }
+
+  /** One message to JetStream (its msgID: its first event's and its size). */
+  private publishMessage(events: Outgoing[]): Promise<PubAck> {
+    const data = encodeMessage(events.map((m) => m.data));
+    return this.o.link.js!.publish(statusSubject(this.o.link.node), data, { msgID: `${events[0]!.msgID}+${events.length}`, timeout: PUBLISH_TIMEOUT_MS });
+  }
+
+  /**
+   * Apply the other nodes' live copies as they arrive (the subscription is made again by the
+   * client after a reconnect). A write that fails is left to JetStream's copy; an event whose
+   * origin is not the node of its subject is ignored (a node speaks for itself only).
+   */
+  private subscribeLive(): void {
+    const own = liveSubject(this.o.link.node);
+    const prefix = liveSubject('');
+    this.live = this.o.link.nc!.subscribe(liveSubject('*'), {
+      callback: (err: Error | null, m: Msg) => {
+        if (err !== null || m.subject === own) return;
+        const origin = m.subject.slice(prefix.length);
+        for (const e of decodeMessage(m.data) ?? []) if (e.origin === origin) this.applyLive(e);
+      },
+    });
+  }
+
+  /** One live event: applied, or left to JetStream's copy if that fails (never thrown into the client). */
+  private applyLive(e: StatusEvent): void {
+    try {
+      void this.applyEvent(e)?.catch(() => false);
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message, sig: e.record.signature }, 'cluster: live status event not applied (JetStream delivers it again)');
     }
   }
 

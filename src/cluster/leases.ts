@@ -159,7 +159,7 @@ export class Leases {
   private async watch(): Promise<void> {
     while (!this.stopped) {
       try {
-        const w = await this.opts.kv.watch({ key: ['node.*', 'takeover.*'] });
+        const w = await this.opts.kv.watch({ key: ['node.*', 'takeover.>'] });
         this.watcher = w;
         if (this.stopped) w.stop();
         for await (const e of w) this.saw(e, Date.now());

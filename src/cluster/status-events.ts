@@ -60,6 +60,14 @@ const RETRY_MS = 250;
  * retries soon after the election.
  */
 const PUBLISH_TIMEOUT_MS = 2_000;
+/**
+ * Live copies a node sends again when a node reconnects, ms back: copies in flight through a
+ * server that died are lost (the publisher's, or those routed to a receiver connected there),
+ * and JetStream's copy of them waits out the election.
+ */
+const REPLAY_MS = 2_000;
+/** Where a node that reconnected asks the others to send their recent live copies again (payload: its name). */
+const REPLAY_SUBJECT = 'lf.live-replay';
 const EVENT_VERSION = 1;
 const MESSAGE_VERSION = 2;
 
@@ -171,6 +179,9 @@ export class StatusEvents {
   /** Events whose live copy is not sent yet (only while the link is up: else JetStream carries them). */
   private liveQueue: Uint8Array[] = [];
   private liveTimer: NodeJS.Timeout | null = null;
+  /** Live copies sent within REPLAY_MS, oldest first. */
+  private recentLive: { at: number; data: Uint8Array }[] = [];
+  private replayRequests: Subscription | null = null;
   private messages: ConsumerMessages | null = null;
   private live: Subscription | null = null;
   private closed = false;
@@ -209,6 +220,7 @@ export class StatusEvents {
     this.o.link.onChange((up) => {
       if (!up) return;
       this.kick();
+      this.recoverLive();
       // (H6) After an outage of every server the pull consumer's iterator stalls without an
       // error (its pulls died with the old connections): end it, so `consume` makes it again.
       void this.messages?.close().catch(() => undefined);
@@ -231,6 +243,7 @@ export class StatusEvents {
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     if (this.liveTimer) clearTimeout(this.liveTimer);
     this.live?.unsubscribe();
+    this.replayRequests?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
   }
 
@@ -261,10 +274,39 @@ export class StatusEvents {
     this.liveTimer = null;
     const nc = this.o.link.nc;
     const subject = liveSubject(this.o.link.node);
+    const at = Date.now();
     for (let i = 0; nc && this.o.link.up && i < this.liveQueue.length; i += MESSAGE_EVENTS) {
-      nc.publish(subject, encodeMessage(this.liveQueue.slice(i, i + MESSAGE_EVENTS)));
+      const data = encodeMessage(this.liveQueue.slice(i, i + MESSAGE_EVENTS));
+      nc.publish(subject, data);
+      this.recentLive.push({ at, data });
     }
     this.liveQueue = [];
+    this.pruneRecent(at);
+  }
+
+  private pruneRecent(now: number): void {
+    let old = 0;
+    while (old < this.recentLive.length && now - this.recentLive[old]!.at > REPLAY_MS) old++;
+    if (old > 0) this.recentLive.splice(0, old);
+  }
+
+  /** Send this node's recent live copies again (a node reconnected: some may have been lost). */
+  private replayLive(): void {
+    const nc = this.o.link.nc;
+    if (!nc || !this.o.link.up || this.closed) return;
+    this.pruneRecent(Date.now());
+    const subject = liveSubject(this.o.link.node);
+    for (const m of this.recentLive) nc.publish(subject, m.data);
+  }
+
+  /**
+   * After this node's reconnect: what it sent lately may have died with its server, and what the
+   * others sent to it while it was away did not reach it: send its own again, ask for theirs.
+   */
+  private recoverLive(): void {
+    if (!this.live) return; // not applying yet: JetStream's copy comes with the consumer
+    this.replayLive();
+    this.o.link.nc?.publish(REPLAY_SUBJECT, Buffer.from(this.o.link.node));
   }
 
   /** After a restart: this node's pending records again (a duplicate is dropped by JetStream). */
@@ -343,6 +385,11 @@ export class StatusEvents {
         if (err !== null || m.subject === own) return;
         const origin = m.subject.slice(prefix.length);
         for (const e of decodeMessage(m.data) ?? []) if (e.origin === origin) this.applyLive(e);
+      },
+    });
+    this.replayRequests = this.o.link.nc!.subscribe(REPLAY_SUBJECT, {
+      callback: (err: Error | null, m: Msg) => {
+        if (err === null && m.string() !== this.o.link.node) this.replayLive();
       },
     });
   }

@@ -66,6 +66,8 @@ const PUBLISH_TIMEOUT_MS = 2_000;
  * and JetStream's copy of them waits out the election.
  */
 const REPLAY_MS = 2_000;
+/** Live copies waiting for a reconnect at most (events; ~0.6 MB). */
+const LIVE_WAITING_MAX = 4_096;
 /** Where a node that reconnected asks the others to send their recent live copies again (payload: its name). */
 const REPLAY_SUBJECT = 'lf.live-replay';
 const EVENT_VERSION = 1;
@@ -261,10 +263,13 @@ export class StatusEvents {
   /**
    * The live copy goes out after the same linger (or at once with a message's worth), never
    * behind the JetStream publishes: those stall through a stream leader's election, this does not.
+   * While the link is down (a reconnect to another server) copies wait for it, up to
+   * LIVE_WAITING_MAX (past that, oldest dropped: JetStream carries them).
    */
   private queueLive(data: Uint8Array): void {
-    if (!this.o.link.up || !this.o.link.ready || this.closed) return;
+    if (!this.o.link.ready || this.closed) return;
     this.liveQueue.push(data);
+    if (this.liveQueue.length > LIVE_WAITING_MAX) this.liveQueue.shift();
     if (this.liveQueue.length >= MESSAGE_EVENTS) this.flushLive();
     else this.liveTimer ??= setTimeout(() => this.flushLive(), LINGER_MS);
   }
@@ -273,9 +278,10 @@ export class StatusEvents {
     if (this.liveTimer) clearTimeout(this.liveTimer);
     this.liveTimer = null;
     const nc = this.o.link.nc;
+    if (!nc || !this.o.link.up || this.closed) return; // sent by `recoverLive` once up again
     const subject = liveSubject(this.o.link.node);
     const at = Date.now();
-    for (let i = 0; nc && this.o.link.up && i < this.liveQueue.length; i += MESSAGE_EVENTS) {
+    for (let i = 0; i < this.liveQueue.length; i += MESSAGE_EVENTS) {
       const data = encodeMessage(this.liveQueue.slice(i, i + MESSAGE_EVENTS));
       nc.publish(subject, data);
       this.recentLive.push({ at, data });
@@ -304,9 +310,12 @@ export class StatusEvents {
    * others sent to it while it was away did not reach it: send its own again, ask for theirs.
    */
   private recoverLive(): void {
-    if (!this.live) return; // not applying yet: JetStream's copy comes with the consumer
-    this.replayLive();
-    this.o.link.nc?.publish(REPLAY_SUBJECT, Buffer.from(this.o.link.node));
+    // Not applying yet: then neither is anyone missing this node's copies for long.
+    if (this.live) {
+      this.replayLive();
+      this.o.link.nc?.publish(REPLAY_SUBJECT, Buffer.from(this.o.link.node));
+    }
+    this.flushLive(); // what waited for the reconnect
   }
 
   /** After a restart: this node's pending records again (a duplicate is dropped by JetStream). */

@@ -163,6 +163,7 @@ describe('a NATS server killed with SIGKILL under load', () => {
       const off = polls.filter((p) => p.node === n.name && p.at >= killedAt && p.view !== steady);
       return off.length === 0 ? 0 : off[off.length - 1]!.at - killedAt;
     });
+    const offSteady = [...new Set(polls.filter((p) => p.at >= killedAt && p.view !== steady).map((p) => `${p.node} at +${p.at - killedAt} ms: ${p.view}`))];
     const flaps = polls.filter((p) => p.at >= killedAt && !p.view.startsWith('a,b,c '));
     const takeovers = nodes.flatMap((n) =>
       logLines(n.output())
@@ -172,7 +173,7 @@ describe('a NATS server killed with SIGKILL under load', () => {
     console.log(
       `${label}: replication lag normal ${summary(before)}; through the kill ${summary(after)}, ${after.filter((ms) => ms > 2_000).length} over 2 s; ` +
         `/health settled ${settleMs.map((ms, i) => `${nodes[i]!.name} ${ms} ms`).join(', ')} after the kill ` +
-        `(${polls.filter((p) => p.at >= killedAt).length} polls, ${flaps.length} not listing every node); ${load.acks.length} sends acknowledged`,
+        `(${polls.filter((p) => p.at >= killedAt).length} polls, ${flaps.length} not listing every node${offSteady.length > 0 ? `; otherwise off: ${offSteady.join('; ')}` : ''}); ${load.acks.length} sends acknowledged`,
     );
     if (flaps.length > 0 || takeovers.length > 0) {
       for (const n of nodes) console.log(n.name, n.output().split('\n').filter((l) => l.includes('cluster')).slice(-10).join('\n'));

@@ -30,7 +30,7 @@ export const NODES_BUCKET = 'landfall-nodes';
 export const HEARTBEAT_MS = 1_000;
 /** A lease unchanged for this long is a dead node, ms. */
 export const DEAD_AFTER_MS = 3_000;
-/** Known rounds in a row whose own heartbeat did not come back before the watch is made again. */
+/** Rounds in a row whose acknowledged heartbeat did not come back through the watch before it is made again. */
 const WATCH_STALL_ROUNDS = 2;
 /** Entries live this long in the bucket (a dead node's lease and its takeover key then vanish), ms. */
 const BUCKET_TTL_MS = 24 * 3_600_000;
@@ -162,12 +162,21 @@ export class Leases {
         const w = await this.opts.kv.watch({ key: ['node.*', 'takeover.>'] });
         this.watcher = w;
         if (this.stopped) w.stop();
-        for await (const e of w) this.saw(e, Date.now());
+        for await (const e of w) this.sawSafely(e);
       } catch (e) {
         if (!this.stopped) this.opts.log?.('cluster: node leases watch failed, made again', { error: (e as Error).message });
       }
       this.watcher = null;
       if (!this.stopped) await new Promise((r) => setTimeout(r, this.heartbeatMs));
+    }
+  }
+
+  /** An entry this version cannot read is skipped (logged): it must not end the watch over and over. */
+  private sawSafely(e: KvEntry): void {
+    try {
+      this.saw(e, Date.now());
+    } catch (err) {
+      this.opts.log?.('cluster: unreadable node leases entry skipped', { key: e.key, error: (err as Error).message });
     }
   }
 

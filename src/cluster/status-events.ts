@@ -178,7 +178,7 @@ export class StatusEvents {
   private flushing = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private lingerTimer: NodeJS.Timeout | null = null;
-  /** Events whose live copy is not sent yet (only while the link is up: else JetStream carries them). */
+  /** Events whose live copy waits for the linger, or for the link to come back. */
   private liveQueue: Uint8Array[] = [];
   private liveTimer: NodeJS.Timeout | null = null;
   /** Live copies sent within REPLAY_MS, oldest first. */

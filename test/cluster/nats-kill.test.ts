@@ -26,6 +26,8 @@ import { waitFor } from '../helpers/localnet.js';
 const BEFORE_MS = 3_000;
 const AFTER_MS = 12_000;
 const HEALTH_POLL_MS = 200;
+/** An outbox this small is a message lingering (50 ms) or in flight: normal running. */
+const BACKLOG_NORMAL = 20;
 /** The promise: a server's death costs at most ~2 s of replication lag at p99 (asserted with room for a busy machine, far below an election's 4 s). */
 const FAILOVER_P99_MS = 3_000;
 
@@ -48,6 +50,8 @@ interface HealthPoll {
   at: number;
   node: string;
   view: string;
+  /** `replication_backlog`: events not yet acknowledged by JetStream (the durable path). */
+  backlog: number;
 }
 
 /** Poll `/health` on every node every HEALTH_POLL_MS until `stop()`. */
@@ -58,7 +62,7 @@ function pollHealth(nodes: ClusterNode[]): { polls: HealthPoll[]; stop(): Promis
     while (running) {
       const h = await n.health().catch((e: unknown) => ({ status: `error ${(e as Error).message}`, cluster: undefined }));
       const c = h.cluster;
-      polls.push({ at: Date.now(), node: n.name, view: c ? `${c.nodes.join(',')} ${c.nats} ${c.mode} ${c.budget}` : h.status });
+      polls.push({ at: Date.now(), node: n.name, view: c ? `${c.nodes.join(',')} ${c.nats} ${c.mode} ${c.budget}` : h.status, backlog: c?.replication_backlog ?? 0 });
       await sleep(HEALTH_POLL_MS);
     }
   });
@@ -164,6 +168,9 @@ describe('a NATS server killed with SIGKILL under load', () => {
       return off.length === 0 ? 0 : off[off.length - 1]!.at - killedAt;
     });
     const offSteady = [...new Set(polls.filter((p) => p.at >= killedAt && p.view !== steady).map((p) => `${p.node} at +${p.at - killedAt} ms: ${p.view}`))];
+    // The durable path: how far JetStream's acknowledgements fell behind, and until when.
+    const behind = polls.filter((p) => p.at >= killedAt && p.backlog > BACKLOG_NORMAL);
+    const backlog = behind.length === 0 ? `never over ${BACKLOG_NORMAL}` : `max ${Math.max(...behind.map((p) => p.backlog))}, last over ${BACKLOG_NORMAL} at +${behind[behind.length - 1]!.at - killedAt} ms`;
     const flaps = polls.filter((p) => p.at >= killedAt && !p.view.startsWith('a,b,c '));
     const takeovers = nodes.flatMap((n) =>
       logLines(n.output())
@@ -173,7 +180,7 @@ describe('a NATS server killed with SIGKILL under load', () => {
     console.log(
       `${label}: replication lag normal ${summary(before)}; through the kill ${summary(after)}, ${after.filter((ms) => ms > 2_000).length} over 2 s; ` +
         `/health settled ${settleMs.map((ms, i) => `${nodes[i]!.name} ${ms} ms`).join(', ')} after the kill ` +
-        `(${polls.filter((p) => p.at >= killedAt).length} polls, ${flaps.length} not listing every node${offSteady.length > 0 ? `; otherwise off: ${offSteady.join('; ')}` : ''}); ${load.acks.length} sends acknowledged`,
+        `(${polls.filter((p) => p.at >= killedAt).length} polls, ${flaps.length} not listing every node${offSteady.length > 0 ? `; otherwise off: ${offSteady.join('; ')}` : ''}); JetStream outbox ${backlog}; ${load.acks.length} sends acknowledged`,
     );
     if (flaps.length > 0 || takeovers.length > 0) {
       for (const n of nodes) console.log(n.name, n.output().split('\n').filter((l) => l.includes('cluster')).slice(-10).join('\n'));

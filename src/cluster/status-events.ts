@@ -68,8 +68,11 @@ const PUBLISH_TIMEOUT_MS = 2_000;
 const REPLAY_MS = 2_000;
 /** Live copies waiting for a reconnect at most (events; ~0.6 MB). */
 const LIVE_WAITING_MAX = 4_096;
-/** Where a node that reconnected asks the others to send their recent live copies again (payload: its name). */
-const REPLAY_SUBJECT = 'lf.live-replay';
+/**
+ * Where a node that reconnected asks the others to send their recent live copies again:
+ * `lf.live-replay.<node>` (each node publishes only on subjects of its own name).
+ */
+export const replaySubject = (node: string): string => `lf.live-replay.${node}`;
 const EVENT_VERSION = 1;
 const MESSAGE_VERSION = 2;
 
@@ -313,7 +316,7 @@ export class StatusEvents {
     // Not applying yet: then neither is anyone missing this node's copies for long.
     if (this.live) {
       this.replayLive();
-      this.o.link.nc?.publish(REPLAY_SUBJECT, Buffer.from(this.o.link.node));
+      this.o.link.nc?.publish(replaySubject(this.o.link.node));
     }
     this.flushLive(); // what waited for the reconnect
   }
@@ -384,7 +387,8 @@ export class StatusEvents {
   /**
    * Apply the other nodes' live copies as they arrive (the subscription is made again by the
    * client after a reconnect). A write that fails is left to JetStream's copy; an event whose
-   * origin is not the node of its subject is ignored (a node speaks for itself only).
+   * origin is not the node of its subject is ignored (a node speaks for itself only). And answer
+   * another node's replay request (it reconnected) with this node's recent copies.
    */
   private subscribeLive(): void {
     const own = liveSubject(this.o.link.node);
@@ -396,9 +400,10 @@ export class StatusEvents {
         for (const e of decodeMessage(m.data) ?? []) if (e.origin === origin) this.applyLive(e);
       },
     });
-    this.replayRequests = this.o.link.nc!.subscribe(REPLAY_SUBJECT, {
+    const ownRequest = replaySubject(this.o.link.node);
+    this.replayRequests = this.o.link.nc!.subscribe(replaySubject('*'), {
       callback: (err: Error | null, m: Msg) => {
-        if (err === null && m.string() !== this.o.link.node) this.replayLive();
+        if (err === null && m.subject !== ownRequest) this.replayLive();
       },
     });
   }

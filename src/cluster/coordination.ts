@@ -76,10 +76,11 @@ export function startCoordination(o: CoordinationOptions): Coordination {
   const origins = new PendingOrigins();
   let leases: Leases | null = null;
   const takeover = new Takeover({
+    node,
     tracker: o.tracker,
     engine: o.engine,
     origins,
-    isLive: (n) => leases?.liveNodes().includes(n) ?? false,
+    heirOf: (n) => leases?.heirOf(n) ?? null,
     log,
   });
   let closed = false;

@@ -1,21 +1,27 @@
 /**
- * Node leases and takeover (issue 13, part 4).
+ * Node leases and takeover (issue 13, part 4; issue 19, items 2 and 5).
  *
  * Every node puts `node.<name>` = {node, started, seq, at} into the KV bucket `landfall-nodes`
- * every HEARTBEAT_MS. A node whose lease has not changed for DEAD_AFTER_MS is dead; the live
- * nodes then race to create `takeover.<dead>.<started>` (KV create is a compare-and-set on "no
- * such key", so exactly one wins per incarnation of the dead node, whoever sees it first), and
- * the winner takes the dead node's pending transactions over (`onTakeover`).
+ * every HEARTBEAT_MS. The live nodes race to create `takeover.<dead>.<started>` for a dead node
+ * (KV create is a compare-and-set on "no such key", so exactly one wins per incarnation of the
+ * dead node, whoever sees it first), and the winner takes the dead node's pending transactions
+ * over (`onTakeover`). Every node learns who won from the same key (`heirOf`), so what a taker
+ * held passes on when the taker dies too (`takeover.ts`).
  *
- * Liveness is judged by when THIS node saw a lease change (its revision), never by the
- * `at` inside it: no clock skew between nodes matters. And a node only judges others once its
- * own link has been healthy (its own heartbeat written, every poll answered) for DEAD_AFTER_MS:
- * a node cut off from NATS sees nobody's heartbeat and must not conclude that everyone died.
- *
- * Polling (`keys` + `get`, once per heartbeat) rather than a KV watch: a poll that fails is a
- * plain error, and after a reconnect the next poll is simply right again.
+ * The view of the bucket is a KV watch kept current by the server, not a listing per round: after
+ * a server is killed a listing (`kv.keys`) can hang for seconds while puts and gets go through,
+ * and a round that could not read made every other lease look unchanged. A node is judged dead
+ * only on evidence: its lease stayed the same through DEAD_AFTER_MS and at least as many rounds
+ * of this node that were *known*, i.e. whose own heartbeat came back through the watch (the
+ * bucket is one ordered stream: a watch that delivered this node's put delivered everything
+ * stored before it). A round whose put failed or did not come back is unknown and proves nothing
+ * (a leaderless bucket for the 4-9 s of a raft election stalls every node's writes alike). Time
+ * is local: no clock skew between nodes matters, except on first sight, where a lease the server
+ * says is older than DEAD_AFTER_MS is already quiet. And a node only judges others once its own
+ * rounds have been known for DEAD_AFTER_MS: a node cut off from NATS sees nobody's heartbeat and
+ * must not conclude that everyone died.
  */
-import type { KV } from '@nats-io/kv';
+import type { KV, KvEntry } from '@nats-io/kv';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
@@ -24,6 +30,8 @@ export const NODES_BUCKET = 'landfall-nodes';
 export const HEARTBEAT_MS = 1_000;
 /** A lease unchanged for this long is a dead node, ms. */
 export const DEAD_AFTER_MS = 3_000;
+/** Rounds in a row whose acknowledged heartbeat did not come back through the watch before it is made again. */
+const WATCH_STALL_ROUNDS = 2;
 /** Entries live this long in the bucket (a dead node's lease and its takeover key then vanish), ms. */
 const BUCKET_TTL_MS = 24 * 3_600_000;
 
@@ -53,6 +61,8 @@ interface Seen {
   revision: number;
   /** Local time the revision last changed. */
   changedAt: number;
+  /** Known rounds of this node since the revision last changed (the evidence of a death). */
+  quietRounds: number;
   /** The incarnation (`started`) already handled as dead (taken over by us or someone). */
   handled: number | null;
 }
@@ -72,14 +82,27 @@ export interface LeasesOptions {
 
 export class Leases {
   private readonly seen = new Map<string, Seen>();
+  /** Who won each `takeover.<dead>.<started>` key (`<dead>.<started>` → taker). */
+  private readonly heirs = new Map<string, string>();
   private readonly started = Date.now();
   private seq = 0;
-  /** Since when every round succeeded (null: the last one failed). */
+  /** Seq of this node's last put the server acknowledged (0: the last put failed). */
+  private putSeq = 0;
+  /** Highest seq of this incarnation's own lease the watch delivered. */
+  private watchedSeq = 0;
+  /** Rounds in a row whose acknowledged put the watch did not deliver. */
+  private stalledRounds = 0;
+  /** Since when every round was known (null: the last one was not). */
   private healthySince: number | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  private watcher: { stop(): void } | null = null;
+  private watching: Promise<void> | null = null;
+  private stopped = false;
   private readonly heartbeatMs: number;
   private readonly deadAfterMs: number;
+  /** Known rounds without a change that make a lease dead (with DEAD_AFTER_MS of local time). */
+  private readonly deadRounds: number;
   /** Takeovers this node won, for /metrics and tests. */
   readonly takeovers: NodeLease[] = [];
 
@@ -87,25 +110,30 @@ export class Leases {
     if (!validNodeName(opts.node)) throw new Error(`node name must be 1-64 letters, digits, '-' or '_' (got ${JSON.stringify(opts.node)})`);
     this.heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
     this.deadAfterMs = opts.deadAfterMs ?? DEAD_AFTER_MS;
+    this.deadRounds = Math.ceil(this.deadAfterMs / this.heartbeatMs);
   }
 
-  /** Write the first heartbeat and start the rounds (a failed first write is retried by them). */
+  /** Start the watch and the rounds (a failed first write is retried by them). */
   start(): void {
+    this.watching = this.watch();
     this.kick();
     this.timer = setInterval(() => this.kick(), this.heartbeatMs);
     this.timer.unref();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.watcher?.stop();
     await this.running;
+    await this.watching;
   }
 
-  /** This node and the nodes whose lease changed within the dead-after window, sorted. */
+  /** This node and the nodes not judged dead, sorted. */
   liveNodes(now = Date.now()): string[] {
     const live = new Set([this.opts.node]);
-    for (const [name, s] of this.seen) if (now - s.changedAt <= this.deadAfterMs) live.add(name);
+    for (const [name, s] of this.seen) if (!this.isDead(s, now)) live.add(name);
     return [...live].sort();
   }
 
@@ -114,47 +142,116 @@ export class Leases {
     return this.healthySince !== null;
   }
 
-  private kick(): void {
-    if (this.running) return; // a round still waiting on NATS: do not pile up
-    this.running = this.round(Date.now()).finally(() => (this.running = null));
+  /**
+   * The node that took over `node`'s current incarnation (null: none did, or it is live again
+   * as a new incarnation, which resumes its own records).
+   */
+  heirOf(node: string): string | null {
+    const s = this.seen.get(node);
+    return s ? (this.heirs.get(`${node}.${s.lease.started}`) ?? null) : null;
   }
 
-  private async round(now: number): Promise<void> {
+  private isDead(s: Seen, now: number): boolean {
+    return s.quietRounds >= this.deadRounds && now - s.changedAt > this.deadAfterMs;
+  }
+
+  /** Keep the view current from a KV watch, made again whenever it ends or stalls. */
+  private async watch(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const w = await this.opts.kv.watch({ key: ['node.*', 'takeover.>'] });
+        this.watcher = w;
+        if (this.stopped) w.stop();
+        for await (const e of w) this.sawSafely(e);
+      } catch (e) {
+        if (!this.stopped) this.opts.log?.('cluster: node leases watch failed, made again', { error: (e as Error).message });
+      }
+      this.watcher = null;
+      if (!this.stopped) await new Promise((r) => setTimeout(r, this.heartbeatMs));
+    }
+  }
+
+  /** An entry this version cannot read is skipped (logged): it must not end the watch over and over. */
+  private sawSafely(e: KvEntry): void {
+    try {
+      this.saw(e, Date.now());
+    } catch (err) {
+      this.opts.log?.('cluster: unreadable node leases entry skipped', { key: e.key, error: (err as Error).message });
+    }
+  }
+
+  /** One entry of the watch: a lease (this node's own, or another's) or a takeover key. */
+  private saw(e: KvEntry, now: number): void {
+    if (e.operation !== 'PUT') return;
+    if (e.key.startsWith('takeover.')) {
+      this.heirs.set(e.key.slice('takeover.'.length), e.json<{ by: string }>().by);
+      return;
+    }
+    const lease = e.json<NodeLease>();
+    if (lease.node === this.opts.node) {
+      if (lease.started === this.started) this.watchedSeq = Math.max(this.watchedSeq, lease.seq);
+      return;
+    }
+    const s = this.seen.get(lease.node);
+    if (s && s.revision === e.revision) return; // the watch made again: the same entry
+    // First sight: the lease is as old as the server says it is (a node long dead is quiet now).
+    const old = !s && now - e.created.getTime() > this.deadAfterMs;
+    this.seen.set(lease.node, {
+      lease,
+      revision: e.revision,
+      changedAt: old ? e.created.getTime() : now,
+      quietRounds: old ? this.deadRounds : 0,
+      handled: s && s.lease.started === lease.started ? s.handled : null,
+    });
+  }
+
+  private kick(): void {
+    if (this.running || this.stopped) return; // a round still waiting on NATS: do not pile up
+    this.running = this.round().finally(() => (this.running = null));
+  }
+
+  /** Judge the previous round (known or not), then write this round's heartbeat. */
+  private async round(): Promise<void> {
+    const known = this.putSeq > 0 && this.watchedSeq >= this.putSeq;
+    this.judgeRound(known);
+    this.putSeq = 0;
     try {
       if (!this.opts.up()) throw new Error('NATS is down');
-      const lease: NodeLease = { node: this.opts.node, started: this.started, seq: ++this.seq, at: now };
-      // A put waits at most one beat: a round stuck on a server that went away must not keep
-      // this node counted healthy.
+      const seq = ++this.seq;
+      const lease: NodeLease = { node: this.opts.node, started: this.started, seq, at: Date.now() };
+      // A put waits at most one beat: a round stuck on a server that went away is unknown.
       await this.opts.kv.put(`node.${this.opts.node}`, JSON.stringify(lease), { timeout: this.heartbeatMs });
-      await this.readLeases(Date.now());
-      this.healthySince ??= Date.now();
+      this.putSeq = seq;
     } catch (e) {
       if (this.healthySince !== null) this.opts.log?.('cluster: node leases unreachable', { error: (e as Error).message });
       this.healthySince = null;
       return;
     }
-    if (Date.now() - this.healthySince >= this.deadAfterMs) await this.takeOverDead(Date.now());
+    if (this.healthySince !== null && Date.now() - this.healthySince >= this.deadAfterMs) await this.takeOverDead(Date.now());
   }
 
-  private async readLeases(now: number): Promise<void> {
-    const names: string[] = [];
-    for await (const k of await this.opts.kv.keys('node.*')) names.push(k.slice('node.'.length));
-    for (const name of names) {
-      if (name === this.opts.node) continue;
-      const e = await this.opts.kv.get(`node.${name}`);
-      if (!e || e.operation !== 'PUT') continue;
-      const s = this.seen.get(name);
-      if (s && s.revision === e.revision) continue;
-      const lease = e.json<NodeLease>();
-      // First sight: the lease is as old as the server says it is (a node long dead is dead now).
-      const changedAt = s ? now : Math.min(now, e.created.getTime());
-      this.seen.set(name, { lease, revision: e.revision, changedAt, handled: s && s.lease.started === lease.started ? s.handled : null });
+  /**
+   * A known round is evidence against every lease that did not change in it; an unknown one
+   * proves nothing (and a watch that keeps missing this node's acknowledged puts is made again).
+   */
+  private judgeRound(known: boolean): void {
+    if (!known) {
+      this.healthySince = null;
+      if (this.putSeq > 0 && ++this.stalledRounds >= WATCH_STALL_ROUNDS) {
+        this.opts.log?.('cluster: node leases watch stalled, made again', { rounds: this.stalledRounds });
+        this.stalledRounds = 0;
+        this.watcher?.stop();
+      }
+      return;
     }
+    this.stalledRounds = 0;
+    this.healthySince ??= Date.now();
+    for (const s of this.seen.values()) s.quietRounds++;
   }
 
   private async takeOverDead(now: number): Promise<void> {
     for (const [name, s] of this.seen) {
-      if (now - s.changedAt <= this.deadAfterMs || s.handled === s.lease.started) continue;
+      if (!this.isDead(s, now) || s.handled === s.lease.started) continue;
       s.handled = s.lease.started;
       const key = `takeover.${name}.${s.lease.started}`;
       try {
@@ -166,8 +263,9 @@ export class Leases {
         if (!e) s.handled = null;
         if (!e || e.json<{ by: string }>().by !== this.opts.node) continue;
       }
+      this.heirs.set(`${name}.${s.lease.started}`, this.opts.node);
       this.takeovers.push(s.lease);
-      this.opts.log?.('cluster: taking over a dead node', { dead: name, started: s.lease.started, silentMs: now - s.changedAt });
+      this.opts.log?.('cluster: taking over a dead node', { dead: name, started: s.lease.started, silentMs: now - s.changedAt, quietRounds: s.quietRounds });
       try {
         await this.opts.onTakeover(s.lease);
       } catch (e) {

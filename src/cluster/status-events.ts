@@ -10,6 +10,14 @@
  * a message published again after a lost ack; a restarted node re-publishes its still-pending
  * records from LMDB, and whatever repeats gets through is harmless (applying is forward only).
  *
+ * Live copies (issue 19, item 3): every message also goes at once, as a plain NATS message on
+ * `lf.live.<node>`, to the nodes connected now, which apply it as they get it. JetStream stays
+ * the durable path (catch-up, a node that was away, a copy lost with a server), but it cannot be
+ * the fast one through a server's death: a stream or consumer whose raft leader died is leaderless
+ * until an election, 4-9 s in nats-server (hard-coded election timeouts), and publishes and
+ * deliveries wait for it; a plain message only waits for its publisher's and receiver's
+ * reconnects. The copy JetStream delivers later finds its records applied (nothing written).
+ *
  * Applying (a durable consumer per node, named after it, from the stream's first event for a
  * new node): a record absent here is inserted whole; a pending one moves forward to a terminal
  * state; a terminal one never changes; the message is acknowledged once the local write
@@ -24,7 +32,8 @@
  * - `/v1/stream`: an applied change is published to this node's StatusHub and ingress threads
  *   exactly like a local one.
  */
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg, type PubAck } from '@nats-io/jetstream';
+import type { Msg, Subscription } from '@nats-io/transport-node';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Accounts } from '../accounts/accounts.js';
 import { isPending, type Resend, type StatusRecord } from '../store/records.js';
@@ -47,6 +56,25 @@ export const LINGER_MS = 50;
 const RETRY_MS = 250;
 /** A dropped forged event is logged at most once per this interval (with the count since). */
 const FORGED_LOG_MS = 10_000;
+/**
+ * How long a JetStream publish waits for its ack before the message is tried again. Acks take
+ * milliseconds; a publish that timed out is one that met a leaderless stream, and a shorter wait
+ * retries soon after the election.
+ */
+const PUBLISH_TIMEOUT_MS = 2_000;
+/**
+ * Live copies a node sends again when a node reconnects, ms back: copies in flight through a
+ * server that died are lost (the publisher's, or those routed to a receiver connected there),
+ * and JetStream's copy of them waits out the election.
+ */
+const REPLAY_MS = 2_000;
+/** Live copies waiting for a reconnect at most (events; ~0.6 MB). */
+const LIVE_WAITING_MAX = 4_096;
+/**
+ * Where a node that reconnected asks the others to send their recent live copies again:
+ * `lf.live-replay.<node>` (each node publishes only on subjects of its own name).
+ */
+export const replaySubject = (node: string): string => `lf.live-replay.${node}`;
 const EVENT_VERSION = 1;
 const MESSAGE_VERSION = 2;
 
@@ -125,6 +153,9 @@ export function decodeMessage(data: Uint8Array): StatusEvent[] | null {
   return at === b.length ? out : null;
 }
 
+/** Subject of a node's live copies of its status messages (plain NATS, no ack): `lf.live.<node>`. */
+export const liveSubject = (node: string): string => `lf.live.${node}`;
+
 /** The state word of a record, in the msgID: each state is published once. */
 function stateOf(r: StatusRecord): string {
   return r.expired ? 'expired' : r.status;
@@ -155,7 +186,14 @@ export class StatusEvents {
   private flushing = false;
   private retryTimer: NodeJS.Timeout | null = null;
   private lingerTimer: NodeJS.Timeout | null = null;
+  /** Events whose live copy waits for the linger, or for the link to come back. */
+  private liveQueue: Uint8Array[] = [];
+  private liveTimer: NodeJS.Timeout | null = null;
+  /** Live copies sent within REPLAY_MS, oldest first. */
+  private recentLive: { at: number; data: Uint8Array }[] = [];
+  private replayRequests: Subscription | null = null;
   private messages: ConsumerMessages | null = null;
+  private live: Subscription | null = null;
   private closed = false;
   /** Dropped from a full outbox (they reach the other nodes only if re-published after a restart). */
   dropped = 0;
@@ -192,11 +230,16 @@ export class StatusEvents {
     this.o.link.onReady(() => {
       this.republishPending();
       this.kick();
-      void (this.o.after ?? Promise.resolve()).then(() => this.consume());
+      void (this.o.after ?? Promise.resolve()).then(() => {
+        if (this.closed) return;
+        this.subscribeLive();
+        void this.consume();
+      });
     });
     this.o.link.onChange((up) => {
       if (!up) return;
       this.kick();
+      this.recoverLive();
       // (H6) After an outage of every server the pull consumer's iterator stalls without an
       // error (its pulls died with the old connections): end it, so `consume` makes it again.
       void this.messages?.close().catch(() => undefined);
@@ -217,6 +260,9 @@ export class StatusEvents {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    if (this.liveTimer) clearTimeout(this.liveTimer);
+    this.live?.unsubscribe();
+    this.replayRequests?.unsubscribe();
     await this.messages?.close().catch(() => undefined);
   }
 
@@ -225,8 +271,68 @@ export class StatusEvents {
       this.outbox.shift();
       if (this.dropped++ % 10_000 === 0) this.o.log.warn({ dropped: this.dropped }, 'cluster: outbox full, oldest status events dropped');
     }
-    this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data: encodeEvent(e) });
+    const data = encodeEvent(e);
+    this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data });
     this.kick();
+    this.queueLive(data);
+  }
+
+  /**
+   * The live copy goes out after the same linger (or at once with a message's worth), never
+   * behind the JetStream publishes: those stall through a stream leader's election, this does not.
+   * While the link is down (a reconnect to another server) copies wait for it, up to
+   * LIVE_WAITING_MAX (past that, oldest dropped: JetStream carries them).
+   */
+  private queueLive(data: Uint8Array): void {
+    if (!this.o.link.ready || this.closed) return;
+    this.liveQueue.push(data);
+    if (this.liveQueue.length > LIVE_WAITING_MAX) this.liveQueue.shift();
+    if (this.liveQueue.length >= MESSAGE_EVENTS) this.flushLive();
+    else this.liveTimer ??= setTimeout(() => this.flushLive(), LINGER_MS);
+  }
+
+  private flushLive(): void {
+    if (this.liveTimer) clearTimeout(this.liveTimer);
+    this.liveTimer = null;
+    const nc = this.o.link.nc;
+    if (!nc || !this.o.link.up || this.closed) return; // sent by `recoverLive` once up again
+    const subject = liveSubject(this.o.link.node);
+    const at = Date.now();
+    for (let i = 0; i < this.liveQueue.length; i += MESSAGE_EVENTS) {
+      const data = encodeMessage(this.liveQueue.slice(i, i + MESSAGE_EVENTS));
+      nc.publish(subject, data);
+      this.recentLive.push({ at, data });
+    }
+    this.liveQueue = [];
+    this.pruneRecent(at);
+  }
+
+  private pruneRecent(now: number): void {
+    let old = 0;
+    while (old < this.recentLive.length && now - this.recentLive[old]!.at > REPLAY_MS) old++;
+    if (old > 0) this.recentLive.splice(0, old);
+  }
+
+  /** Send this node's recent live copies again (a node reconnected: some may have been lost). */
+  private replayLive(): void {
+    const nc = this.o.link.nc;
+    if (!nc || !this.o.link.up || this.closed) return;
+    this.pruneRecent(Date.now());
+    const subject = liveSubject(this.o.link.node);
+    for (const m of this.recentLive) nc.publish(subject, m.data);
+  }
+
+  /**
+   * After this node's reconnect: what it sent lately may have died with its server, and what the
+   * others sent to it while it was away did not reach it: send its own again, ask for theirs.
+   */
+  private recoverLive(): void {
+    // Not applying yet: then neither is anyone missing this node's copies for long.
+    if (this.live) {
+      this.replayLive();
+      this.o.link.nc?.publish(replaySubject(this.o.link.node));
+    }
+    this.flushLive(); // what waited for the reconnect
   }
 
   /**
@@ -280,19 +386,53 @@ export class StatusEvents {
    * duplicate that gets through is harmless: applying is forward only).
    */
   private async flush(): Promise<void> {
-    const js = this.o.link.js!;
-    const subject = statusSubject(this.o.link.node);
     while (this.outbox.length > 0 && this.o.link.up && !this.closed) {
       const taken = this.outbox.slice(0, MESSAGE_EVENTS * MESSAGES_IN_FLIGHT);
       const chunks: Outgoing[][] = [];
       for (let i = 0; i < taken.length; i += MESSAGE_EVENTS) chunks.push(taken.slice(i, i + MESSAGE_EVENTS));
-      const results = await Promise.allSettled(
-        chunks.map((c) => js.publish(subject, encodeMessage(c.map((m) => m.data)), { msgID: `${c[0]!.msgID}+${c.length}`, timeout: 5_000 })),
-      );
+      const results = await Promise.allSettled(chunks.map((c) => this.publishMessage(c)));
       const failed = chunks.filter((_, i) => results[i]!.status === 'rejected').flat();
       this.outbox.splice(0, taken.length, ...failed);
       this.published += taken.length - failed.length;
       if (failed.length > 0) return;
+    }
+  }
+
+  /** One message to JetStream (its msgID: its first event's and its size). */
+  private publishMessage(events: Outgoing[]): Promise<PubAck> {
+    const data = encodeMessage(events.map((m) => m.data));
+    return this.o.link.js!.publish(statusSubject(this.o.link.node), data, { msgID: `${events[0]!.msgID}+${events.length}`, timeout: PUBLISH_TIMEOUT_MS });
+  }
+
+  /**
+   * Apply the other nodes' live copies as they arrive (the subscription is made again by the
+   * client after a reconnect). A write that fails is left to JetStream's copy; an event whose
+   * origin is not the node of its subject is dropped and counted (`fromNode`). And answer
+   * another node's replay request (it reconnected) with this node's recent copies.
+   */
+  private subscribeLive(): void {
+    const own = liveSubject(this.o.link.node);
+    const prefix = liveSubject('');
+    this.live = this.o.link.nc!.subscribe(liveSubject('*'), {
+      callback: (err: Error | null, m: Msg) => {
+        if (err !== null || m.subject === own) return;
+        for (const e of this.fromNode(m.subject.slice(prefix.length), m.subject, decodeMessage(m.data) ?? [])) this.applyLive(e);
+      },
+    });
+    const ownRequest = replaySubject(this.o.link.node);
+    this.replayRequests = this.o.link.nc!.subscribe(replaySubject('*'), {
+      callback: (err: Error | null, m: Msg) => {
+        if (err === null && m.subject !== ownRequest) this.replayLive();
+      },
+    });
+  }
+
+  /** One live event: applied, or left to JetStream's copy if that fails (never thrown into the client). */
+  private applyLive(e: StatusEvent): void {
+    try {
+      void this.applyEvent(e)?.catch(() => false);
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message, sig: e.record.signature }, 'cluster: live status event not applied (JetStream delivers it again)');
     }
   }
 
@@ -330,20 +470,20 @@ export class StatusEvents {
       m.ack();
       return;
     }
-    const writes = this.fromSubject(m.subject, events).map((e) => this.applyEvent(e)).filter((w) => w !== null);
+    const writes = this.fromNode(m.subject.slice(statusSubject('').length), m.subject, events).map((e) => this.applyEvent(e)).filter((w) => w !== null);
     if (writes.length === 0) m.ack();
     else void Promise.all(writes).then((ok) => (ok.every(Boolean) ? m.ack() : m.nak()));
   }
 
   /**
-   * The events whose origin is the node of `subject` (`lf.status.<node>`); the others are
-   * dropped, counted and logged (sampled: a flood of them cannot flood the log). With NATS
-   * permissions each node may publish only on its own subject, so the subject names the node
-   * the server authenticated; an event that claims another origin is a forgery or a bug, and
-   * applying it would credit that node's records (takeover bookkeeping) to the wrong node.
+   * The events whose origin is `node`, the node of the subject they came on (`lf.status.<node>`,
+   * `lf.live.<node>`); the others are dropped, counted and logged (sampled: a flood of them
+   * cannot flood the log). With NATS permissions each node may publish only on its own subjects,
+   * so the subject names the node the server authenticated; an event that claims another origin
+   * is a forgery or a bug, and applying it would credit that node's records (takeover
+   * bookkeeping) to the wrong node.
    */
-  private fromSubject(subject: string, events: StatusEvent[]): StatusEvent[] {
-    const node = subject.slice(statusSubject('').length);
+  private fromNode(node: string, subject: string, events: StatusEvent[]): StatusEvent[] {
     const kept = events.filter((e) => e.origin === node);
     const dropped = events.length - kept.length;
     if (dropped === 0) return events;

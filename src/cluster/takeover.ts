@@ -13,6 +13,12 @@
  * arrive, until the node is live again. A dead node that comes back resumes its own pending
  * records too: the duplicates are harmless (applies only move forward, a record is credited once
  * per node, and JetStream drops the repeated event by its msgID).
+ *
+ * Takeovers chain (issue 19, item 5): every node learns from the takeover keys who took over whom
+ * (`heirOf`), so a record's owner is the end of its origin's chain of heirs. When a taker dies in
+ * turn, whoever takes it over resumes what it held too (the records of every node whose chain
+ * passes through it): every pending record of a dead node is resumed by exactly one live node,
+ * whatever died after it.
  */
 import type { Engine } from '../delivery/engine.js';
 import { isPending, type PendingRecord, type StatusRecord } from '../store/records.js';
@@ -33,10 +39,10 @@ export class PendingOrigins {
     return this.bySignature.get(signature);
   }
 
-  /** Pending records known to come from `node`. */
-  pendingOf(node: string): Set<string> {
+  /** Pending records whose origin satisfies `from`. */
+  pendingFrom(from: (origin: string) => boolean): Set<string> {
     const out = new Set<string>();
-    for (const [sig, origin] of this.bySignature) if (origin === node) out.add(sig);
+    for (const [sig, origin] of this.bySignature) if (from(origin)) out.add(sig);
     return out;
   }
 
@@ -46,11 +52,13 @@ export class PendingOrigins {
 }
 
 export interface TakeoverOptions {
+  /** This node's name. */
+  node: string;
   tracker: Pick<Tracker, 'resume'>;
   engine: Pick<Engine, 'resume'>;
   origins: PendingOrigins;
-  /** Whether `node` is live again (its lease moves): then its late records are its own business. */
-  isLive(node: string): boolean;
+  /** Who took over `node`'s current incarnation (`Leases.heirOf`; null: nobody, or live again). */
+  heirOf(node: string): string | null;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -58,8 +66,6 @@ export interface TakeoverOptions {
 const LATE_BATCH_MS = 250;
 
 export class Takeover {
-  /** Dead nodes this node took over and whose late records it adopts. */
-  private readonly adopted = new Set<string>();
   private readonly late = new Set<string>();
   private lateTimer: NodeJS.Timeout | null = null;
   /** Records resumed by takeovers (for /metrics and tests). */
@@ -67,22 +73,19 @@ export class Takeover {
 
   constructor(private readonly opts: TakeoverOptions) {}
 
-  /** `Leases.onTakeover`: resume the dead node's pending records here. */
+  /** `Leases.onTakeover`: resume here the pending records the dead node held (its own and its heirloom). */
   takeOver(dead: NodeLease): number {
-    this.adopted.add(dead.node);
-    const sigs = this.opts.origins.pendingOf(dead.node);
+    const sigs = this.opts.origins.pendingFrom((origin) => this.chainOf(origin).includes(dead.node));
     const { resumed, resent } = this.resume(sigs);
     this.opts.log?.('cluster: took over a dead node', { dead: dead.node, started: dead.started, pending: sigs.size, resumed, resent });
     return resumed;
   }
 
-  /** Every applied event (after `origins.note`): adopt a late pending record of a taken-over node. */
+  /** Every applied event (after `origins.note`): adopt a late pending record of a node this one inherited. */
   applied(rec: StatusRecord, origin: string): void {
-    if (!this.adopted.has(origin) || !isPending(rec)) return;
-    if (this.opts.isLive(origin)) {
-      this.adopted.delete(origin);
-      return;
-    }
+    if (origin === this.opts.node || !isPending(rec)) return;
+    const chain = this.chainOf(origin);
+    if (chain[chain.length - 1] !== this.opts.node) return;
     this.late.add(rec.signature);
     this.lateTimer ??= setTimeout(() => {
       this.lateTimer = null;
@@ -95,6 +98,13 @@ export class Takeover {
   close(): void {
     if (this.lateTimer) clearTimeout(this.lateTimer);
     this.lateTimer = null;
+  }
+
+  /** `origin`, its heir, the heir's heir, … up to a node nobody took over (the owner now). */
+  private chainOf(origin: string): string[] {
+    const chain = [origin];
+    for (let h = this.opts.heirOf(origin); h !== null && !chain.includes(h); h = this.opts.heirOf(h)) chain.push(h);
+    return chain;
   }
 
   private resume(sigs: Set<string>): { resumed: number; resent: number } {

@@ -1,14 +1,17 @@
 /**
  * Node leases and takeover (src/cluster/leases.ts) against a real nats-server with JetStream:
  * exactly one live node takes over a node that stops heartbeating, once per incarnation, and a
- * node cut off from NATS takes nobody over when it comes back. The clocks are shortened
- * (heartbeat 100 ms, dead after 400 ms); every wait is bounded.
+ * node cut off from NATS takes nobody over when it comes back. On a 3-server cluster, the server
+ * leading the leases bucket is killed with SIGKILL: through the election (4-9 s without a leader,
+ * every node's puts failing) no node is judged dead, and after it a node that stops is taken over
+ * once. The clocks are shortened (heartbeat 100 ms, dead after 400 ms); every wait is bounded.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
-import { Leases, openNodesBucket, type NodeLease } from '../../src/cluster/leases.js';
+import { Leases, NODES_BUCKET, openNodesBucket, type NodeLease } from '../../src/cluster/leases.js';
 import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
 
 const HEARTBEAT = 100;
@@ -115,4 +118,73 @@ describe('node leases on a real nats-server', () => {
     expect([...takenBy.values()].flat().length).toBe(before);
     expect(live.map((l) => l.liveNodes().join())).toEqual(['a,b', 'a,b']);
   });
+});
+
+/** The bucket, once a fresh cluster's JetStream answers (it elects its meta leader first; bounded). */
+async function openBucketWhenReady(nc: NatsConnection): Promise<KV> {
+  for (const end = Date.now() + 20_000; ; await sleep(250)) {
+    try {
+      return await openNodesBucket(nc, 3);
+    } catch (e) {
+      if (Date.now() > end) throw e;
+    }
+  }
+}
+
+describe('node leases when the server leading their bucket is killed', () => {
+  let servers: NatsCluster;
+  const conns: NatsConnection[] = [];
+  const running: Leases[] = [];
+  const takeovers: NodeLease[] = [];
+
+  /** A node with its own connection, to server `i` first (as nodes spread over the servers). */
+  async function node(name: string, i: number): Promise<Leases> {
+    const urls = [...servers.urls.slice(i), ...servers.urls.slice(0, i)];
+    const nc = await connect({ servers: urls, noRandomize: true, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    conns.push(nc);
+    let up = true;
+    void (async () => {
+      for await (const st of nc.status()) {
+        if (st.type === 'disconnect') up = false;
+        if (st.type === 'reconnect') up = true;
+      }
+    })();
+    const kv = await openBucketWhenReady(nc);
+    const l = new Leases({ kv, node: name, up: () => up, heartbeatMs: HEARTBEAT, deadAfterMs: DEAD_AFTER, onTakeover: (d) => void takeovers.push(d) });
+    l.start();
+    running.push(l);
+    return l;
+  }
+
+  beforeAll(async () => {
+    servers = await startNatsCluster(3);
+  });
+  afterAll(async () => {
+    for (const l of running) await l.stop();
+    for (const nc of conns) await nc.close();
+    await servers?.close();
+  });
+
+  it('judges nobody dead through the election, and the one node that stops after it exactly once', async () => {
+    const [a, b] = [await node('a', 0), await node('b', 1)];
+    const c = await node('c', 2);
+    await until(() => [a, b, c].every((l) => l.liveNodes().join() === 'a,b,c'), 10_000, 'all three live');
+    await sleep(3 * DEAD_AFTER); // long enough to judge: the nodes judge from here on
+
+    const jsm = await jetstreamManager(conns[0]!);
+    const leader = (await jsm.streams.info(`KV_${NODES_BUCKET}`)).cluster!.leader!;
+    await servers.kill(Number(/^nats-(\d+)$/.exec(leader)![1]));
+    // Watch every node's view for 10 s: longer than the longest election (9 s).
+    const views = new Set<string>();
+    for (const end = Date.now() + 10_000; Date.now() < end; await sleep(50)) for (const l of [a, b, c]) views.add(l.liveNodes().join());
+    expect([...views]).toEqual(['a,b,c']);
+    expect(takeovers).toEqual([]);
+
+    // Judging still works once the bucket has a leader again: c stops (as kill -9).
+    await c.stop();
+    // Each node judges on its own evidence (a node whose watch is still being made again judges later).
+    await until(() => [a, b].every((l) => l.liveNodes().join() === 'a,b'), 15_000, 'a and b to judge c dead');
+    await sleep(5 * HEARTBEAT); // more rounds: nobody takes the same incarnation again
+    expect(takeovers.map((d) => d.node)).toEqual(['c']);
+  }, 60_000);
 });

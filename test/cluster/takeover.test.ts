@@ -12,23 +12,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
+import { logLines } from '../helpers/cluster-nodes.js';
 import { waitFor } from '../helpers/localnet.js';
 
 /** The documented replication window: an acknowledged send older than this survives its node's kill -9. */
 const REPLICATION_WINDOW_MS = 1_000;
 const LOAD_BEFORE_KILL_MS = 3_000;
-
-/** The JSON log lines of a node's output. */
-function logLines(out: string): Record<string, unknown>[] {
-  return out.split('\n').flatMap((l) => {
-    try {
-      const v: unknown = JSON.parse(l);
-      return typeof v === 'object' && v !== null ? [v as Record<string, unknown>] : [];
-    } catch {
-      return [];
-    }
-  });
-}
 
 describe('kill -9 of one node under load', () => {
   let env: ClusterEnv;

@@ -69,6 +69,18 @@ export interface ClusterNodes {
   close(): Promise<void>;
 }
 
+/** The JSON log lines of a node's output. */
+export function logLines(out: string): Record<string, unknown>[] {
+  return out.split('\n').flatMap((l) => {
+    try {
+      const v: unknown = JSON.parse(l);
+      return typeof v === 'object' && v !== null ? [v as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** Start `names.length` nodes in parallel; resolves once every one answers /health with 200. */
 export async function startClusterNodes(names: string[], o: ClusterNodesOptions): Promise<ClusterNodes> {
   const tmp = tempDir('landfall-nodes-');

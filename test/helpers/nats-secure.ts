@@ -53,6 +53,8 @@ export function nodePermissions(node: string): Permissions {
   return {
     publish: [
       `lf.status.${node}`,
+      `lf.live.${node}`,
+      `lf.live-replay.${node}`,
       `lf.demand.${node}`,
       '$JS.API.INFO',
       '$JS.API.STREAM.INFO.LANDFALL_STATUS',
@@ -75,7 +77,7 @@ export function nodePermissions(node: string): Permissions {
       `$KV.landfall-nodes.node.${node}`,
       '$KV.landfall-nodes.takeover.>',
     ],
-    subscribe: ['lf.demand.*', '_INBOX.>'],
+    subscribe: ['lf.demand.*', 'lf.live.*', 'lf.live-replay.*', '_INBOX.>'],
   };
 }
 

@@ -10,6 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
+import { describeTransactionError } from '../chain/tx-error.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
@@ -138,7 +139,10 @@ function batchHandler(s: Wired): Handler {
 
 // ---- status and account ----------------------------------------------------------------------
 
-/** The status record of spec §2.4 (+ `expired` once it can no longer land). */
+/**
+ * The status record of spec §2.4 (+ `expired` once it can no longer land; + a failed
+ * transaction's on-chain `err` and, in Agave's words, `err_reason`).
+ */
 export function statusView(r: StatusRecord): Record<string, unknown> {
   return {
     signature: r.signature,
@@ -149,6 +153,7 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
     slot: r.slot,
     api_key_name: r.keyName,
     ...(r.expired && { expired: true }),
+    ...(r.err !== undefined && { err: r.err, err_reason: describeTransactionError(r.err) }),
   };
 }
 

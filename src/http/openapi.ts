@@ -316,10 +316,20 @@ const STATUS_FIELDS: Record<string, Schema> = {
   status: { enum: ['sent', 'confirmed', 'failed'] },
   submitted_at: { type: 'string', format: 'date-time', description: 'UTC, milliseconds, Z' },
   confirmed_at: { type: ['string', 'null'], format: 'date-time', description: 'Set for both terminal states' },
-  latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'Request received to confirmation observed (monotonic clock); confirmed only' },
+  latency_ms: {
+    type: ['integer', 'null'],
+    minimum: 0,
+    description: 'Request received to the outcome observed (monotonic clock): confirmed and failed transactions; null while sent and once expired',
+  },
   slot: { type: ['integer', 'null'], minimum: 0, description: 'Slot the transaction landed in' },
   api_key_name: { type: 'string', description: 'Name of the key that submitted it' },
   expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired)' },
+  err: schema('ChainError'),
+  err_reason: {
+    type: 'string',
+    description: 'A failed transaction: `err` in the words an Agave node uses',
+    examples: ['Transaction results in an account (1) with insufficient funds for rent', 'Error processing Instruction 0: custom program error: 0x1'],
+  },
 };
 const STATUS_REQUIRED = ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'];
 
@@ -689,9 +699,14 @@ export const OPENAPI: OpenApiDocument = {
           reason: { type: ['string', 'null'], description: 'The send failure reason (connect_failed, handshake_timeout, backoff, deadline, ...); null unless it failed' },
         },
       },
+      ChainError: {
+        description:
+          'A failed transaction only: the on-chain error exactly as the RPC node reports it (`getSignatureStatuses` `err`), a string for a fieldless error or an object',
+        examples: [{ InsufficientFundsForRent: { account_index: 1 } }, { InstructionError: [0, { Custom: 1 }] }, 'InsufficientFundsForFee'],
+      },
       DeliveryTrace: {
         type: 'object',
-        required: ['signature', 'status', 'final_state', 'cause', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
+        required: ['signature', 'status', 'final_state', 'cause', 'latency_ms', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
         additionalProperties: false,
         properties: {
           signature: schema('Signature'),
@@ -700,9 +715,11 @@ export const OPENAPI: OpenApiDocument = {
           final_state: { enum: ['landed', 'failed', 'expired', 'pending'] },
           cause: {
             type: 'string',
-            description: '"landed in slot N", "failed on chain in slot N", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',
+            description: '"landed in slot N", "failed on chain in slot N: <the error in Agave\'s words>", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',
             examples: ['landed in slot 4242', 'expired: blockhash past last valid block height 1234, reached 2 of 3 leaders'],
           },
+          latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'As in the status record' },
+          err: schema('ChainError'),
           leaders_reached: { type: 'integer', minimum: 0, description: 'Distinct leaders the transaction was written to (K)' },
           leaders_tried: { type: 'integer', minimum: 0, description: 'Distinct leaders it was sent to (M)' },
           attempts: { type: 'array', maxItems: 64, items: schema('DeliveryAttempt'), description: 'In order; empty for a transaction accepted a moment ago' },

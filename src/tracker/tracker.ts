@@ -1,6 +1,6 @@
 /**
  * The confirmation tracker: turns "sent" into `confirmed` / `failed` (with `confirmed_at`,
- * `latency_ms` and `slot`), or marks `expired: true` once a transaction can no longer land, and
+ * `latency_ms` and `slot`; a failed one also with the chain's `err`), or marks `expired: true` once a transaction can no longer land, and
  * credits points for confirmed ones.
  *
  * Sources, push first:
@@ -245,13 +245,15 @@ export class Tracker {
     const status: TxStatus = o.err === null ? 'confirmed' : 'failed';
     const confirmedAt = Date.now();
     const latency = w.receivedAt !== null ? Number(o.observedAt - w.receivedAt) / 1e6 : confirmedAt - rec.submittedAt;
+    // A failed transaction keeps its latency (how long until the chain said no) and its error.
     const next: StatusRecord = {
       ...rec,
       status,
       confirmedAt,
-      latencyMs: status === 'confirmed' ? Math.max(0, Math.round(latency)) : null,
+      latencyMs: Math.max(0, Math.round(latency)),
       slot: o.slot,
       expired: false,
+      ...(status === 'failed' && { err: o.err }),
     };
     void this.opts.store.updateStatus(next);
     this.stats[status]++;

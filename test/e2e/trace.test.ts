@@ -110,7 +110,8 @@ describe('delivery trace on the local cluster', () => {
     const rec = await settled(s, bot.key, tx.signature);
     expect(rec.status).toBe('failed');
     const t = await finishedTrace(s, bot.key, tx.signature, (b) => b.final_state === 'failed');
-    expect(t).toMatchObject({ status: 'failed', cause: `failed on chain in slot ${rec.slot}` });
+    expect(t).toMatchObject({ status: 'failed', cause: `failed on chain in slot ${rec.slot}: ${rec.err_reason}`, err: rec.err, latency_ms: rec.latency_ms });
+    expect(rec.err_reason).toMatch(/custom program error/);
     expect(t.attempts.some((a: any) => a.outcome === 'written')).toBe(true);
     expectWellFormed(t);
   });

@@ -17,7 +17,7 @@
  * pile up there is closed with 4008 "slow consumer" rather than buffered without bound.
  */
 import * as uWS from 'uWebSockets.js';
-import { KeyedListeners } from '../keyed-listeners.js';
+import { KeyedListeners } from '../client/keyed-listeners.js';
 import type { KeyCache } from '../accounts/key-cache.js';
 import { bearerKey } from './auth.js';
 import type { StreamSlots } from './stream-slots.js';

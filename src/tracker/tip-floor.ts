@@ -21,33 +21,10 @@
  * once a second (`IngressPool.tipFloor`).
  */
 
-/** The percentiles reported. */
-export const TIP_PERCENTILES = [25, 50, 75, 95, 99] as const;
-export type TipPercentile = (typeof TIP_PERCENTILES)[number];
-
-/** The windows reported, shortest first. */
-export const TIP_WINDOWS = { '1m': 60, '10m': 600, '1h': 3600 } as const;
-export type TipWindowName = keyof typeof TIP_WINDOWS;
-
-/** p25 … p99. */
-export type Percentiles = Record<`p${TipPercentile}`, number>;
-
-export interface TipFloorWindow {
-  /** Transactions seen landed (confirmed) in the window. */
-  landed: number;
-  /** Tip percentiles in lamports; null when nothing landed. */
-  lamports: Percentiles | null;
-  /** The same in points (BP): floor(lamports / lamports_per_point). */
-  bp: Percentiles | null;
-}
-
-/** What `GET /v1/tip-floor` answers (without the caller's plan minimum). */
-export interface TipFloorView {
-  /** When the view was computed (UTC, ISO-8601 with milliseconds). */
-  as_of: string;
-  lamports_per_point: number;
-  windows: Record<TipWindowName, TipFloorWindow>;
-}
+import type { Percentiles, TipFloorView, TipFloorWindow, TipWindowName } from '../client/wire.js';
+import { TIP_PERCENTILES, TIP_WINDOWS } from '../client/wire.js';
+// The shapes are the API's: defined once, with the client package that stands alone.
+export { TIP_PERCENTILES, TIP_WINDOWS, type Percentiles, type TipFloorView, type TipFloorWindow, type TipPercentile, type TipWindowName } from '../client/wire.js';
 
 /** Exact bins below 2^SUB_BITS lamports; 2^SUB_BITS bins per power of two above. */
 const SUB_BITS = 6;

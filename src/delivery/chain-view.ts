@@ -42,6 +42,14 @@ export interface ChainSnapshot {
   staleMs: number;
 }
 
+/** The chain facts a JSON-RPC caller asks for around a send (`getLatestBlockhash`, `getBlockHeight`, `getSlot`). */
+export interface LatestBlockhash {
+  slot: number;
+  blockHeight: number;
+  blockhash: string;
+  lastValidBlockHeight: number;
+}
+
 /** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
 export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 
@@ -52,13 +60,19 @@ export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 export class ChainViewReplica {
   private snap: ChainSnapshot | null = null;
   private readonly blockhashes = new Map<string, number>();
+  /** The newest blockhash seen, with its last valid block height. */
+  private latest: [hash: string, lastValidBlockHeight: number] | null = null;
 
   apply(s: ChainSnapshot): void {
     // A slot lower than the last one only comes after a resync onto a restarted chain (or
     // another node): the blockhashes known so far belong to the chain that is gone.
-    if (this.snap !== null && s.slot < this.snap.slot) this.blockhashes.clear();
+    if (this.snap !== null && s.slot < this.snap.slot) {
+      this.blockhashes.clear();
+      this.latest = null;
+    }
     this.snap = s;
     for (const [h, lv] of s.blockhashes) this.blockhashes.set(h, lv);
+    this.latest = s.blockhashes.at(-1) ?? this.latest;
     // Forget hashes long dead (Map iterates in insertion order: oldest first).
     for (const [h, lv] of this.blockhashes) {
       if (lv >= s.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
@@ -88,6 +102,16 @@ export class ChainViewReplica {
 
   lastValidBlockHeight(blockhash: string): number | null {
     return this.blockhashes.get(blockhash) ?? null;
+  }
+
+  /**
+   * What `getLatestBlockhash` answers from this view: the newest blockhash the leader tracker
+   * fetched (once a slot), its last valid block height, the slot and block height; null before
+   * the first snapshot with one.
+   */
+  latestBlockhash(): LatestBlockhash | null {
+    if (this.snap === null || this.latest === null) return null;
+    return { slot: this.snap.slot, blockHeight: this.snap.blockHeight, blockhash: this.latest[0], lastValidBlockHeight: this.latest[1] };
   }
 
   isBlockhashExpired(blockhash: string): boolean {

@@ -10,6 +10,7 @@
  * transactions to the main thread — never a per-transaction message on the latency path).
  */
 import type { SimulationResult } from '../chain/rpc.js';
+import type { LatestBlockhash } from './chain-view.js';
 import type { StatusRecord } from '../store/records.js';
 import type { PackedAttempts } from './trace.js';
 
@@ -71,6 +72,8 @@ export interface Delivery {
   isBlockhashExpired(blockhash: string): boolean;
   /** Last valid block height of a blockhash the service has seen, else null. */
   lastValidBlockHeight(blockhash: string): number | null;
+  /** The newest blockhash of the chain view, with the slot and block height; null until one is known. */
+  latestBlockhash(): LatestBlockhash | null;
   /**
    * Simulate through the chain node: its result, as it sent it, if the transaction fails (so
    * JSON-RPC callers get the node's own `data` back); null if it would succeed.

@@ -23,7 +23,7 @@ import type { SimulationResult } from '../chain/rpc.js';
 import type { PendingRecord, StatusRecord } from '../store/records.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
 import { Blocklist } from './blocklist.js';
-import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type Route } from './chain-view.js';
+import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type LatestBlockhash, type Route } from './chain-view.js';
 import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './delivery.js';
 import { FirstSender } from './first-send.js';
 import { LeaderTracker } from './leaders.js';
@@ -161,6 +161,10 @@ export class Engine implements Delivery {
 
   lastValidBlockHeight(blockhash: string): number | null {
     return this.leaders.lastValidBlockHeight(blockhash);
+  }
+
+  latestBlockhash(): LatestBlockhash | null {
+    return this.view.latestBlockhash();
   }
 
   simulate(wire: Buffer): Promise<SimulationResult | null> {

@@ -24,6 +24,7 @@ import { Telemetry } from '../telemetry/telemetry.js';
 import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
+import { registerRpcSubscriptions } from './rpc-subscriptions.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
 import { registerStream } from './stream.js';
@@ -207,6 +208,13 @@ function ownRecord(s: Wired, ctx: Ctx): { rec: StatusRecord; d: ReturnType<Submi
   return { rec, d };
 }
 
+/** The account's record of `signature`, or undefined when it is not one of its transactions (or not a signature). */
+function ownStatus(s: Wired, accountId: string, signature: string): StatusRecord | undefined {
+  if (!isSignatureShaped(signature)) return undefined;
+  const rec = s.store.getStatus(signature);
+  return rec && rec.accountId === accountId ? rec : undefined;
+}
+
 function statusHandler(s: Wired): Handler {
   return (ctx) => {
     const { rec, d } = ownRecord(s, ctx);
@@ -285,6 +293,9 @@ export function constant(status: number, body: string, contentType = 'applicatio
   return () => reply;
 }
 
+/** Where Solana's JSON-RPC is answered: over HTTP (POST) and, for subscriptions, WebSocket. */
+const RPC_PATHS = ['/', '/v1/rpc'] as const;
+
 /** Build the uWS app with every route. */
 export function buildApp(services: Services): uWS.TemplatedApp {
   const s = wire(services);
@@ -299,6 +310,9 @@ export function buildApp(services: Services): uWS.TemplatedApp {
       if (r.ok) ctx.signature = r.tx.signature;
       return s.core.send(who, r, opts, ctx.receivedAt);
     },
+    query: (who) => void s.core.take(who.account, 'query'),
+    latestBlockhash: () => s.delivery.latestBlockhash(),
+    ownStatuses: (who, signatures) => signatures.map((sig) => ownStatus(s, who.account.id, sig)),
     internalError: (ctx, e) => t.internalError(ctx, e),
   };
   const rpc = rpcHandler(rpcBackend);
@@ -317,8 +331,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'get', pattern: '/v1/account', body: null, handler: accountHandler(s) },
     { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })) },
     { method: 'get', pattern: '/v1/tip-floor', body: null, handler: tipFloorHandler(s) },
-    { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
-    { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
+    ...RPC_PATHS.map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: rpc })),
     ...[...DROP_IN_ROUTES].map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: dropIn })),
     { method: 'get', pattern: '/v1/openapi.json', body: null, handler: constant(200, JSON.stringify(OPENAPI)) },
     adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
@@ -327,7 +340,9 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   ];
   for (const r of routes) app[r.method](r.pattern, route(t, r));
   if (s.statusHub) {
-    registerStream(app, s.keys, s.statusHub, s.streamSlots ?? new StreamSlots(), statusView);
+    const slots = s.streamSlots ?? new StreamSlots();
+    registerStream(app, s.keys, s.statusHub, slots, statusView);
+    registerRpcSubscriptions(app, RPC_PATHS, { keys: s.keys, hub: s.statusHub, slots, ownStatus: (accountId, sig) => ownStatus(s, accountId, sig) });
     // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
     // any other GET falls through its WebSocket route to this one (registered after it).
     const plainGet: RouteSpec = { method: 'get', pattern: '/v1/stream', body: null, handler: streamWithoutUpgrade };

@@ -119,7 +119,7 @@ interface StreamSocket {
   unsubscribe: (() => void) | undefined;
 }
 
-function upgradeKey(req: uWS.HttpRequest): string | undefined {
+export function upgradeKey(req: uWS.HttpRequest): string | undefined {
   const header = bearerKey(req.getHeader('authorization'));
   if (header) return header;
   const query = req.getQuery();

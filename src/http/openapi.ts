@@ -11,6 +11,7 @@
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
 import { MSG, RPC_CODES } from '../submission/refusals.js';
 import { TIP_PERCENTILES, TIP_WINDOWS } from '../tracker/tip-floor.js';
+import { MAX_SIGNATURE_STATUSES } from './json-rpc.js';
 import { CLOSE, MAX_STREAMS_PER_ACCOUNT } from './stream.js';
 
 const MAX_RPC_BATCH = MAX_BATCH;
@@ -174,7 +175,7 @@ const operationsKey: Security = [{}, { metricsToken: [] }];
 function rpcOperation(operationId: string, alias: string): Operation {
   return {
     operationId,
-    summary: `Solana JSON-RPC: sendTransaction and getTipAccounts (same as ${alias})`,
+    summary: `Solana JSON-RPC: sendTransaction, the reads around a send, getTipAccounts (same as ${alias})`,
     description: RPC_DESCRIPTION,
     tags: ['json-rpc'],
     security: optionalKey,
@@ -208,7 +209,16 @@ const RPC_DESCRIPTION =
     'RPC node does (`encoding` base58 by default or base64, `skipPreflight` false by default, `maxRetries` capped at ' +
     `${MAX_RETRIES_LIMIT}, \`preflightCommitment\` and \`minContextSlot\` ignored) and answers the signature; it needs an API ` +
     'key (Authorization header, `api-key` or `api_key`). `getTipAccounts` answers the tip addresses and needs no key. ' +
-    'The bundle methods answer -32601 (bundles are not offered). ' +
+    'What a bot asks around a send is answered from the service\'s own state, each call taking one token of the query ' +
+    'budget (a key needed): `getLatestBlockhash` `[config?]` → `{context:{slot}, value:{blockhash, lastValidBlockHeight}}`, ' +
+    '`getBlockHeight` and `getSlot` `[config?]` → a number, all three from the chain view the service refreshes once a slot ' +
+    '(-32005 before it has one); `getSignatureStatuses` `[signatures (at most 256), config?]` → `{context:{slot}, value:[…]}` ' +
+    'with, for each of the caller\'s own transactions once confirmed or failed, `{slot, confirmations: null, err, status, ' +
+    'confirmationStatus: "confirmed"}`, and null for one still pending, expired, another account\'s or unknown. ' +
+    '`signatureSubscribe` / `signatureUnsubscribe` are served on a WebSocket at this same path (key in the query or ' +
+    'Authorization header; 401 without one): one `signatureNotification` when the caller\'s transaction is confirmed or ' +
+    'failed. With these, web3.js `new Connection(url, { wsEndpoint })` sends and confirms against Landfall alone. Any other ' +
+    'method answers -32601 naming the methods offered. The bundle methods answer -32601 (bundles are not offered). ' +
     'Errors are JSON-RPC error objects: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 ' +
     'invalid params or invalid transaction, -32603 internal error, -32002 preflight failure (Agave\'s message ' +
     '"Transaction simulation failed: …", `data` = the simulation result), -32003 signature verification failure, ' +
@@ -234,6 +244,7 @@ function rpcResponses(): Record<string, Response> {
 function rpcSchemas(): Record<string, Schema> {
   const id: Schema = { type: ['string', 'number', 'null'], description: 'Echoed as sent (any JSON string or number); null when the request could not be read' };
   const codes = Object.values(RPC_CODES);
+  const signatures: Schema = { type: 'array', items: { type: 'string' }, maxItems: MAX_SIGNATURE_STATUSES, description: 'getSignatureStatuses: the signatures' };
   return {
     SendTransactionConfig: {
       type: 'object',
@@ -252,15 +263,31 @@ function rpcSchemas(): Record<string, Schema> {
       properties: {
         jsonrpc: { const: '2.0' },
         id,
-        method: { type: 'string', examples: ['sendTransaction', 'getTipAccounts'] },
+        method: { type: 'string', examples: ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getSlot', 'getTipAccounts'] },
         params: {
-          description: 'sendTransaction: [encoded transaction, config?]; getTipAccounts: none',
+          description:
+            'sendTransaction: [encoded transaction, config?]; getSignatureStatuses: [signatures, config?]; getLatestBlockhash, getBlockHeight, getSlot: [config?]; getTipAccounts: none',
           oneOf: [
             { type: 'array', prefixItems: [{ type: 'string' }], minItems: 1, maxItems: 1 },
             { type: 'array', prefixItems: [{ type: 'string' }, schema('SendTransactionConfig')], minItems: 2, maxItems: 2 },
+            { type: 'array', prefixItems: [signatures], minItems: 1, maxItems: 1 },
+            { type: 'array', prefixItems: [signatures, { type: 'object' }], minItems: 2, maxItems: 2 },
+            { type: 'array', prefixItems: [{ type: 'object', description: 'commitment, minContextSlot: accepted and ignored' }], minItems: 1, maxItems: 1 },
             { type: 'array', maxItems: 0 },
           ],
         },
+      },
+    },
+    SignatureStatus: {
+      type: 'object',
+      required: ['slot', 'confirmations', 'err', 'status', 'confirmationStatus'],
+      description: "One of the caller's own transactions, confirmed or failed, as an RPC node's getSignatureStatuses entry",
+      properties: {
+        slot: { type: 'integer', minimum: 0 },
+        confirmations: { type: 'null' },
+        err: { description: 'null when it succeeded; else the chain error (see ChainError)' },
+        status: { type: 'object', description: '{"Ok": null} or {"Err": err}' },
+        confirmationStatus: { const: 'confirmed', description: 'The commitment the service tracks at' },
       },
     },
     JsonRpcBody: { oneOf: [schema('JsonRpcRequest'), { type: 'array', minItems: 1, maxItems: MAX_RPC_BATCH, items: schema('JsonRpcRequest') }] },
@@ -270,7 +297,32 @@ function rpcSchemas(): Record<string, Schema> {
       additionalProperties: false,
       properties: {
         jsonrpc: { const: '2.0' },
-        result: { oneOf: [schema('Signature'), { type: 'array', items: schema('Address') }], description: 'sendTransaction: the signature; getTipAccounts: the tip addresses' },
+        result: {
+          oneOf: [
+            schema('Signature'),
+            { type: 'array', items: schema('Address') },
+            { type: 'integer', minimum: 0 },
+            {
+              type: 'object',
+              required: ['context', 'value'],
+              properties: {
+                context: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 0 } } },
+                value: {
+                  oneOf: [
+                    {
+                      type: 'object',
+                      required: ['blockhash', 'lastValidBlockHeight'],
+                      properties: { blockhash: { type: 'string' }, lastValidBlockHeight: { type: 'integer', minimum: 0 } },
+                    },
+                    { type: 'array', maxItems: MAX_SIGNATURE_STATUSES, items: { oneOf: [{ type: 'null' }, schema('SignatureStatus')] } },
+                  ],
+                },
+              },
+            },
+          ],
+          description:
+            'sendTransaction: the signature; getTipAccounts: the tip addresses; getSlot, getBlockHeight: a number; getLatestBlockhash: {context, value: {blockhash, lastValidBlockHeight}}; getSignatureStatuses: {context, value: [status or null]}',
+        },
         id,
       },
     },
@@ -375,7 +427,11 @@ export const OPENAPI: OpenApiDocument = {
   tags: [
     { name: 'send', description: 'Submit signed transactions' },
     { name: 'query', description: "The service's own telemetry and the account" },
-    { name: 'json-rpc', description: 'Solana JSON-RPC compatibility (sendTransaction, getTipAccounts), also on the paths Jito and Helius Sender clients post to' },
+    {
+      name: 'json-rpc',
+      description:
+        'Solana JSON-RPC compatibility (sendTransaction; getLatestBlockhash, getSignatureStatuses, getBlockHeight, getSlot; signatureSubscribe on the WebSocket; getTipAccounts), also on the paths Jito and Helius Sender clients post to',
+    },
     { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
   ],
   paths: {

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { LandfallError } from './errors.js';
+import { TIP_RENT_CHECKS, type TipRentCheck } from './tip-rent.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, validatePlans, type PlanTable } from './accounts/plans.js';
 
 /** pino's levels, most severe first; `silent` writes nothing. */
@@ -50,6 +51,12 @@ export interface Config {
   ingressThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
+  /**
+   * At start, against a chain other than the embedded one, a tip address below the rent-exempt
+   * minimum (a tip smaller than that into it fails on chain): `warn` logs it, `refuse` stops the
+   * start, `off` does not look (`src/tip-rent.ts`). The embedded cluster's are funded instead.
+   */
+  tipRentCheck: TipRentCheck;
   /** The embedded local cluster, when rpcUrl is null. */
   localnet: { validators: number; slotMs: number };
   /**
@@ -105,6 +112,7 @@ export const DEFAULT_CONFIG: Config = {
   fanout: 2,
   ingressThreads: Math.max(1, availableParallelism() - 1),
   tipAddresses: null,
+  tipRentCheck: 'warn',
   localnet: { validators: 4, slotMs: 400 },
   tracker: { push: true, poll: true },
   logLevel: 'info',
@@ -165,6 +173,14 @@ function localnetOf(v: unknown): Config['localnet'] {
     validators: positiveOf(o.validators ?? DEFAULT_CONFIG.localnet.validators, 'localnet.validators', true),
     slotMs: positiveOf(o.slotMs ?? DEFAULT_CONFIG.localnet.slotMs, 'localnet.slotMs', true),
   };
+}
+
+function tipRentCheckOf(v: unknown): TipRentCheck {
+  if (v === undefined) return DEFAULT_CONFIG.tipRentCheck;
+  if (!TIP_RENT_CHECKS.includes(v as TipRentCheck)) {
+    throw new LandfallError('CONFIG_INVALID', `tipRentCheck must be one of ${TIP_RENT_CHECKS.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return v as TipRentCheck;
 }
 
 function trackerOf(v: unknown): Config['tracker'] {
@@ -302,6 +318,7 @@ export function loadConfig(
     fanout: positiveOf(merged.fanout, 'fanout', true),
     ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
+    tipRentCheck: tipRentCheckOf(merged.tipRentCheck),
     localnet: localnetOf(merged.localnet),
     tracker: trackerOf(merged.tracker),
     logLevel: logLevelOf(merged.logLevel),

@@ -25,6 +25,7 @@ import { StoreHealth } from './store/store-health.js';
 import type { StatusRecord } from './store/records.js';
 import { Store } from './store/store.js';
 import { Telemetry } from './telemetry/telemetry.js';
+import { checkTipRent } from './tip-rent.js';
 import { loadTipAddresses } from './tips.js';
 import { TipFloor } from './tracker/tip-floor.js';
 import { Tracker, type StatusChange } from './tracker/tracker.js';
@@ -116,6 +117,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => engine.close());
     engine.traces.store = store;
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
+    if (localnet === null) {
+      // A chain this service does not own: its tip addresses must already be rent-exempt.
+      await checkTipRent(engine.leaders.rpc, tipAddresses, config.tipRentCheck, (message, short) =>
+        telemetry.log.warn({ tipAddresses: short.map((s) => s.address) }, message),
+      );
+    }
 
     const listeners = new Set<(c: StatusChange) => void>();
     let ingress: IngressPool | null = null;

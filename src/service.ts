@@ -131,7 +131,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     let settle: (c: StatusChange) => void = () => {};
     // Counted by every thread's submission core, given back by the tracker (this thread).
     const inFlight = new InFlight(config.plans, config.inFlightPerTps);
-    // Tips of what landed, for /v1/tip-floor (in memory: a restart starts it empty).
+    // Tips and compute-unit prices of what landed, for /v1/tip-floor (in memory: a restart starts it empty).
     const tipFloor = new TipFloor(config.lamportsPerPoint);
     const tracker = new Tracker({
       rpc: engine.leaders.rpc,
@@ -146,7 +146,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       onChange: (c) => {
         if (c.reason !== undefined) telemetry.log.info({ sig: c.record.signature, account: c.record.accountId, reason: c.reason }, 'expired');
         settle(c);
-        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
+        const computeUnitPrice = engine.takeComputeUnitPrice(c.record.signature);
+        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports, computeUnitPrice);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);
         cluster?.changed(c.record);

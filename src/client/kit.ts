@@ -22,9 +22,13 @@ import {
   type TransactionSigner,
 } from '@solana/kit';
 import type { LandfallClient } from './client.js';
+import { priorityFee, type PriorityFeeChoice } from './priority-fee.js';
 import { tipAmount, type TipChoice } from './tip-amount.js';
 
 const SYSTEM_PROGRAM = address('11111111111111111111111111111111');
+const COMPUTE_BUDGET_PROGRAM = address('ComputeBudget111111111111111111111111111111');
+/** The Compute Budget program's `SetComputeUnitPrice` instruction tag. */
+const SET_COMPUTE_UNIT_PRICE = 3;
 /** The System program's `Transfer` instruction index (u32 little-endian in its data). */
 const SYSTEM_TRANSFER = 2;
 
@@ -60,4 +64,12 @@ export async function addTip<T extends TransactionMessage & TransactionMessageWi
   const feePayer = message.feePayer as { address: Address };
   const from = payer ?? (isTransactionSigner(feePayer) ? feePayer : message.feePayer.address);
   return appendTransactionMessageInstruction(await tipInstruction(client, from, choice), message);
+}
+
+/** A `SetComputeUnitPrice` instruction of Landfall's priority-fee guidance (see `priorityFee`), as a kit instruction. */
+export async function computeUnitPriceInstruction(o: PriorityFeeChoice): Promise<Instruction> {
+  const data = new Uint8Array(9);
+  data[0] = SET_COMPUTE_UNIT_PRICE;
+  new DataView(data.buffer).setBigUint64(1, await priorityFee(o), true);
+  return { programAddress: COMPUTE_BUDGET_PROGRAM, data };
 }

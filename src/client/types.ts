@@ -4,7 +4,7 @@
  * the stream is the same object.
  */
 import type { PlanName, TipFloorView } from './wire.js';
-export type { Percentiles, PlanName, TipFloorWindow, TipPercentile, TipWindowName } from './wire.js';
+export type { Percentiles, PlanName, PriorityFeeWindow, TipFloorWindow, TipPercentile, TipWindowName } from './wire.js';
 
 /** Spec §2.1, in camelCase; omitted fields take the service's defaults. */
 export interface SendOptions {

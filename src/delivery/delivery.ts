@@ -52,6 +52,11 @@ export interface Accepted {
    * checks off the hot path. Not part of the stored record: after a restart it is unknown.
    */
   nonceAccount?: string;
+  /**
+   * The transaction's compute-unit price in micro-lamports (0 without a SetComputeUnitPrice), for
+   * the priority-fee guidance of `/v1/tip-floor` once it lands. In memory only.
+   */
+  computeUnitPrice?: number;
 }
 
 export interface ChainHealth {

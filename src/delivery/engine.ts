@@ -192,8 +192,23 @@ export class Engine implements Delivery {
     this.onAccepted?.(a.record, a);
   }
 
+  /**
+   * The compute-unit price of a transaction handed over, until it settles or expires (then
+   * `takeComputeUnitPrice`): what the priority-fee guidance counts once it lands.
+   */
+  private readonly computeUnitPrices = new Map<string, number>();
+
+  /** The compute-unit price of an accepted transaction, forgotten as it is read (undefined if unknown). */
+  takeComputeUnitPrice(signature: string): number | undefined {
+    const price = this.computeUnitPrices.get(signature);
+    this.computeUnitPrices.delete(signature);
+    return price;
+  }
+
   /** Rebroadcast rounds, tracking and the delivery trace of one accepted transaction. */
   private hand(a: Accepted): void {
+    // Before the tracker watches it: it may settle at once (an outcome seen before the hand-over).
+    if (a.computeUnitPrice !== undefined) this.computeUnitPrices.set(a.record.signature, a.computeUnitPrice);
     const trace = this.traces.open(a, a.held ? this.leaders.leaderAt(a.record.submitSlot) : null);
     if (!this.rebroadcaster.add(a, trace)) this.traces.end(trace);
     this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);

@@ -524,7 +524,9 @@ export const OPENAPI: OpenApiDocument = {
           'most once a second from per-second and per-minute histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
           'the bin of the nearest-rank sample, so it is never below the true percentile and at most 1/64 above it. Kept in ' +
           "memory: a restart starts it empty. With a key (header, `api-key` or `api_key`) the answer also has the caller's " +
-          'plan minimum; a wrong key is 401. Draws on no budget.',
+          'plan minimum; a wrong key is 401. Draws on no budget. Beside the tips, `priority_fee` gives the same percentiles ' +
+          'of the compute-unit price (micro-lamports per CU, 0 for a transaction without SetComputeUnitPrice) those landings ' +
+          'paid: priority-fee guidance from what Landfall actually landed (the client\'s `computeUnitPriceInstruction` sets it).',
         tags: ['query'],
         security: optionalKey,
         responses: {
@@ -848,9 +850,21 @@ export const OPENAPI: OpenApiDocument = {
           bp: { oneOf: [schema('TipPercentiles'), { type: 'null' }], description: 'The same in points: floor(lamports / lamports_per_point)' },
         },
       },
+      PriorityFeeWindow: {
+        type: 'object',
+        required: ['landed', 'micro_lamports_per_cu'],
+        additionalProperties: false,
+        properties: {
+          landed: { type: 'integer', minimum: 0, description: 'Landed transactions whose compute-unit price is known (accepted since the service started)' },
+          micro_lamports_per_cu: {
+            oneOf: [schema('TipPercentiles'), { type: 'null' }],
+            description: 'Compute-unit price percentiles in micro-lamports per CU; null when none landed',
+          },
+        },
+      },
       TipFloor: {
         type: 'object',
-        required: ['as_of', 'lamports_per_point', 'windows'],
+        required: ['as_of', 'lamports_per_point', 'windows', 'priority_fee'],
         additionalProperties: false,
         properties: {
           as_of: { type: 'string', format: 'date-time', description: 'When the view was computed (UTC)' },
@@ -860,6 +874,13 @@ export const OPENAPI: OpenApiDocument = {
             required: Object.keys(TIP_WINDOWS),
             additionalProperties: false,
             properties: Object.fromEntries(Object.keys(TIP_WINDOWS).map((w) => [w, schema('TipFloorWindow')])),
+          },
+          priority_fee: {
+            type: 'object',
+            description: 'The compute-unit prices the same landings paid, per window',
+            required: Object.keys(TIP_WINDOWS),
+            additionalProperties: false,
+            properties: Object.fromEntries(Object.keys(TIP_WINDOWS).map((w) => [w, schema('PriorityFeeWindow')])),
           },
           plan_minimum: {
             type: 'object',

@@ -242,10 +242,17 @@ export class SubmissionCore {
         held: first.held,
         firstAttempts: first.attempts,
         nonceAccount: tx.nonceAccount,
+        computeUnitPrice: microLamports(tx.computeUnitPrice),
       });
     }
     return { signature: tx.signature, slot: first.slot };
   }
+}
+
+/** A compute-unit price as a number (0 when the transaction sets none; capped at 2^53 − 1). */
+function microLamports(price: bigint | undefined): number {
+  if (price === undefined) return 0;
+  return price > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(price);
 }
 
 /** Seconds a client is told to wait when its account has its cap of transactions in flight. */

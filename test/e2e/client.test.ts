@@ -7,6 +7,8 @@
 import { execFileSync } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import {
+  ComputeBudgetInstruction,
+  ComputeBudgetProgram,
   Keypair,
   LAMPORTS_PER_SOL,
   MessageV0,
@@ -20,9 +22,11 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addTip,
+  computeUnitPriceInstruction,
   LandfallApiError,
   LandfallClient,
   LandfallTimeoutError,
+  priorityFee,
   type LandfallClientOptions,
 } from '../../src/client/index.js';
 import { waitFor } from '../helpers/localnet.js';
@@ -187,6 +191,23 @@ describe('typed client', () => {
     expect(info.addresses).toEqual(s.svc.tipAddresses);
     const ix = await fresh.tipInstruction(from.publicKey);
     expect(SystemInstruction.decodeTransfer(ix).lamports).toBe(500_000n);
+  });
+
+  it('priority fee: the compute-unit prices of what landed, and a SetComputeUnitPrice of the chosen percentile', async () => {
+    const c = client(account(s, 'starter').key);
+    for (const microLamports of [1_000, 2_000, 3_000, 4_000]) {
+      const tx = await addTip(await legacy(from, [ComputeBudgetProgram.setComputeUnitPrice({ microLamports })]), { client: c });
+      tx.sign(from);
+      expect((await c.waitForConfirmation((await c.send(tx)).signature)).status).toBe('confirmed');
+    }
+    // Fewer than 100 landings in the minute (the others of this file set no price: 0), so p99 is the highest.
+    await waitFor('the priority fee of the last minute', async () => ((await c.tipFloor()).priority_fee['1m'].micro_lamports_per_cu?.p99 === 4_000 ? true : undefined));
+    const floor = await c.tipFloor();
+    expect(floor.priority_fee['1m'].landed).toBe(floor.windows['1m'].landed);
+    expect(await priorityFee({ client: c, percentile: 99, window: '1m' })).toBe(4_000n);
+    expect(await priorityFee({ client: c, percentile: 99, maxMicroLamports: 2_500 })).toBe(2_500n);
+    const ix = await computeUnitPriceInstruction({ client: c, percentile: 99, window: '1m' });
+    expect(ComputeBudgetInstruction.decodeSetComputeUnitPrice(ix)).toEqual({ microLamports: 4_000n });
   });
 
   it('falls back to polling: with the stream off it still resolves, here on a failed transaction', async () => {

@@ -140,6 +140,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       accounts,
       tipAddresses,
       blockHeight: () => engine.leaders.currentBlockHeight(),
+      slot: () => engine.leaders.currentSlot(),
       push: config.tracker.push,
       poll: config.tracker.poll,
       inFlight,

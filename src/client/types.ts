@@ -14,6 +14,11 @@ export interface SendOptions {
   maxRetries?: number;
   /** Never deliver to a blocklisted leader (service default true). */
   antiMev?: boolean;
+  /**
+   * Land by this slot or not at all: Landfall sends no round after it, and once it has passed the
+   * status says `expired` with `deadline_passed` (a slot already passed is refused, 400).
+   */
+  deadlineSlot?: number;
 }
 
 /** Spec §2.2, without the `success` flag (always true here: failures throw). */
@@ -42,6 +47,8 @@ export interface StatusRecord {
   slot: number | null;
   api_key_name: string;
   expired?: true;
+  /** With `expired`: the send's `deadlineSlot` passed before it landed (not its blockhash). */
+  deadline_passed?: true;
   /** A failed transaction: the chain's error as the RPC node gives it (`{"InstructionError":[0,{"Custom":1}]}`). */
   err?: unknown;
   /** A failed transaction: `err` in Agave's words ("Error processing Instruction 0: custom program error: 0x1"). */
@@ -71,7 +78,7 @@ export interface DeliveryTrace {
   signature: string;
   status: 'sent' | 'confirmed' | 'failed';
   expired?: true;
-  final_state: 'landed' | 'failed' | 'expired' | 'pending';
+  final_state: 'landed' | 'failed' | 'expired' | 'deadline_passed' | 'pending';
   /** In words: "landed in slot N", "failed on chain in slot N: <reason>", "expired: blockhash past last valid block height N, reached K of M leaders", ... */
   cause: string;
   /** As in the status record. */

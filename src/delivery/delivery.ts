@@ -19,9 +19,11 @@ export interface SendOptions {
   skipPreflight: boolean;
   maxRetries: number;
   antiMev: boolean;
+  /** Land by this slot or not at all: no round after it, and the status says "deadline passed". */
+  deadlineSlot: number | null;
 }
 
-export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true });
+export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true, deadlineSlot: null });
 export const MAX_RETRIES_LIMIT = 10;
 
 export interface FirstSend {

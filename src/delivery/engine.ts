@@ -237,8 +237,10 @@ export class Engine implements Delivery {
       const dead = last !== null ? this.leaders.currentBlockHeight() > last : this.leaders.isBlockhashExpired(rec.recentBlockhash);
       if (dead) return false;
     }
+    const deadline = rec.deadlineSlot ?? Infinity;
+    if (this.leaders.currentSlot() > deadline) return false;
     const trace = this.traces.reopen(rec.signature, rec.submittedAt);
-    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause, replayUntil);
+    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause, replayUntil, deadline);
     return true;
   }
 

@@ -127,7 +127,7 @@ export function unpackAttempts(packed: PackedAttempts, slot: number, leaderOf: (
 
 /** Final state of a transaction, with its cause in words. */
 export interface FinalState {
-  state: 'landed' | 'failed' | 'expired' | 'pending';
+  state: 'landed' | 'failed' | 'expired' | 'deadline_passed' | 'pending';
   cause: string;
 }
 
@@ -153,6 +153,9 @@ export function finalState(rec: StatusRecord, t: Trace): FinalState {
   }
   const { reached, tried } = leadersReached(t);
   const leaders = `reached ${reached} of ${tried} leader${tried === 1 ? '' : 's'}`;
+  if (rec.expired && rec.deadlinePassed) {
+    return { state: 'deadline_passed', cause: `deadline passed: slot ${rec.deadlineSlot} passed before it landed, ${leaders}` };
+  }
   if (rec.expired) {
     const why = rec.durableNonce
       ? 'durable nonce advanced'

@@ -154,6 +154,7 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
     slot: r.slot,
     api_key_name: r.keyName,
     ...(r.expired && { expired: true }),
+    ...(r.expired && r.deadlinePassed && { deadline_passed: true }),
     ...(r.err !== undefined && { err: r.err, err_reason: describeTransactionError(r.err) }),
   };
 }

@@ -165,6 +165,7 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
     // A node retries until expiry however large maxRetries is; Landfall caps its rounds.
     maxRetries: Math.min(maxRetries, MAX_RETRIES_LIMIT),
     antiMev: DEFAULT_SEND_OPTIONS.antiMev,
+    deadlineSlot: null,
   };
   if (encoding === 'base64') return { r: inspectTransaction(encoded, tips), opts };
   if (encoded.length > MAX_BASE58_LENGTH) {

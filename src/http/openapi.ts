@@ -375,7 +375,8 @@ const STATUS_FIELDS: Record<string, Schema> = {
   },
   slot: { type: ['integer', 'null'], minimum: 0, description: 'Slot the transaction landed in' },
   api_key_name: { type: 'string', description: 'Name of the key that submitted it' },
-  expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired)' },
+  expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired, or its deadline_slot passed)' },
+  deadline_passed: { const: true, description: 'With expired: it was the deadline_slot of the send options that passed, not the blockhash' },
   err: schema('ChainError'),
   err_reason: {
     type: 'string',
@@ -687,6 +688,13 @@ export const OPENAPI: OpenApiDocument = {
           skip_preflight: { type: 'boolean', default: true, description: 'false: simulate through the chain node first (a failure is 400)' },
           max_retries: { type: 'integer', minimum: 0, maximum: MAX_RETRIES_LIMIT, default: 3, description: 'Rebroadcast rounds after the first send, one per slot' },
           anti_mev: { type: 'boolean', default: true, description: 'Never deliver to a leader on the validator blocklist' },
+          deadline_slot: {
+            type: ['integer', 'null'],
+            minimum: 0,
+            default: null,
+            description:
+              'Land by this slot or not at all: no rebroadcast round after it; once it is 2 slots behind the cluster and the transaction has not landed, the status is expired with deadline_passed (the trace: final_state deadline_passed). A slot already passed is refused (400)',
+          },
         },
       },
       SendRequest: {
@@ -770,7 +778,7 @@ export const OPENAPI: OpenApiDocument = {
           signature: schema('Signature'),
           status: { enum: ['sent', 'confirmed', 'failed'], description: 'As in the status record' },
           expired: { const: true, description: 'As in the status record' },
-          final_state: { enum: ['landed', 'failed', 'expired', 'pending'] },
+          final_state: { enum: ['landed', 'failed', 'expired', 'deadline_passed', 'pending'] },
           cause: {
             type: 'string',
             description: '"landed in slot N", "failed on chain in slot N: <the error in Agave\'s words>", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',

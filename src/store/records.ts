@@ -27,6 +27,8 @@ export interface Submission {
   submitSlot: number;
   /** Last valid block height of the blockhash when the service knew it at acceptance, else null. */
   lastValidBlockHeight: number | null;
+  /** `options.deadline_slot`: land by this slot or not at all (absent: no deadline). */
+  deadlineSlot?: number;
 }
 
 /** A submission and what became of it. `status === 'sent' && !expired` means still pending. */
@@ -46,6 +48,8 @@ export interface StatusRecord extends Submission {
    * other record, and for a failed one stored before the error was kept.
    */
   err?: unknown;
+  /** With `expired`: it was its deadline slot that passed (not its blockhash). */
+  deadlinePassed?: true;
 }
 
 /**

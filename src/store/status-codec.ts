@@ -25,6 +25,7 @@
  * |     |    w | the transaction's wire bytes (≤ 1232)                                |
  * |     |    2 | error tail, only with flags bit 5: JSON length, u16                  |
  * |     |    e | a failed transaction's on-chain error, JSON (≤ `MAX_ERR_BYTES`)      |
+ * |     |    8 | deadline tail, only with flags bit 6: deadlineSlot, u64 (the last 8 bytes) |
  *
  * The resend tail (flags bit 4) lets a restarted service send a pending transaction again
  * (`resendOf`, `Engine.resume`). It is written only while the record is pending (`sent`, not
@@ -36,6 +37,10 @@
  * The error tail (flags bit 5) keeps why a failed transaction failed: the RPC's `err` object, as
  * JSON. Only a failed record has it, and a failed record never has the resend tail, so the two
  * never meet. A value without the bit (every record before it) decodes with no `err`.
+ *
+ * The deadline tail (flags bit 6) keeps `options.deadline_slot`; flags bit 7 says an expired
+ * record expired because that slot passed. Being the value's last 8 bytes, it is found without
+ * reading the tails before it, and a value without the bit decodes with no deadline.
  *
  * The flags byte comes first so a scan for pending records (`isPendingValue`) and the retention
  * scan (`submittedAtOf`) read one field without decoding the rest. Integers are written as two
@@ -72,6 +77,9 @@ const FLAG_EXPIRED = 0b100;
 const FLAG_DURABLE_NONCE = 0b1000;
 const FLAG_RESEND = 0b1_0000;
 const FLAG_ERR = 0b10_0000;
+const FLAG_DEADLINE = 0b100_0000;
+const FLAG_DEADLINE_PASSED = 0b1000_0000;
+const DEADLINE_BYTES = 8;
 /** Longest on-chain error kept, as JSON; a longer one (no Agave error is) keeps its first bytes as a string. */
 export const MAX_ERR_BYTES = 1024;
 /** The resend tail's fixed part: options byte and u16 wire length. */
@@ -164,13 +172,21 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer 
   const tailBytes = tail ? RESEND_HEADER_BYTES + tail.wire.length : 0;
   const err = code === STATUS_CODES.failed ? errJson(rec.err) : null;
   const errBytes = err ? 2 + err.length : 0;
+  const deadline = rec.deadlineSlot ?? null;
+  const deadlineBytes = deadline === null ? 0 : DEADLINE_BYTES;
 
-  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes + tailBytes + errBytes);
+  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes + tailBytes + errBytes + deadlineBytes);
   const v = viewOf(out);
   v.setUint8(OFF_VERSION, STATUS_CODEC_VERSION);
   v.setUint8(
     OFF_FLAGS,
-    code | (rec.expired ? FLAG_EXPIRED : 0) | (rec.durableNonce ? FLAG_DURABLE_NONCE : 0) | (tail ? FLAG_RESEND : 0) | (err ? FLAG_ERR : 0),
+    code |
+      (rec.expired ? FLAG_EXPIRED : 0) |
+      (rec.durableNonce ? FLAG_DURABLE_NONCE : 0) |
+      (tail ? FLAG_RESEND : 0) |
+      (err ? FLAG_ERR : 0) |
+      (deadline !== null ? FLAG_DEADLINE : 0) |
+      (rec.expired && rec.deadlinePassed ? FLAG_DEADLINE_PASSED : 0),
   );
   writeU64(v, OFF_SUBMITTED_AT, rec.submittedAt, 'submittedAt');
   writeU64OrNull(v, OFF_CONFIRMED_AT, rec.confirmedAt, 'confirmedAt');
@@ -193,8 +209,9 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer 
   }
   if (err) {
     v.setUint16(off, err.length);
-    err.copy(out, off + 2);
+    off += 2 + err.copy(out, off + 2);
   }
+  if (deadline !== null) writeU64(v, off, deadline, 'deadlineSlot');
   return out;
 }
 
@@ -273,6 +290,7 @@ export function decodeStatus(signature: string, value: Uint8Array): StatusRecord
   if (keyNameEnd > b.length) throw new RangeError(`status record ${signature}: strings run past the value`);
   const keyName = b.toString('utf8', off + 1, keyNameEnd);
   const err = errOf(b, flags, keyNameEnd);
+  const deadlineSlot = (flags & FLAG_DEADLINE) !== 0 && b.length >= keyNameEnd + DEADLINE_BYTES ? readU64(v, b.length - DEADLINE_BYTES) : undefined;
   return {
     signature,
     accountId,
@@ -289,6 +307,8 @@ export function decodeStatus(signature: string, value: Uint8Array): StatusRecord
     slot: readU64OrNull(v, OFF_SLOT),
     expired: (flags & FLAG_EXPIRED) !== 0,
     ...(err !== undefined && { err }),
+    ...(deadlineSlot !== undefined && { deadlineSlot }),
+    ...((flags & FLAG_DEADLINE_PASSED) !== 0 && { deadlinePassed: true as const }),
   };
 }
 

@@ -197,6 +197,10 @@ export class SubmissionCore {
     // by every thread, set by whichever thread's store first could not write.
     const storeDown = store.health.unavailable();
     if (storeDown !== null) throw storeRefusal(storeDown);
+    // A deadline already behind the chain: nothing to deliver, and nothing is sent.
+    if (options.deadlineSlot !== null && options.deadlineSlot < delivery.currentSlot()) {
+      throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${delivery.currentSlot()}`);
+    }
     if (!options.skipPreflight) {
       const failure = await delivery.simulate(wire);
       if (failure !== null) {
@@ -229,6 +233,7 @@ export class SubmissionCore {
         submittedAt: Date.now(),
         submitSlot: first.slot,
         lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
+        ...(options.deadlineSlot !== null && { deadlineSlot: options.deadlineSlot }),
       });
       // The wire bytes ride in the record while it is pending: a restart sends it again.
       store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });

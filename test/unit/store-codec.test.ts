@@ -170,3 +170,26 @@ describe('error tail (why a failed transaction failed)', () => {
     expect(huge.err as string).toMatch(/^\{"Newer":"x+$/);
   });
 });
+
+describe('deadline tail (options.deadline_slot)', () => {
+  it('round-trips the deadline beside the other tails, and "deadline passed" on an expired record', () => {
+    const wire = randomBytes(300);
+    const pending = record({ deadlineSlot: 301_234_600 });
+    const v = encodeStatus(pending, { wire, antiMev: true, maxRetries: 5 });
+    expect(decodeStatus(pending.signature, v)).toEqual(pending);
+    expect(resendOf(v)).toEqual({ wire, antiMev: true, maxRetries: 5 });
+    expect(isPendingValue(v)).toBe(true);
+    const passed = { ...pending, expired: true, deadlinePassed: true as const };
+    expect(roundTrip(passed)).toEqual(passed);
+    expect(isPendingValue(encodeStatus(passed))).toBe(false);
+    const failed = record({ status: 'failed', confirmedAt: 5, latencyMs: 9, slot: 8, err: { InstructionError: [0, 'InvalidArgument'] }, deadlineSlot: 0 });
+    expect(roundTrip(failed)).toEqual(failed);
+  });
+
+  it('a record without a deadline is the bytes it was before the tail existed', () => {
+    const r = record();
+    expect(encodeStatus(r).length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length);
+    expect(encodeStatus({ ...r, deadlineSlot: 7 }).length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length + 8);
+    expect(roundTrip(r).deadlineSlot).toBeUndefined();
+  });
+});

@@ -193,6 +193,24 @@ describe('typed client', () => {
     expect(SystemInstruction.decodeTransfer(ix).lamports).toBe(500_000n);
   });
 
+  it('the stream pushes why a transaction failed: err, err_reason and latency_ms, as the status has them', async () => {
+    const c = client(account(s, 'starter').key);
+    const poor = await payer(s, 0.05);
+    const stream = c.stream();
+    await stream.ready;
+    const tx = await addTip(
+      await legacy(poor, [SystemProgram.transfer({ fromPubkey: poor.publicKey, toPubkey: Keypair.generate().publicKey, lamports: LAMPORTS_PER_SOL })]),
+      { client: c },
+    );
+    tx.sign(poor);
+    const pushedFinal = new Promise<Record<string, unknown>>((resolve) => stream.onStatus((r) => r.status !== 'sent' && resolve(r as never)));
+    const { signature } = await c.send(tx);
+    const pushed = await pushedFinal;
+    expect(pushed).toMatchObject({ signature, status: 'failed', err: { InstructionError: [1, { Custom: 1 }] } });
+    expect(pushed).toEqual(await c.status(signature));
+    expect(pushed.latency_ms).toEqual(expect.any(Number));
+  });
+
   it('priority fee: the compute-unit prices of what landed, and a SetComputeUnitPrice of the chosen percentile', async () => {
     const c = client(account(s, 'starter').key);
     for (const microLamports of [1_000, 2_000, 3_000, 4_000]) {

@@ -81,6 +81,8 @@ export interface Delivery {
   lastValidBlockHeight(blockhash: string): number | null;
   /** The newest blockhash of the chain view, with the slot and block height; null until one is known. */
   latestBlockhash(): LatestBlockhash | null;
+  /** Call `listener` with each new slot of the chain view (`slotSubscribe`); returns the function that stops it. */
+  watchSlots(listener: (slot: number) => void): () => void;
   /**
    * Simulate through the chain node: its result, as it sent it, if the transaction fails (so
    * JSON-RPC callers get the node's own `data` back); null if it would succeed.

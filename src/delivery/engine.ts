@@ -167,6 +167,10 @@ export class Engine implements Delivery {
     return this.view.latestBlockhash();
   }
 
+  watchSlots(listener: (slot: number) => void): () => void {
+    return this.view.onSlot(listener);
+  }
+
   simulate(wire: Buffer): Promise<SimulationResult | null> {
     return this.leaders.rpc.simulationFailure(wire);
   }
@@ -311,6 +315,7 @@ export class Engine implements Delivery {
       antiMev: this.route(slot, true),
       blockhashes: this.leaders.takeNewBlockhashes(),
       staleMs: this.leaders.staleMs,
+      epoch: this.leaders.epochAt(slot),
     };
     this.view.apply(snapshot);
     for (const l of this.snapshotListeners) l(snapshot);

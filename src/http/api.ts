@@ -343,7 +343,13 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   if (s.statusHub) {
     const slots = s.streamSlots ?? new StreamSlots();
     registerStream(app, s.keys, s.statusHub, slots, statusView);
-    registerRpcSubscriptions(app, RPC_PATHS, { keys: s.keys, hub: s.statusHub, slots, ownStatus: (accountId, sig) => ownStatus(s, accountId, sig) });
+    registerRpcSubscriptions(app, RPC_PATHS, {
+      keys: s.keys,
+      hub: s.statusHub,
+      slots,
+      ownStatus: (accountId, sig) => ownStatus(s, accountId, sig),
+      watchSlots: (listener) => s.delivery.watchSlots(listener),
+    });
     // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
     // any other GET falls through its WebSocket route to this one (registered after it).
     const plainGet: RouteSpec = { method: 'get', pattern: '/v1/stream', body: null, handler: streamWithoutUpgrade };

@@ -10,10 +10,10 @@
  * - What a bot asks around a send, answered from the service's own state so that web3.js's
  *   `connection.sendTransaction(tx, [payer])` + `confirmTransaction` work against Landfall alone
  *   (each call takes one token of the caller's query budget): `getLatestBlockhash`,
- *   `getBlockHeight` and `getSlot` from the chain view the leader tracker keeps (once a slot),
+ *   `getBlockHeight`, `getEpochInfo` and `getSlot` from the chain view the leader tracker keeps (once a slot),
  *   and `getSignatureStatuses` for the caller's own transactions (from its status records; any
- *   other signature is `null`, as an unknown one is on a node). `signatureSubscribe` is on the
- *   WebSocket (`rpc-subscriptions.ts`). Any other method is -32601 naming what is offered.
+ *   other signature is `null`, as an unknown one is on a node). `signatureSubscribe` and
+ *   `slotSubscribe` are on the WebSocket (`rpc-subscriptions.ts`). Any other method is -32601 naming what is offered.
  * - The bundle methods (`sendBundle`, `getBundleStatuses`, `getInflightBundleStatuses`,
  *   `simulateBundle`) → -32601 saying bundles are not offered: Jito's clients call them on the
  *   drop-in path `/api/v1/bundles`, and a clear error beats a 404 or a silent "not found".
@@ -84,7 +84,7 @@ export const MAX_SIGNATURE_STATUSES = 256;
 const NODE_UNHEALTHY = -32005;
 
 /** The methods served over HTTP, for the error that names them. */
-export const OFFERED_METHODS = ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getSlot', 'getTipAccounts'] as const;
+export const OFFERED_METHODS = ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getEpochInfo', 'getSlot', 'getTipAccounts'] as const;
 
 /** Jito's bundle methods: answered, never served (Landfall delivers single transactions). */
 const BUNDLE_METHODS = new Set(['sendBundle', 'getBundleStatuses', 'getInflightBundleStatuses', 'simulateBundle']);
@@ -185,7 +185,23 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
 
 /** The -32601 message: what Landfall answers instead, so a caller knows where to ask. */
 export function methodNotOffered(method: string): string {
-  return `Method not found: Landfall answers ${OFFERED_METHODS.join(', ')} (and signatureSubscribe on its WebSocket); ask an RPC node for ${method.slice(0, 64)}`;
+  return `Method not found: Landfall answers ${OFFERED_METHODS.join(', ')} (and signatureSubscribe, slotSubscribe on its WebSocket); ask an RPC node for ${method.slice(0, 64)}`;
+}
+
+/** A chain-view method's result, as a node answers it. */
+function chainResult(method: 'getLatestBlockhash' | 'getBlockHeight' | 'getEpochInfo' | 'getSlot', chain: LatestBlockhash): unknown {
+  switch (method) {
+    case 'getSlot':
+      return chain.slot;
+    case 'getBlockHeight':
+      return chain.blockHeight;
+    case 'getEpochInfo':
+      if (chain.epoch === null) throw new RpcFault(NODE_UNHEALTHY, 'Landfall has not seen the epoch yet (starting); try again shortly');
+      // The transaction count is the node's ledger's, which Landfall does not keep: null, as Agave allows.
+      return { absoluteSlot: chain.slot, blockHeight: chain.blockHeight, ...chain.epoch, transactionCount: null };
+    case 'getLatestBlockhash':
+      return { context: { slot: chain.slot }, value: { blockhash: chain.blockhash, lastValidBlockHeight: chain.lastValidBlockHeight } };
+  }
 }
 
 /** `[config?]` of the chain-view methods: commitment and minContextSlot are accepted and ignored. */
@@ -241,19 +257,14 @@ async function call(b: RpcBackend, dialect: RpcDialect, ctx: Ctx, item: unknown,
       }
       case 'getLatestBlockhash':
       case 'getBlockHeight':
+      case 'getEpochInfo':
       case 'getSlot': {
         const caller = who();
         optionalConfig(o.params, o.method);
         b.query(caller);
         const chain = b.latestBlockhash();
         if (chain === null) throw new RpcFault(NODE_UNHEALTHY, 'Landfall has no view of the chain yet (starting or resyncing); try again shortly');
-        const result =
-          o.method === 'getSlot'
-            ? chain.slot
-            : o.method === 'getBlockHeight'
-              ? chain.blockHeight
-              : { context: { slot: chain.slot }, value: { blockhash: chain.blockhash, lastValidBlockHeight: chain.lastValidBlockHeight } };
-        return answer({ jsonrpc: '2.0', result, id });
+        return answer({ jsonrpc: '2.0', result: chainResult(o.method, chain), id });
       }
       case 'getSignatureStatuses': {
         const caller = who();

@@ -211,13 +211,15 @@ const RPC_DESCRIPTION =
     'key (Authorization header, `api-key` or `api_key`). `getTipAccounts` answers the tip addresses and needs no key. ' +
     'What a bot asks around a send is answered from the service\'s own state, each call taking one token of the query ' +
     'budget (a key needed): `getLatestBlockhash` `[config?]` → `{context:{slot}, value:{blockhash, lastValidBlockHeight}}`, ' +
-    '`getBlockHeight` and `getSlot` `[config?]` → a number, all three from the chain view the service refreshes once a slot ' +
+    '`getBlockHeight` and `getSlot` `[config?]` → a number, `getEpochInfo` `[config?]` → `{absoluteSlot, blockHeight, epoch, ' +
+    'slotIndex, slotsInEpoch, transactionCount: null}`, all from the chain view the service refreshes once a slot ' +
     '(-32005 before it has one); `getSignatureStatuses` `[signatures (at most 256), config?]` → `{context:{slot}, value:[…]}` ' +
     'with, for each of the caller\'s own transactions once confirmed or failed, `{slot, confirmations: null, err, status, ' +
     'confirmationStatus: "confirmed"}`, and null for one still pending, expired, another account\'s or unknown. ' +
-    '`signatureSubscribe` / `signatureUnsubscribe` are served on a WebSocket at this same path (key in the query or ' +
-    'Authorization header; 401 without one): one `signatureNotification` when the caller\'s transaction is confirmed or ' +
-    'failed. With these, web3.js `new Connection(url, { wsEndpoint })` sends and confirms against Landfall alone. Any other ' +
+    '`signatureSubscribe` / `signatureUnsubscribe` and `slotSubscribe` / `slotUnsubscribe` are served on a WebSocket at ' +
+    'this same path (key in the query or Authorization header; 401 without one): one `signatureNotification` when the ' +
+    'caller\'s transaction is confirmed or failed, a `slotNotification` per slot of the chain view. With these, web3.js ' +
+    '`new Connection(url, { wsEndpoint })` and kit\'s `sendAndConfirmTransactionFactory` send and confirm against Landfall alone. Any other ' +
     'method answers -32601 naming the methods offered. The bundle methods answer -32601 (bundles are not offered). ' +
     'Errors are JSON-RPC error objects: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 ' +
     'invalid params or invalid transaction, -32603 internal error, -32002 preflight failure (Agave\'s message ' +
@@ -263,10 +265,10 @@ function rpcSchemas(): Record<string, Schema> {
       properties: {
         jsonrpc: { const: '2.0' },
         id,
-        method: { type: 'string', examples: ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getSlot', 'getTipAccounts'] },
+        method: { type: 'string', examples: ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getEpochInfo', 'getSlot', 'getTipAccounts'] },
         params: {
           description:
-            'sendTransaction: [encoded transaction, config?]; getSignatureStatuses: [signatures, config?]; getLatestBlockhash, getBlockHeight, getSlot: [config?]; getTipAccounts: none',
+            'sendTransaction: [encoded transaction, config?]; getSignatureStatuses: [signatures, config?]; getLatestBlockhash, getBlockHeight, getEpochInfo, getSlot: [config?]; getTipAccounts: none',
           oneOf: [
             { type: 'array', prefixItems: [{ type: 'string' }], minItems: 1, maxItems: 1 },
             { type: 'array', prefixItems: [{ type: 'string' }, schema('SendTransactionConfig')], minItems: 2, maxItems: 2 },
@@ -304,6 +306,19 @@ function rpcSchemas(): Record<string, Schema> {
             { type: 'integer', minimum: 0 },
             {
               type: 'object',
+              description: 'getEpochInfo',
+              required: ['absoluteSlot', 'blockHeight', 'epoch', 'slotIndex', 'slotsInEpoch', 'transactionCount'],
+              properties: {
+                absoluteSlot: { type: 'integer', minimum: 0 },
+                blockHeight: { type: 'integer', minimum: 0 },
+                epoch: { type: 'integer', minimum: 0 },
+                slotIndex: { type: 'integer', minimum: 0 },
+                slotsInEpoch: { type: 'integer', minimum: 1 },
+                transactionCount: { type: 'null', description: 'Not kept by Landfall' },
+              },
+            },
+            {
+              type: 'object',
               required: ['context', 'value'],
               properties: {
                 context: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 0 } } },
@@ -321,7 +336,7 @@ function rpcSchemas(): Record<string, Schema> {
             },
           ],
           description:
-            'sendTransaction: the signature; getTipAccounts: the tip addresses; getSlot, getBlockHeight: a number; getLatestBlockhash: {context, value: {blockhash, lastValidBlockHeight}}; getSignatureStatuses: {context, value: [status or null]}',
+            'sendTransaction: the signature; getTipAccounts: the tip addresses; getSlot, getBlockHeight: a number; getEpochInfo: the epoch; getLatestBlockhash: {context, value: {blockhash, lastValidBlockHeight}}; getSignatureStatuses: {context, value: [status or null]}',
         },
         id,
       },
@@ -431,7 +446,7 @@ export const OPENAPI: OpenApiDocument = {
     {
       name: 'json-rpc',
       description:
-        'Solana JSON-RPC compatibility (sendTransaction; getLatestBlockhash, getSignatureStatuses, getBlockHeight, getSlot; signatureSubscribe on the WebSocket; getTipAccounts), also on the paths Jito and Helius Sender clients post to',
+        'Solana JSON-RPC compatibility (sendTransaction; getLatestBlockhash, getSignatureStatuses, getBlockHeight, getEpochInfo, getSlot; signatureSubscribe and slotSubscribe on the WebSocket; getTipAccounts), also on the paths Jito and Helius Sender clients post to',
     },
     { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
   ],

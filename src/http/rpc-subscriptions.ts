@@ -1,8 +1,8 @@
 /**
- * Solana's `signatureSubscribe` for the caller's own transactions, on a WebSocket at the
- * JSON-RPC paths (`ws://host:port/`, `/v1/rpc`), answered from the service's status records and
- * the changes the tracker publishes: with `getLatestBlockhash` and `getSignatureStatuses` over
- * HTTP (`json-rpc.ts`), web3.js's `sendTransaction` + `confirmTransaction` and kit's
+ * Solana's `signatureSubscribe` for the caller's own transactions and `slotSubscribe`, on a
+ * WebSocket at the JSON-RPC paths (`ws://host:port/`, `/v1/rpc`), answered from the service's
+ * status records, the changes the tracker publishes and its chain view: with
+ * `getLatestBlockhash`, `getEpochInfo` and `getSignatureStatuses` over HTTP (`json-rpc.ts`), web3.js's `sendTransaction` + `confirmTransaction` and kit's
  * `sendAndConfirmTransactionFactory` work against Landfall alone.
  *
  * - The key is read from the upgrade request (`Authorization: Bearer`, `?api-key=`, `?api_key=`);
@@ -16,8 +16,11 @@
  *   account's transactions ever notify, so another account's signature waits like one that never
  *   lands. An expired transaction never notifies, as on a node: the caller's block-height check
  *   ends its wait (`getBlockHeight`).
- * - `signatureUnsubscribe [id]` → true; other methods -32601 naming these two. Notifications
- *   (no `id`, such as web3.js's `ping` heartbeat) are not answered.
+ * - `slotSubscribe []` → a subscription id; a `slotNotification` (`{parent, root, slot}`) each
+ *   time the service's chain view moves to a new slot (kit's block-height watch uses it with
+ *   `getEpochInfo`). `root` is not tracked: it is given as `slot − 32`, roughly where a root is.
+ * - `signatureUnsubscribe [id]`, `slotUnsubscribe [id]` → true; other methods -32601 naming
+ *   these. Notifications (no `id`, such as web3.js's `ping` heartbeat) are not answered.
  */
 import * as uWS from 'uWebSockets.js';
 import type { KeyCache } from '../accounts/key-cache.js';
@@ -34,6 +37,9 @@ export const MAX_SUBSCRIPTIONS = 1024;
 interface RpcSocket {
   accountId: string;
   closed: boolean;
+  /** `slotSubscribe` ids, and the function that stops the slot feed (while any is open). */
+  slotSubs: Set<number>;
+  stopSlots: (() => void) | undefined;
   /** Subscription id → signature, and signature → its subscription ids. */
   subs: Map<number, string>;
   bySignature: Map<string, Set<number>>;
@@ -54,7 +60,12 @@ export interface RpcSubscriptionsOptions {
   slots: StreamSlots;
   /** The account's record of a signature, or undefined when it did not submit it. */
   ownStatus: (accountId: string, signature: string) => StatusRecord | undefined;
+  /** The chain view's new slots; returns the function that stops them. */
+  watchSlots: (listener: (slot: number) => void) => () => void;
 }
+
+/** How far behind the slot `slotNotification` puts the root (Landfall does not track roots). */
+const ROOT_DISTANCE = 32;
 
 /** Register the JSON-RPC WebSocket on `paths` of `app`. */
 export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly string[], o: RpcSubscriptionsOptions): void {
@@ -68,6 +79,11 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
   const notify = (ws: uWS.WebSocket<RpcSocket>, id: number, result: unknown) =>
     send(ws, { jsonrpc: '2.0', method: 'signatureNotification', params: { result, subscription: id } });
   const error = (id: Id, code: number, message: string) => ({ jsonrpc: '2.0', error: { code, message }, id });
+
+  const stopSlots = (state: RpcSocket) => {
+    state.stopSlots?.();
+    state.stopSlots = undefined;
+  };
 
   /** Remove one subscription; false if it was not open. */
   const drop = (state: RpcSocket, id: number): boolean => {
@@ -109,8 +125,27 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
         if (typeof sub !== 'number' || !drop(state, sub)) return error(id, RPC_CODES.invalidParams, 'Invalid subscription id.');
         return { jsonrpc: '2.0', result: true, id };
       }
+      case 'slotSubscribe': {
+        const sub = nextId++;
+        state.slotSubs.add(sub);
+        state.stopSlots ??= o.watchSlots((slot) => {
+          const result = { parent: Math.max(0, slot - 1), root: Math.max(0, slot - ROOT_DISTANCE), slot };
+          for (const s of state.slotSubs) send(ws, { jsonrpc: '2.0', method: 'slotNotification', params: { result, subscription: s } });
+        });
+        return { jsonrpc: '2.0', result: sub, id };
+      }
+      case 'slotUnsubscribe': {
+        const sub = params[0];
+        if (typeof sub !== 'number' || !state.slotSubs.delete(sub)) return error(id, RPC_CODES.invalidParams, 'Invalid subscription id.');
+        if (state.slotSubs.size === 0) stopSlots(state);
+        return { jsonrpc: '2.0', result: true, id };
+      }
       default:
-        return error(id, RPC_CODES.methodNotFound, `Method not found: Landfall's WebSocket answers signatureSubscribe and signatureUnsubscribe for this account's transactions`);
+        return error(
+          id,
+          RPC_CODES.methodNotFound,
+          `Method not found: Landfall's WebSocket answers signatureSubscribe (this account's transactions), slotSubscribe and their unsubscribes`,
+        );
     }
   };
 
@@ -127,7 +162,15 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
         res.cork(() => res.writeStatus('401 Unauthorized').writeHeader('content-type', 'application/json').end('{"error":"invalid or missing API key: pass api-key in the query or Authorization: Bearer"}'));
         return;
       }
-      const state: RpcSocket = { accountId: who.account.id, closed: false, subs: new Map(), bySignature: new Map(), release: undefined };
+      const state: RpcSocket = {
+        accountId: who.account.id,
+        closed: false,
+        subs: new Map(),
+        bySignature: new Map(),
+        slotSubs: new Set(),
+        stopSlots: undefined,
+        release: undefined,
+      };
       res.upgrade(state, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context);
     },
     open: (ws) => {
@@ -166,6 +209,7 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
       const state = ws.getUserData();
       state.closed = true;
       state.release?.();
+      stopSlots(state);
     },
   };
   for (const path of paths) app.ws<RpcSocket>(path, behavior);

@@ -68,6 +68,9 @@ class IngressDelivery implements Delivery {
   latestBlockhash(): LatestBlockhash | null {
     return this.view.latestBlockhash();
   }
+  watchSlots(listener: (slot: number) => void): () => void {
+    return this.view.onSlot(listener);
+  }
   simulate(wire: Buffer): Promise<SimulationResult | null> {
     return this.rpc.simulationFailure(wire);
   }

@@ -174,7 +174,7 @@ describe('JSON-RPC errors', () => {
   it('-32601 method not found, with the id echoed, naming what is offered and where to ask instead', async () => {
     const e = expectRpcError(await rpc({ jsonrpc: '2.0', id: 'x', method: 'getAccountInfo', params: [] }, withKey()), 200, RPC_CODES.methodNotFound, 'x');
     expect(e.message).toBe(
-      'Method not found: Landfall answers sendTransaction, getLatestBlockhash, getSignatureStatuses, getBlockHeight, getSlot, getTipAccounts (and signatureSubscribe on its WebSocket); ask an RPC node for getAccountInfo',
+      'Method not found: Landfall answers sendTransaction, getLatestBlockhash, getSignatureStatuses, getBlockHeight, getEpochInfo, getSlot, getTipAccounts (and signatureSubscribe, slotSubscribe on its WebSocket); ask an RPC node for getAccountInfo',
     );
   });
 

@@ -7,7 +7,23 @@
  * ingress thread (the routes are a worker's, as in production), the local cluster.
  */
 import { randomBytes } from 'node:crypto';
-import { createSolanaRpc, createSolanaRpcSubscriptions, type Base64EncodedWireTransaction, type Signature } from '@solana/kit';
+import {
+  appendTransactionMessageInstructions,
+  createKeyPairSignerFromBytes,
+  createSolanaRpc,
+  createSolanaRpcSubscriptions,
+  createTransactionMessage,
+  getSignatureFromTransaction,
+  pipe,
+  sendAndConfirmTransactionFactory,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+  type Base64EncodedWireTransaction,
+  type Signature,
+} from '@solana/kit';
+import { LandfallClient } from '../../src/client/index.js';
+import { addTip, tipInstruction } from '../../src/client/kit.js';
 import { Connection, Keypair, LAMPORTS_PER_SOL, SystemProgram, Transaction } from '@solana/web3.js';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -151,5 +167,32 @@ describe('@solana/kit RPC and subscriptions with Landfall as the only address', 
     abort.abort();
     const { value } = await rpc.getSignatureStatuses([signature]).send();
     expect(value[0]).toMatchObject({ err: null, confirmationStatus: 'confirmed' });
+  });
+
+  it("sendAndConfirmTransactionFactory: kit's own send-and-confirm (getEpochInfo, slotSubscribe, signatureSubscribe) lands a transaction", async () => {
+    const rpc = createSolanaRpc(httpUrl());
+    const rpcSubscriptions = createSolanaRpcSubscriptions(wsUrl());
+    const client = new LandfallClient({ url: s.svc.url, apiKey: bot.key });
+    try {
+      const signer = await createKeyPairSignerFromBytes(from.secretKey);
+      const { value: latest } = await rpc.getLatestBlockhash().send();
+      const epoch = await rpc.getEpochInfo().send();
+      expect(Number(epoch.slotIndex)).toBeLessThan(Number(epoch.slotsInEpoch));
+      const message = await addTip(
+        pipe(
+          createTransactionMessage({ version: 0 }),
+          (m) => setTransactionMessageFeePayerSigner(signer, m),
+          (m) => setTransactionMessageLifetimeUsingBlockhash(latest, m),
+        ),
+        { client },
+      );
+      // A second instruction of its own (another tip-sized transfer) makes the signature unique.
+      const tx = await signTransactionMessageWithSigners(appendTransactionMessageInstructions([await tipInstruction(client, signer)], message));
+      await sendAndConfirmTransactionFactory({ rpc, rpcSubscriptions })(tx as never, { commitment: 'confirmed' });
+      const signature = getSignatureFromTransaction(tx);
+      expect((await s.connection.getSignatureStatus(signature, { searchTransactionHistory: true })).value?.err).toBeNull();
+    } finally {
+      client.close();
+    }
   });
 });

@@ -10,6 +10,7 @@ export const unreachableDelivery: Delivery = {
   isBlockhashExpired: () => false,
   lastValidBlockHeight: () => null,
   latestBlockhash: () => null,
+  watchSlots: () => () => {},
   simulate: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
   firstSend: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
   accepted: () => {

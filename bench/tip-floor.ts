@@ -3,8 +3,8 @@
  *
  *   npm run bench -- tip-floor
  *
- * - `landed`: one confirmed transaction recorded by the tracker (its tip into the current
- *   second's histogram), the only work per landing.
+ * - `landed`: one confirmed transaction recorded by the tracker (its tip and its compute-unit
+ *   price into the current second's and minute's histograms), the only work per landing.
  * - `view`: one recomputation over a full hour (60 one-second and 61 one-minute histograms), which
  *   happens at most once a second however many requests come. Two fillings, the same for every run (a seeded
  *   sequence): "realistic" (50 landings a second, tips spread over 1-5 BP steps of a few plans),
@@ -28,13 +28,17 @@ export interface TipFloorResult extends SuiteResult {
   responseBytes: number;
 }
 
-/** A floor filled for a whole hour by `tip()`, `perSecond` landings a second; and its clock. */
-function filled(perSecond: number, tip: () => number) {
+/**
+ * A floor filled for a whole hour by `tip()` and `price()` (each landing's compute-unit price),
+ * `perSecond` landings a second; and its clock.
+ */
+function filled(perSecond: number, tip: () => number, price: () => number) {
   let now = 1_795_000_000_000;
   const floor = new TipFloor(1000, () => now);
-  for (let s = 0; s < 3600; s++, now += 1000) for (let i = 0; i < perSecond; i++) floor.landed(BigInt(tip()));
-  const rings = floor as unknown as { seconds: Array<{ bins: Map<number, unknown> }>; minutes: Array<{ bins: Map<number, unknown> }> };
-  const bins = [...rings.seconds, ...rings.minutes].reduce((n, b) => n + b.bins.size, 0);
+  for (let s = 0; s < 3600; s++, now += 1000) for (let i = 0; i < perSecond; i++) floor.landed(BigInt(tip()), price());
+  type Rings = { seconds: Array<{ bins: Map<number, unknown> }>; minutes: Array<{ bins: Map<number, unknown> }> };
+  const { tips, prices } = floor as unknown as { tips: Rings; prices: Rings };
+  const bins = [...tips.seconds, ...tips.minutes, ...prices.seconds, ...prices.minutes].reduce((n, b) => n + b.bins.size, 0);
   // Each call sets the clock to another of the last 50 seconds, so `view()` recomputes (it
   // caches within a second) over the same full hour.
   let calls = 0;
@@ -61,17 +65,26 @@ async function run(): Promise<TipFloorResult> {
   const machine = machineInfo();
   warnIfBusy(machine);
   const r1 = mulberry32(14);
-  // Tips of bots on a few plans: multiples of 250 000 lamports up to 5 000 000.
-  const realistic = filled(50, () => 250_000 * (1 + Math.floor(r1() * 20)));
+  // Tips of bots on a few plans: multiples of 250 000 lamports up to 5 000 000; a third set no
+  // compute-unit price, the rest round prices up to 100 000 micro-lamports per CU.
+  const realistic = filled(
+    50,
+    () => 250_000 * (1 + Math.floor(r1() * 20)),
+    () => (r1() < 1 / 3 ? 0 : 1000 * (1 + Math.floor(r1() * 100))),
+  );
   const r2 = mulberry32(15);
-  const wide = filled(200, () => Math.floor(r2() * 2 ** 40));
+  const wide = filled(
+    200,
+    () => Math.floor(r2() * 2 ** 40),
+    () => Math.floor(r2() * 2 ** 40),
+  );
 
   let t = 1_795_000_000_000;
   const live = new TipFloor(1000, () => t);
   let tip = 0;
   const landed = await measure('landed', () => {
     t += 0.02; // 50 000 landings a second of bench clock: buckets turn over as in a busy hour
-    live.landed(BigInt(1_000_000 + (tip++ % 97) * 1000));
+    live.landed(BigInt(1_000_000 + (tip++ % 97) * 1000), (tip % 89) * 1000);
   });
   const viewRealistic = await measure('view (realistic hour)', realistic.view);
   const viewWide = await measure('view (wide hour)', wide.view);

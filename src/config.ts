@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { LandfallError } from './errors.js';
 import { NATS_ENV, natsOf, type NatsConfig, type NatsOverrides } from './config-nats.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, PLAN_ORDER, validatePlans, type PlanTable } from './accounts/plans.js';
+import { TIP_RENT_CHECKS, type TipRentCheck } from './tip-rent.js';
 
 /** pino's levels, most severe first; `silent` writes nothing. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -57,6 +58,12 @@ export interface Config {
   ingressThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
+  /**
+   * At start, against a chain other than the embedded one, a tip address below the rent-exempt
+   * minimum (a tip smaller than that into it fails on chain): `warn` logs it, `refuse` stops the
+   * start, `off` does not look (`src/tip-rent.ts`). The embedded cluster's are funded instead.
+   */
+  tipRentCheck: TipRentCheck;
   /**
    * The embedded local cluster, when rpcUrl is null. `rpcPort`: its JSON-RPC port (PubSub on the
    * next one, as Agave serves it); 0 takes any free pair, so several services can run side by side.
@@ -112,6 +119,7 @@ export const DEFAULT_CONFIG: Config = {
   fanout: 2,
   ingressThreads: Math.max(1, availableParallelism() - 1),
   tipAddresses: null,
+  tipRentCheck: 'warn',
   localnet: { validators: 4, slotMs: 400, rpcPort: 0 },
   tracker: { push: true, poll: true },
   logLevel: 'info',
@@ -282,6 +290,14 @@ function localnetOf(v: unknown, rpcPort: unknown): Config['localnet'] {
   };
 }
 
+function tipRentCheckOf(v: unknown): TipRentCheck {
+  if (v === undefined) return DEFAULT_CONFIG.tipRentCheck;
+  if (!TIP_RENT_CHECKS.includes(v as TipRentCheck)) {
+    throw new LandfallError('CONFIG_INVALID', `tipRentCheck must be one of ${TIP_RENT_CHECKS.map((c) => `"${c}"`).join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return v as TipRentCheck;
+}
+
 function trackerOf(v: unknown): Config['tracker'] {
   if (v !== undefined && (typeof v !== 'object' || v === null || Array.isArray(v))) {
     throw new LandfallError('CONFIG_INVALID', `tracker must be an object like {"push":true,"poll":true}, got ${JSON.stringify(v)}`);
@@ -388,6 +404,7 @@ export function loadConfig(
     fanout: positiveOf(merged.fanout, 'fanout', true),
     ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
+    tipRentCheck: tipRentCheckOf(merged.tipRentCheck),
     localnet: localnetOf(merged.localnet, merged.localnetRpcPort),
     tracker: trackerOf(merged.tracker),
     logLevel: logLevelOf(merged.logLevel),

@@ -28,6 +28,7 @@ import type { StatusRecord } from './store/records.js';
 import { Store } from './store/store.js';
 import type { Metrics } from './telemetry/metrics.js';
 import { Telemetry } from './telemetry/telemetry.js';
+import { checkTipRent } from './tip-rent.js';
 import { loadTipAddresses } from './tips.js';
 import { TipFloor } from './tracker/tip-floor.js';
 import { Tracker, type StatusChange } from './tracker/tracker.js';
@@ -123,6 +124,12 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => engine.close());
     engine.traces.store = store;
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
+    if (localnet === null) {
+      // A chain this service does not own: its tip addresses must already be rent-exempt.
+      await checkTipRent(engine.leaders.rpc, tipAddresses, config.tipRentCheck, (message, short) =>
+        telemetry.log.warn({ tipAddresses: short.map((s) => s.address) }, message),
+      );
+    }
 
     const listeners = new Set<(c: StatusChange) => void>();
     let ingress: IngressPool | null = null;
@@ -131,7 +138,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     let settle: (c: StatusChange) => void = () => {};
     // Counted by every thread's submission core, given back by the tracker (this thread).
     const inFlight = new InFlight(config.plans, config.inFlightPerTps);
-    // Tips of what landed, for /v1/tip-floor (in memory: a restart starts it empty).
+    // Tips and compute-unit prices of what landed, for /v1/tip-floor (in memory: a restart starts it empty).
     const tipFloor = new TipFloor(config.lamportsPerPoint);
     const tracker = new Tracker({
       rpc: engine.leaders.rpc,
@@ -140,13 +147,15 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       accounts,
       tipAddresses,
       blockHeight: () => engine.leaders.currentBlockHeight(),
+      slot: () => engine.leaders.currentSlot(),
       push: config.tracker.push,
       poll: config.tracker.poll,
       inFlight,
       onChange: (c) => {
         logOutcome(telemetry.log, c);
         settle(c);
-        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports);
+        const computeUnitPrice = engine.takeComputeUnitPrice(c.record.signature);
+        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports, computeUnitPrice);
         countSettled(telemetry.metrics, accounts, c.record);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);

@@ -131,6 +131,11 @@ export class Rpc {
     return this.call('getSignatureStatuses', [signatures, { searchTransactionHistory }]);
   }
 
+  /** Lamports an account of `bytes` data needs to be rent-exempt. */
+  getMinimumBalanceForRentExemption(bytes: number): Promise<number> {
+    return this.call('getMinimumBalanceForRentExemption', [bytes]);
+  }
+
   /** Accounts at `addresses` (at most `MAX_MULTIPLE_ACCOUNTS`), in order, null where none exists; data in base64. */
   getMultipleAccounts(addresses: string[], commitment: Commitment = 'processed'): Promise<Context<(AccountInfo | null)[]>> {
     return this.call('getMultipleAccounts', [addresses, { encoding: 'base64', commitment }]);

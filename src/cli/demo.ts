@@ -342,7 +342,7 @@ class Demo {
  * A delivery trace in a few lines: its cause, then one line per round (the first send is round
  * 0): the slot and each attempt as "validator outcome", with the close code when there is one.
  *
- *   trace 3Hv…Tq: failed on chain in slot 412 (reached 2 of 2 leaders, 6 attempts)
+ *   trace 3Hv…Tq: failed on chain in slot 412: Error processing Instruction 0: custom program error: 0x1 (6 attempts)
  *     round 0  slot 409  +0.4 ms  v1 written, v2 pending
  */
 export function describeTrace(t: DeliveryTrace, names: Map<string, string>): string {

@@ -3,9 +3,8 @@
  * typed errors, confirmation waits on the live stream (polling only as the fallback), and the
  * tip facts (`min_tip_bp`, tip addresses) cached for an hour as the spec suggests.
  */
-import * as http from 'node:http';
-import * as https from 'node:https';
 import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/web3.js';
+import { Endpoint, isNetworkError, type Response } from './endpoint.js';
 import { StatusStream } from './stream.js';
 import {
   isFinal,
@@ -19,10 +18,14 @@ import {
   type StatusRecord,
   type TipFloorRecord,
 } from './types.js';
+import { toBase64, type TransactionInput } from './wire-tx.js';
 
 export interface LandfallClientOptions {
-  /** Base URL of the service, e.g. `http://127.0.0.1:8080` (a path prefix is kept). */
-  url: string;
+  /**
+   * Base URL of the service, e.g. `http://127.0.0.1:8080` (a path prefix is kept), or several
+   * (one per region): requests go to the first that answers, and stay there until it stops.
+   */
+  url: string | readonly string[];
   apiKey: string;
   /** Per-request timeout (default 10 s). */
   timeoutMs?: number;
@@ -30,6 +33,14 @@ export interface LandfallClientOptions {
   rateLimitRetries?: number;
   /** Longest single `Retry-After` wait; a longer one throws instead (default 5 s). */
   maxRetryAfterMs?: number;
+  /**
+   * A request that could not reach the service (connection refused, reset, timed out) is tried
+   * again this many times (default 3; 0 throws at once), each at the next URL, after a back-off
+   * that doubles from `retryBackoffMs`.
+   */
+  networkRetries?: number;
+  /** The first back-off after a network error (default 100 ms; doubled each time, at most 2 s). */
+  retryBackoffMs?: number;
   /** Connections kept open to the service (default 16). */
   maxSockets?: number;
   /**
@@ -62,14 +73,10 @@ export interface TipInfo {
   fetchedAt: number;
 }
 
-/** A signed transaction: web3.js `Transaction` / `VersionedTransaction`, wire bytes, or base64. */
-export type TransactionInput = string | Uint8Array | { serialize(): Uint8Array };
+export type { TransactionInput };
 
-interface Response {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: unknown;
-}
+/** The longest back-off between network retries. */
+const MAX_BACKOFF_MS = 2_000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -81,15 +88,9 @@ function retryAfterMs(v: string | undefined): number | null {
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
-function toBase64(tx: TransactionInput): string {
-  if (typeof tx === 'string') return tx;
-  const bytes = tx instanceof Uint8Array ? tx : tx.serialize();
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
-}
-
 function wireOptions(o: SendOptions | undefined): Record<string, unknown> | undefined {
   if (!o) return undefined;
-  return { skip_preflight: o.skipPreflight, max_retries: o.maxRetries, anti_mev: o.antiMev };
+  return { skip_preflight: o.skipPreflight, max_retries: o.maxRetries, anti_mev: o.antiMev, deadline_slot: o.deadlineSlot };
 }
 
 /**
@@ -104,36 +105,46 @@ function wireOptions(o: SendOptions | undefined): Record<string, unknown> | unde
  * ```
  */
 export class LandfallClient {
-  /** Requests made, TCP connections opened for them, and 429s waited out. */
-  readonly stats = { requests: 0, connections: 0, rateLimitRetries: 0 };
-  private readonly base: URL;
-  private readonly prefix: string;
-  private readonly agent: http.Agent;
-  private readonly transport: typeof http.request;
-  private readonly timeoutMs: number;
+  /**
+   * Requests made, TCP connections opened for them, 429s waited out, network errors retried, and
+   * moves to another URL after one.
+   */
+  readonly stats = { requests: 0, connections: 0, rateLimitRetries: 0, networkRetries: 0, failovers: 0 };
+  private readonly endpoints: Endpoint[];
+  /** The endpoint requests go to: the last one that answered. */
+  private current = 0;
   private readonly rateLimitRetries: number;
   private readonly maxRetryAfterMs: number;
+  private readonly networkRetries: number;
+  private readonly retryBackoffMs: number;
   private readonly tipRefreshMs: number;
   private readonly useStream: boolean;
   private tips: { info: Promise<TipInfo>; fetchedAt: number } | null = null;
   private statusStream: StatusStream | null = null;
 
   constructor(private readonly options: LandfallClientOptions) {
-    this.base = new URL(options.url);
-    if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
-      throw new TypeError(`url must be http:// or https://, got ${options.url}`);
-    }
     if (!options.apiKey) throw new TypeError('apiKey is required');
-    this.prefix = this.base.pathname.replace(/\/+$/, '');
-    const secure = this.base.protocol === 'https:';
-    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 16, timeout: options.keepAliveMs ?? 5_000 };
-    this.agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-    this.transport = secure ? https.request : http.request;
-    this.timeoutMs = options.timeoutMs ?? 10_000;
+    const urls = typeof options.url === 'string' ? [options.url] : [...options.url];
+    if (urls.length === 0) throw new TypeError('url: give at least one base URL');
+    const endpointOptions = {
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs ?? 10_000,
+      maxSockets: options.maxSockets ?? 16,
+      keepAliveMs: options.keepAliveMs ?? 5_000,
+      stats: this.stats,
+    };
+    this.endpoints = urls.map((u) => new Endpoint(u, endpointOptions));
     this.rateLimitRetries = options.rateLimitRetries ?? 3;
     this.maxRetryAfterMs = options.maxRetryAfterMs ?? 5_000;
+    this.networkRetries = options.networkRetries ?? 3;
+    this.retryBackoffMs = options.retryBackoffMs ?? 100;
     this.tipRefreshMs = options.tipRefreshMs ?? 3_600_000;
     this.useStream = options.stream ?? true;
+  }
+
+  /** The base URL requests currently go to (the last one that answered). */
+  get url(): string {
+    return this.endpoints[this.current]!.base.toString();
   }
 
   /** Submit one signed transaction (`POST /v1/send`). Re-sending the same one is idempotent. */
@@ -215,17 +226,28 @@ export class LandfallClient {
   }
 
   /**
-   * A System transfer from `payer` to a random tip address (spreading write locks over all of
-   * them) of the account's current minimum tip, or `lamports` if given (it must not be less).
+   * Where a tip goes and how much: a random tip address (spreading write locks over all of them)
+   * and the account's current minimum tip, or `lamports` if given. A tip below the minimum is the
+   * service's refusal (`LandfallApiError` 402 "Tip insufficient"), raised before anything is sent.
    */
-  async tipInstruction(payer: PublicKey, options: { lamports?: number | bigint } = {}): Promise<TransactionInstruction> {
+  async tipTransfer(options: { lamports?: number | bigint } = {}): Promise<{ to: string; lamports: bigint }> {
     const tips = await this.tipInfo();
     const lamports = options.lamports === undefined ? tips.minTipLamports : BigInt(options.lamports);
     if (lamports < tips.minTipLamports) {
-      throw new RangeError(`a tip of ${lamports} lamports is below this account's minimum of ${tips.minTipBp} BP (${tips.minTipLamports} lamports)`);
+      throw new LandfallApiError(
+        402,
+        'Tip insufficient',
+        `a tip of ${lamports} lamports is below this account's minimum of ${tips.minTipBp} BP (${tips.minTipLamports} lamports)`,
+      );
     }
     const to = tips.addresses[Math.floor(Math.random() * tips.addresses.length)];
     if (to === undefined) throw new Error('the service lists no tip addresses (GET /v1/tip-addresses)');
+    return { to, lamports };
+  }
+
+  /** The tip (see {@link tipTransfer}) as a web3.js System transfer from `payer`. */
+  async tipInstruction(payer: PublicKey, options: { lamports?: number | bigint } = {}): Promise<TransactionInstruction> {
+    const { to, lamports } = await this.tipTransfer(options);
     return SystemProgram.transfer({ fromPubkey: payer, toPubkey: new PublicKey(to), lamports });
   }
 
@@ -235,9 +257,7 @@ export class LandfallClient {
    */
   stream(): StatusStream {
     if (!this.statusStream || this.statusStream.closed) {
-      const url = new URL(`${this.prefix}/v1/stream`, this.base);
-      url.protocol = this.base.protocol === 'https:' ? 'wss:' : 'ws:';
-      this.statusStream = new StatusStream(url.toString(), this.options.apiKey);
+      this.statusStream = new StatusStream(this.endpoints[this.current]!.wsUrl('/v1/stream'), this.options.apiKey);
     }
     return this.statusStream;
   }
@@ -294,7 +314,7 @@ export class LandfallClient {
   close(): void {
     this.statusStream?.close();
     this.statusStream = null;
-    this.agent.destroy();
+    for (const e of this.endpoints) e.close();
   }
 
   /** An API call: JSON in and out, 429 retried after `Retry-After`, refusals thrown typed. */
@@ -320,55 +340,26 @@ export class LandfallClient {
   }
 
   /**
-   * One HTTP exchange on a kept-alive connection. A reused connection the server closed while
-   * it sat idle fails before any response; every Landfall request is idempotent (a send is
-   * keyed by its signature), so that one case is retried once on a fresh connection.
+   * One exchange with the service: at the current URL, and after a network error (refused,
+   * reset, timed out) again at the next one, after a back-off, up to `networkRetries` times.
+   * The URL that answers becomes the current one.
    */
   private async request(method: string, path: string, payload: Buffer | undefined): Promise<Response> {
-    try {
-      return await this.exchange(method, path, payload);
-    } catch (e) {
-      if ((e as { reusedSocket?: boolean }).reusedSocket) return this.exchange(method, path, payload);
-      throw e;
-    }
-  }
-
-  private exchange(method: string, path: string, payload: Buffer | undefined): Promise<Response> {
-    this.stats.requests++;
-    return new Promise((resolve, reject) => {
-      const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${this.options.apiKey}`, accept: 'application/json' };
-      if (payload) {
-        headers['content-type'] = 'application/json';
-        headers['content-length'] = payload.length;
+    for (let attempt = 0; ; attempt++) {
+      const at = this.current;
+      try {
+        return await this.endpoints[at]!.request(method, path, payload);
+      } catch (e) {
+        if (!isNetworkError(e) || attempt >= this.networkRetries) throw e;
+        this.stats.networkRetries++;
+        if (this.endpoints.length > 1 && this.current === at) {
+          this.current = (at + 1) % this.endpoints.length;
+          this.stats.failovers++;
+        }
+        // With several URLs the first retry goes to the next one at once; a lone URL waits.
+        const backoff = Math.min(this.retryBackoffMs * 2 ** attempt, MAX_BACKOFF_MS);
+        if (this.endpoints.length === 1 || attempt >= this.endpoints.length - 1) await sleep(backoff);
       }
-      const url = new URL(this.prefix + path, this.base);
-      const req = this.transport(url, { method, headers, agent: this.agent, timeout: this.timeoutMs }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown = text;
-          if ((res.headers['content-type'] ?? '').includes('json')) {
-            try {
-              body = JSON.parse(text);
-            } catch {
-              return reject(new LandfallApiError(res.statusCode ?? 0, 'Invalid response', `unparseable JSON from ${method} ${path}: ${text.slice(0, 200)}`));
-            }
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-        });
-      });
-      req.on('socket', () => {
-        if (!req.reusedSocket) this.stats.connections++;
-      });
-      req.on('timeout', () => req.destroy(new LandfallTimeoutError(`${method} ${path} got no response within ${this.timeoutMs} ms`)));
-      req.on('error', (e: Error) => {
-        const code = (e as NodeJS.ErrnoException).code;
-        const reused = req.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
-        reject(reused ? Object.assign(e, { reusedSocket: true }) : e);
-      });
-      req.end(payload);
-    });
+    }
   }
 }

@@ -3,7 +3,7 @@
  * transactions, dispatched by signature so a thousand waiters cost one map lookup per message.
  */
 import WebSocket from 'ws';
-import { KeyedListeners } from '../keyed-listeners.js';
+import { KeyedListeners } from './keyed-listeners.js';
 import { LandfallStreamError, type StatusRecord } from './types.js';
 
 type Listener = (record: StatusRecord) => void;

@@ -2,31 +2,17 @@
  * `addTip`: append Landfall's tip to a web3.js transaction before it is signed.
  */
 import {
-  Transaction,
   TransactionMessage,
   VersionedTransaction,
   type AddressLookupTableAccount,
   type PublicKey,
+  type Transaction,
 } from '@solana/web3.js';
-import { TIP_PERCENTILES, TIP_WINDOWS, type TipPercentile, type TipWindowName } from '../tracker/tip-floor.js';
-import type { LandfallClient } from './client.js';
+import { tipAmount, type TipChoice } from './tip-amount.js';
 
-export interface AddTipOptions {
-  client: LandfallClient;
+export interface AddTipOptions extends TipChoice {
   /** Who pays the tip (a signer). Default: the transaction's fee payer. */
   payer?: PublicKey;
-  /** Tip more than the account's minimum. */
-  lamports?: number | bigint;
-  /**
-   * Tip this percentile (25, 50, 75, 95, 99) of the tips that landed through Landfall
-   * (`client.tipFloor()`), never less than the plan minimum; instead of `lamports`.
-   */
-  percentile?: TipPercentile;
-  /**
-   * Whose landings `percentile` reads: `1m`, `10m` or `1h`. Default: the shortest window in which
-   * anything landed (the plan minimum when nothing did in the last hour).
-   */
-  window?: TipWindowName;
   /** The tables a v0 message loads addresses from; needed to rebuild it. */
   addressLookupTableAccounts?: AddressLookupTableAccount[];
 }
@@ -60,7 +46,7 @@ export interface AddTipOptions {
 export async function addTip<T extends Transaction | VersionedTransaction>(tx: T, options: AddTipOptions): Promise<T> {
   const { client, addressLookupTableAccounts } = options;
   const lamports = await tipAmount(options);
-  if (tx instanceof Transaction) {
+  if (isLegacy(tx)) {
     const payer = options.payer ?? tx.feePayer;
     if (!payer) throw new TypeError('addTip: the transaction has no feePayer; set it or pass { payer }');
     return tx.add(await client.tipInstruction(payer, { lamports })) as T;
@@ -81,26 +67,9 @@ export async function addTip<T extends Transaction | VersionedTransaction>(tx: T
 }
 
 /**
- * The tip `addTip` adds: `lamports` if given; for a `percentile`, that percentile of the chosen
- * window's landed tips, raised to the plan minimum; otherwise undefined (the plan minimum).
+ * A legacy `Transaction` (it has no `version`; a `VersionedTransaction` always has one). Not
+ * `instanceof`: the bot's transaction may come from another copy of web3.js than this module's.
  */
-async function tipAmount(o: AddTipOptions): Promise<number | bigint | undefined> {
-  if (o.percentile === undefined) {
-    if (o.window !== undefined) throw new TypeError('addTip: window needs a percentile');
-    return o.lamports;
-  }
-  if (o.lamports !== undefined) throw new TypeError('addTip: give lamports or percentile, not both');
-  if (!TIP_PERCENTILES.includes(o.percentile)) throw new TypeError(`addTip: percentile must be one of ${TIP_PERCENTILES.join(', ')}, got ${o.percentile}`);
-  if (o.window !== undefined && !Object.hasOwn(TIP_WINDOWS, o.window)) {
-    throw new TypeError(`addTip: window must be one of ${Object.keys(TIP_WINDOWS).join(', ')}, got ${o.window}`);
-  }
-  const [floor, info] = await Promise.all([o.client.tipFloor(), o.client.tipInfo()]);
-  const names = o.window !== undefined ? [o.window] : (Object.keys(TIP_WINDOWS) as TipWindowName[]);
-  const seen = names.map((n) => floor.windows[n].lamports).find((l) => l !== null);
-  const observed = seen ? BigInt(seen[`p${o.percentile}`]) : 0n;
-  // Never below the minimum: the service's (fresh, in the answer) nor the cached one
-  // `tipInstruction` checks against (it only falls, so the cached one is the higher).
-  const minimum = BigInt(floor.plan_minimum?.min_tip_lamports ?? 0);
-  const floorMin = minimum > info.minTipLamports ? minimum : info.minTipLamports;
-  return observed > floorMin ? observed : floorMin;
+function isLegacy(tx: Transaction | VersionedTransaction): tx is Transaction {
+  return !('version' in tx);
 }

@@ -3,11 +3,8 @@
  * the wire's snake_case field names (spec §2), so a record from the client, from `curl` and from
  * the stream is the same object (the stream's adds the tip and the slot at acceptance).
  */
-import type { AccountView } from '../accounts/accounts.js';
-import type { PlanName } from '../accounts/plans.js';
-import type { TipFloorView } from '../tracker/tip-floor.js';
-export type { PlanName };
-export type { Percentiles, TipFloorWindow, TipPercentile, TipWindowName } from '../tracker/tip-floor.js';
+import type { PlanName, TipFloorView } from './wire.js';
+export type { Percentiles, PlanName, PriorityFeeWindow, TipFloorWindow, TipPercentile, TipWindowName } from './wire.js';
 
 /** Spec §2.1, in camelCase; omitted fields take the service's defaults. */
 export interface SendOptions {
@@ -17,6 +14,11 @@ export interface SendOptions {
   maxRetries?: number;
   /** Never deliver to a blocklisted leader (service default true). */
   antiMev?: boolean;
+  /**
+   * Land by this slot or not at all: Landfall sends no round after it, and once it has passed the
+   * status says `expired` with `deadline_passed` (a slot already passed is refused, 400).
+   */
+  deadlineSlot?: number;
 }
 
 /** Spec §2.2, without the `success` flag (always true here: failures throw). */
@@ -34,12 +36,13 @@ export interface BatchItem {
   error?: string;
 }
 
-/** Spec §2.4, plus `expired` once the transaction can no longer land. */
+/** Spec §2.4, plus `expired` once the transaction can no longer land, and why a failed one failed. */
 export interface StatusRecord {
   signature: string;
   status: 'sent' | 'confirmed' | 'failed';
   submitted_at: string;
   confirmed_at: string | null;
+  /** Request received to outcome observed, for confirmed and failed transactions. */
   latency_ms: number | null;
   slot: number | null;
   api_key_name: string;
@@ -48,6 +51,12 @@ export interface StatusRecord {
   tip_lamports?: number;
   /** Pushed by the stream only: the cluster slot when the service accepted it (`slot − submit_slot`: slots to land). */
   submit_slot?: number;
+  /** With `expired`: the send's `deadlineSlot` passed before it landed (not its blockhash). */
+  deadline_passed?: true;
+  /** A failed transaction: the chain's error as the RPC node gives it (`{"InstructionError":[0,{"Custom":1}]}`). */
+  err?: unknown;
+  /** A failed transaction: `err` in Agave's words ("Error processing Instruction 0: custom program error: 0x1"). */
+  err_reason?: string;
 }
 
 /** One delivery attempt of a trace (`GET /v1/status/{signature}/trace`). */
@@ -73,9 +82,13 @@ export interface DeliveryTrace {
   signature: string;
   status: 'sent' | 'confirmed' | 'failed';
   expired?: true;
-  final_state: 'landed' | 'failed' | 'expired' | 'pending';
-  /** In words: "landed in slot N", "expired: blockhash past last valid block height N, reached K of M leaders", ... */
+  final_state: 'landed' | 'failed' | 'expired' | 'deadline_passed' | 'pending';
+  /** In words: "landed in slot N", "failed on chain in slot N: <reason>", "expired: blockhash past last valid block height N, reached K of M leaders", ... */
   cause: string;
+  /** As in the status record. */
+  latency_ms: number | null;
+  /** As in the status record. */
+  err?: unknown;
   leaders_reached: number;
   leaders_tried: number;
   /** In order, at most 64. */
@@ -84,8 +97,23 @@ export interface DeliveryTrace {
   attempts_omitted: number;
 }
 
-/** Spec §2.5, as the server renders it. */
-export type AccountRecord = AccountView;
+/** Spec §2.5, as the server renders it (`GET /v1/account`). */
+export interface AccountRecord {
+  plan: PlanName;
+  plan_upgraded_at: string;
+  member_since: string;
+  limits: { max_tps: number; min_tip_bp: number };
+  usage: { service_points: number; transactions_total: number; transactions_today: number };
+  next_tier: null | {
+    plan: PlanName;
+    threshold_bp: number;
+    remaining_bp: number;
+    progress_percent: number;
+    benefits: { new_max_tps: number; new_tip_bp: number; tip_savings_percent: number };
+  };
+  /** Lamports per point (BP), the service's conversion: min tip in lamports = min_tip_bp × this. */
+  lamports_per_point: number;
+}
 
 /** `GET /v1/tip-floor`: tip percentiles of what landed, and the caller's plan minimum (the client always sends its key). */
 export type TipFloorRecord = TipFloorView & { plan_minimum?: { plan: PlanName; min_tip_bp: number; min_tip_lamports: number } };

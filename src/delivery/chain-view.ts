@@ -9,6 +9,13 @@
  * Everything here is decided per slot, not per transaction: who leads, who is blocked, which
  * TPU addresses to write to. A request only reads it.
  */
+/** Where a slot is in its epoch (`getEpochInfo`'s fields). */
+export interface EpochPosition {
+  epoch: number;
+  slotIndex: number;
+  slotsInEpoch: number;
+}
+
 /** The leader of one slot, and where its TPU listens. */
 export interface Leader {
   slot: number;
@@ -40,6 +47,17 @@ export interface ChainSnapshot {
   blockhashes: Array<[hash: string, lastValidBlockHeight: number]>;
   /** Slot age beyond which the view is stale (health 503). */
   staleMs: number;
+  /** Where `slot` is in its epoch; null until the leader tracker has seen the epoch. */
+  epoch: EpochPosition | null;
+}
+
+/** The chain facts a JSON-RPC caller asks for around a send (`getLatestBlockhash`, `getBlockHeight`, `getSlot`). */
+export interface LatestBlockhash {
+  slot: number;
+  blockHeight: number;
+  blockhash: string;
+  lastValidBlockHeight: number;
+  epoch: EpochPosition | null;
 }
 
 /** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
@@ -52,13 +70,22 @@ export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 export class ChainViewReplica {
   private snap: ChainSnapshot | null = null;
   private readonly blockhashes = new Map<string, number>();
+  /** The newest blockhash seen, with its last valid block height. */
+  private latest: [hash: string, lastValidBlockHeight: number] | null = null;
+  private readonly slotListeners = new Set<(slot: number) => void>();
 
   apply(s: ChainSnapshot): void {
+    const previous = this.snap?.slot;
     // A slot lower than the last one only comes after a resync onto a restarted chain (or
     // another node): the blockhashes known so far belong to the chain that is gone.
-    if (this.snap !== null && s.slot < this.snap.slot) this.blockhashes.clear();
+    if (this.snap !== null && s.slot < this.snap.slot) {
+      this.blockhashes.clear();
+      this.latest = null;
+    }
     this.snap = s;
     for (const [h, lv] of s.blockhashes) this.blockhashes.set(h, lv);
+    this.latest = s.blockhashes.at(-1) ?? this.latest;
+    if (s.slot !== previous) for (const l of this.slotListeners) l(s.slot);
     // Forget hashes long dead (Map iterates in insertion order: oldest first).
     for (const [h, lv] of this.blockhashes) {
       if (lv >= s.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
@@ -88,6 +115,22 @@ export class ChainViewReplica {
 
   lastValidBlockHeight(blockhash: string): number | null {
     return this.blockhashes.get(blockhash) ?? null;
+  }
+
+  /**
+   * What `getLatestBlockhash` answers from this view: the newest blockhash the leader tracker
+   * fetched (once a slot), its last valid block height, the slot and block height; null before
+   * the first snapshot with one.
+   */
+  latestBlockhash(): LatestBlockhash | null {
+    if (this.snap === null || this.latest === null) return null;
+    return { slot: this.snap.slot, blockHeight: this.snap.blockHeight, blockhash: this.latest[0], lastValidBlockHeight: this.latest[1], epoch: this.snap.epoch };
+  }
+
+  /** Call `listener` with each new slot this view moves to; returns the function that stops it. */
+  onSlot(listener: (slot: number) => void): () => void {
+    this.slotListeners.add(listener);
+    return () => this.slotListeners.delete(listener);
   }
 
   isBlockhashExpired(blockhash: string): boolean {

@@ -10,6 +10,7 @@
  * transactions to the main thread — never a per-transaction message on the latency path).
  */
 import type { SimulationResult } from '../chain/rpc.js';
+import type { LatestBlockhash } from './chain-view.js';
 import type { StatusRecord } from '../store/records.js';
 import type { PackedAttempts } from './trace.js';
 
@@ -18,9 +19,11 @@ export interface SendOptions {
   skipPreflight: boolean;
   maxRetries: number;
   antiMev: boolean;
+  /** Land by this slot or not at all: no round after it, and the status says "deadline passed". */
+  deadlineSlot: number | null;
 }
 
-export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true });
+export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true, deadlineSlot: null });
 export const MAX_RETRIES_LIMIT = 10;
 
 export interface FirstSend {
@@ -51,6 +54,11 @@ export interface Accepted {
    * checks off the hot path. Not part of the stored record: after a restart it is unknown.
    */
   nonceAccount?: string;
+  /**
+   * The transaction's compute-unit price in micro-lamports (0 without a SetComputeUnitPrice), for
+   * the priority-fee guidance of `/v1/tip-floor` once it lands. In memory only.
+   */
+  computeUnitPrice?: number;
 }
 
 export interface ChainHealth {
@@ -71,6 +79,10 @@ export interface Delivery {
   isBlockhashExpired(blockhash: string): boolean;
   /** Last valid block height of a blockhash the service has seen, else null. */
   lastValidBlockHeight(blockhash: string): number | null;
+  /** The newest blockhash of the chain view, with the slot and block height; null until one is known. */
+  latestBlockhash(): LatestBlockhash | null;
+  /** Call `listener` with each new slot of the chain view (`slotSubscribe`); returns the function that stops it. */
+  watchSlots(listener: (slot: number) => void): () => void;
   /**
    * Simulate through the chain node: its result, as it sent it, if the transaction fails (so
    * JSON-RPC callers get the node's own `data` back); null if it would succeed.

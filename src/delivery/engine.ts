@@ -23,7 +23,7 @@ import type { SimulationResult } from '../chain/rpc.js';
 import type { PendingRecord, StatusRecord } from '../store/records.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
 import { Blocklist } from './blocklist.js';
-import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type Route } from './chain-view.js';
+import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type LatestBlockhash, type Route } from './chain-view.js';
 import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './delivery.js';
 import { FirstSender } from './first-send.js';
 import { LeaderTracker } from './leaders.js';
@@ -172,6 +172,14 @@ export class Engine implements Delivery {
     return this.leaders.lastValidBlockHeight(blockhash);
   }
 
+  latestBlockhash(): LatestBlockhash | null {
+    return this.view.latestBlockhash();
+  }
+
+  watchSlots(listener: (slot: number) => void): () => void {
+    return this.view.onSlot(listener);
+  }
+
   simulate(wire: Buffer): Promise<SimulationResult | null> {
     return this.leaders.rpc.simulationFailure(wire);
   }
@@ -197,8 +205,23 @@ export class Engine implements Delivery {
     this.onAccepted?.(a.record, a);
   }
 
+  /**
+   * The compute-unit price of a transaction handed over, until it settles or expires (then
+   * `takeComputeUnitPrice`): what the priority-fee guidance counts once it lands.
+   */
+  private readonly computeUnitPrices = new Map<string, number>();
+
+  /** The compute-unit price of an accepted transaction, forgotten as it is read (undefined if unknown). */
+  takeComputeUnitPrice(signature: string): number | undefined {
+    const price = this.computeUnitPrices.get(signature);
+    this.computeUnitPrices.delete(signature);
+    return price;
+  }
+
   /** Rebroadcast rounds, tracking and the delivery trace of one accepted transaction. */
   private hand(a: Accepted): void {
+    // Before the tracker watches it: it may settle at once (an outcome seen before the hand-over).
+    if (a.computeUnitPrice !== undefined) this.computeUnitPrices.set(a.record.signature, a.computeUnitPrice);
     const trace = this.traces.open(a, a.held ? this.leaders.leaderAt(a.record.submitSlot) : null);
     if (!this.rebroadcaster.add(a, trace)) this.traces.end(trace);
     this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
@@ -227,8 +250,10 @@ export class Engine implements Delivery {
       const dead = last !== null ? this.leaders.currentBlockHeight() > last : this.leaders.isBlockhashExpired(rec.recentBlockhash);
       if (dead) return false;
     }
+    const deadline = rec.deadlineSlot ?? Infinity;
+    if (this.leaders.currentSlot() > deadline) return false;
     const trace = this.traces.reopen(rec.signature, rec.submittedAt);
-    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause, replayUntil);
+    this.rebroadcaster.resume(rec.signature, rec.resend, rec.durableNonce ? null : rec.lastValidBlockHeight, trace, cause, replayUntil, deadline);
     return true;
   }
 
@@ -299,6 +324,7 @@ export class Engine implements Delivery {
       antiMev: this.route(slot, true),
       blockhashes: this.leaders.takeNewBlockhashes(),
       staleMs: this.leaders.staleMs,
+      epoch: this.leaders.epochAt(slot),
     };
     this.view.apply(snapshot);
     for (const l of this.snapshotListeners) l(snapshot);

@@ -26,7 +26,7 @@
  */
 import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
-import { BLOCKHASH_VALIDITY_BLOCKS, type Leader } from './chain-view.js';
+import { BLOCKHASH_VALIDITY_BLOCKS, type EpochPosition, type Leader } from './chain-view.js';
 import { RecentSlots, slotStartOf } from './slot-estimator.js';
 
 export { BLOCKHASH_VALIDITY_BLOCKS, type Leader };
@@ -73,6 +73,8 @@ export class LeaderTracker {
   private fresh: Array<[string, number]> = [];
   private windowStart = 0;
   private window: string[] = [];
+  /** The epoch the last `getEpochInfo` saw: its number, first slot and length. */
+  private epochSeen: { epoch: number; firstSlot: number; slotsInEpoch: number } | null = null;
   private windowFetch: Promise<boolean> | null = null;
   private nodes = new Map<string, string | null>();
   private byTpu = new Map<string, string>();
@@ -162,6 +164,18 @@ export class LeaderTracker {
 
   synced(): boolean {
     return this.slotAgeMs() <= this.staleMs && this.leaderAt(this.slot) !== null && !this.needResync;
+  }
+
+  /**
+   * The epoch of `slot`, its index in it and the epoch's length, from the last epoch seen (the
+   * leader window is refetched at least at each epoch boundary); null before the first fetch.
+   * Epochs past the one seen are assumed as long as it (true of every epoch after warm-up).
+   */
+  epochAt(slot: number): EpochPosition | null {
+    const e = this.epochSeen;
+    if (e === null || slot < e.firstSlot) return null;
+    const ahead = Math.floor((slot - e.firstSlot) / e.slotsInEpoch);
+    return { epoch: e.epoch + ahead, slotIndex: slot - e.firstSlot - ahead * e.slotsInEpoch, slotsInEpoch: e.slotsInEpoch };
   }
 
   currentBlockHeight(): number {
@@ -320,6 +334,7 @@ export class LeaderTracker {
       try {
         // The schedule is known for the current epoch and the next one: never ask past that.
         const e = await this.rpc.getEpochInfo('processed');
+        this.epochSeen = { epoch: e.epoch, firstSlot: e.absoluteSlot - e.slotIndex, slotsInEpoch: e.slotsInEpoch };
         const knownEnd = e.absoluteSlot - e.slotIndex + 2 * e.slotsInEpoch;
         const leaders = await this.rpc.getSlotLeaders(from, Math.max(1, Math.min(WINDOW, knownEnd - from)));
         this.windowStart = from;

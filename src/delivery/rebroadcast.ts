@@ -7,7 +7,7 @@
  * (`QuicClient.sendMany`), not one call — let alone one cross-thread message — per transaction.
  *
  * Rounds: up to `max_retries`, never twice in one slot, until the tracker settles the
- * transaction, its blockhash dies, or the rounds run out. A round counts only when it reached
+ * transaction, its blockhash dies, its `deadline_slot` passes, or the rounds run out. A round counts only when it reached
  * the leader of its slot: rounds spent while that leader was unreachable (down, refusing, in
  * back-off) are free, up to `MAX_FREE_ROUNDS`, or a transaction accepted early in a dead
  * leader's window would use its retries there and never reach the next leader.
@@ -57,6 +57,8 @@ interface Flight {
   trace: LiveTrace | null;
   /** Rounds sent by this scheduler (the trace's round number). */
   rounds: number;
+  /** `deadline_slot`: no round in a later slot (Infinity without one). */
+  deadline: number;
   /** After a chain rollback: sent every slot up to this one without spending its rounds; -1 otherwise. */
   replayUntil: number;
 }
@@ -66,6 +68,8 @@ export interface RoundCounters {
   released: number;
   held: number;
   heldExpired: number;
+  /** Transactions whose rounds stopped because their `deadline_slot` passed. */
+  deadlinePassed: number;
   roundErrors: number;
   /** Pending transactions sent again after a restart. */
   resent: number;
@@ -73,7 +77,7 @@ export interface RoundCounters {
 
 export class Rebroadcaster {
   private readonly flights = new Map<string, Flight>();
-  readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, roundErrors: 0, resent: 0 };
+  readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, deadlinePassed: 0, roundErrors: 0, resent: 0 };
 
   constructor(
     private readonly client: QuicClient,
@@ -105,6 +109,7 @@ export class Rebroadcaster {
       lastValid: a.record.durableNonce ? null : a.record.lastValidBlockHeight,
       trace,
       rounds: 0,
+      deadline: a.options.deadlineSlot ?? Infinity,
       replayUntil: -1,
     });
     return true;
@@ -117,8 +122,17 @@ export class Rebroadcaster {
    * already in flight is left alone.
    * @param lastValid its blockhash's last valid block height (null: durable nonce or unknown)
    * @param replayUntil after a rollback: sent every slot up to this one (see `rewind`)
+   * @param deadline its `deadline_slot` (Infinity without one)
    */
-  resume(signature: string, resend: Resend, lastValid: number | null, trace: LiveTrace | null = null, cause: ResumeCause = 'restart', replayUntil = -1): void {
+  resume(
+    signature: string,
+    resend: Resend,
+    lastValid: number | null,
+    trace: LiveTrace | null = null,
+    cause: ResumeCause = 'restart',
+    replayUntil = -1,
+    deadline = Infinity,
+  ): void {
     if (this.flights.has(signature)) return;
     this.flights.set(signature, {
       wire: resend.wire,
@@ -131,6 +145,7 @@ export class Rebroadcaster {
       lastValid,
       trace,
       rounds: 0,
+      deadline,
       replayUntil,
     });
   }
@@ -190,6 +205,12 @@ export class Rebroadcaster {
       if (f.lastValid !== null && height > f.lastValid) {
         this.drop(sig, f);
         if (f.held && !f.resumed) this.counters.heldExpired++;
+        continue;
+      }
+      if (slot > f.deadline) {
+        // Its deadline passed: a landing now is one the bot no longer wants (nor pays for).
+        this.drop(sig, f);
+        this.counters.deadlinePassed++;
         continue;
       }
       if (f.lastSentSlot >= slot) continue;

@@ -14,6 +14,7 @@
  * writes it once, with the status records' grouped commit, when its last round is over; the
  * final state is read off the status record when the trace is shown (`traceView`).
  */
+import { describeTransactionError } from '../chain/tx-error.js';
 import type { StatusRecord } from '../store/records.js';
 
 /** What became of one attempt. */
@@ -126,7 +127,7 @@ export function unpackAttempts(packed: PackedAttempts, slot: number, leaderOf: (
 
 /** Final state of a transaction, with its cause in words. */
 export interface FinalState {
-  state: 'landed' | 'failed' | 'expired' | 'pending';
+  state: 'landed' | 'failed' | 'expired' | 'deadline_passed' | 'pending';
   cause: string;
 }
 
@@ -146,9 +147,15 @@ export function leadersReached(t: Trace): { reached: number; tried: number } {
 /** What became of the transaction, from its status record and its trace. */
 export function finalState(rec: StatusRecord, t: Trace): FinalState {
   if (rec.status === 'confirmed') return { state: 'landed', cause: `landed in slot ${rec.slot}` };
-  if (rec.status === 'failed') return { state: 'failed', cause: `failed on chain${rec.slot !== null ? ` in slot ${rec.slot}` : ''}` };
+  if (rec.status === 'failed') {
+    const why = rec.err !== undefined ? `: ${describeTransactionError(rec.err)}` : '';
+    return { state: 'failed', cause: `failed on chain${rec.slot !== null ? ` in slot ${rec.slot}` : ''}${why}` };
+  }
   const { reached, tried } = leadersReached(t);
   const leaders = `reached ${reached} of ${tried} leader${tried === 1 ? '' : 's'}`;
+  if (rec.expired && rec.deadlinePassed) {
+    return { state: 'deadline_passed', cause: `deadline passed: slot ${rec.deadlineSlot} passed before it landed, ${leaders}` };
+  }
   if (rec.expired) {
     const why = rec.durableNonce
       ? 'durable nonce advanced'
@@ -170,6 +177,8 @@ export function traceView(rec: StatusRecord, t: Trace): Record<string, unknown> 
     ...(rec.expired && { expired: true }),
     final_state: final.state,
     cause: final.cause,
+    latency_ms: rec.latencyMs,
+    ...(rec.err !== undefined && { err: rec.err }),
     leaders_reached: reached,
     leaders_tried: tried,
     attempts: t.attempts.map((a) => ({

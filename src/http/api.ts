@@ -10,6 +10,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
+import { describeTransactionError } from '../chain/tx-error.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
@@ -26,6 +27,7 @@ import { TipFloor } from '../tracker/tip-floor.js';
 import { authenticate, bearerKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { dashboardRoutes } from './dashboard.js';
+import { registerRpcSubscriptions } from './rpc-subscriptions.js';
 import { OPENAPI } from './openapi.js';
 import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
 import { isLoopback } from './server.js';
@@ -142,7 +144,10 @@ function batchHandler(s: Wired): Handler {
 
 // ---- status and account ----------------------------------------------------------------------
 
-/** The status record of spec §2.4 (+ `expired` once it can no longer land). */
+/**
+ * The status record of spec §2.4 (+ `expired` once it can no longer land; + a failed
+ * transaction's on-chain `err` and, in Agave's words, `err_reason`).
+ */
 export function statusView(r: StatusRecord): Record<string, unknown> {
   return {
     signature: r.signature,
@@ -153,6 +158,8 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
     slot: r.slot,
     api_key_name: r.keyName,
     ...(r.expired && { expired: true }),
+    ...(r.expired && r.deadlinePassed && { deadline_passed: true }),
+    ...(r.err !== undefined && { err: r.err, err_reason: describeTransactionError(r.err) }),
   };
 }
 
@@ -213,6 +220,13 @@ function ownRecord(s: Wired, ctx: Ctx): { rec: StatusRecord; d: ReturnType<Submi
     throw new Refusal('STATUS_NOT_FOUND', 'no transaction with this signature was submitted by this account');
   }
   return { rec, d };
+}
+
+/** The account's record of `signature`, or undefined when it is not one of its transactions (or not a signature). */
+function ownStatus(s: Wired, accountId: string, signature: string): StatusRecord | undefined {
+  if (!isSignatureShaped(signature)) return undefined;
+  const rec = s.store.getStatus(signature);
+  return rec && rec.accountId === accountId ? rec : undefined;
 }
 
 function statusHandler(s: Wired): Handler {
@@ -294,6 +308,9 @@ export function constant(status: number, body: string, contentType = 'applicatio
   return () => reply;
 }
 
+/** Where Solana's JSON-RPC is answered: over HTTP (POST) and, for subscriptions, WebSocket. */
+const RPC_PATHS = ['/', '/v1/rpc'] as const;
+
 /** Build the uWS app with every route. */
 export function buildApp(services: Services): uWS.TemplatedApp {
   const s = wire(services);
@@ -308,6 +325,9 @@ export function buildApp(services: Services): uWS.TemplatedApp {
       if (r.ok) ctx.signature = r.tx.signature;
       return s.core.send(who, r, opts, ctx.receivedAt);
     },
+    query: (who) => void s.core.take(who.account, 'query'),
+    latestBlockhash: () => s.delivery.latestBlockhash(),
+    ownStatuses: (who, signatures) => signatures.map((sig) => ownStatus(s, who.account.id, sig)),
     internalError: (ctx, e) => t.internalError(ctx, e),
   };
   const rpc = rpcHandler(rpcBackend);
@@ -326,8 +346,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     { method: 'get', pattern: '/v1/account', body: null, handler: accountHandler(s) },
     { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })) },
     { method: 'get', pattern: '/v1/tip-floor', body: null, handler: tipFloorHandler(s) },
-    { method: 'post', pattern: '/', body: BATCH_BODY_LIMIT, handler: rpc },
-    { method: 'post', pattern: '/v1/rpc', body: BATCH_BODY_LIMIT, handler: rpc },
+    ...RPC_PATHS.map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: rpc })),
     ...[...DROP_IN_ROUTES].map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: dropIn })),
     { method: 'get', pattern: '/v1/openapi.json', body: null, handler: constant(200, JSON.stringify(OPENAPI)) },
     adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
@@ -337,7 +356,15 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   ];
   for (const r of routes) app[r.method](r.pattern, route(t, r));
   if (s.statusHub) {
-    registerStream(app, s.keys, s.statusHub, s.streamSlots ?? new StreamSlots(), streamView);
+    const slots = s.streamSlots ?? new StreamSlots();
+    registerStream(app, s.keys, s.statusHub, slots, streamView);
+    registerRpcSubscriptions(app, RPC_PATHS, {
+      keys: s.keys,
+      hub: s.statusHub,
+      slots,
+      ownStatus: (accountId, sig) => ownStatus(s, accountId, sig),
+      watchSlots: (listener) => s.delivery.watchSlots(listener),
+    });
     // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
     // any other GET falls through its WebSocket route to this one (registered after it).
     const plainGet: RouteSpec = { method: 'get', pattern: '/v1/stream', body: null, handler: streamWithoutUpgrade };

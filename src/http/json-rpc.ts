@@ -7,6 +7,13 @@
  *   signature. Same path as `POST /v1/send` (validation, tip, budget, preflight, delivery), with
  *   Agave's defaults: base58, preflight on.
  * - `getTipAccounts` [] → the tip addresses, as a block engine lists them. No key needed.
+ * - What a bot asks around a send, answered from the service's own state so that web3.js's
+ *   `connection.sendTransaction(tx, [payer])` + `confirmTransaction` work against Landfall alone
+ *   (each call takes one token of the caller's query budget): `getLatestBlockhash`,
+ *   `getBlockHeight`, `getEpochInfo` and `getSlot` from the chain view the leader tracker keeps (once a slot),
+ *   and `getSignatureStatuses` for the caller's own transactions (from its status records; any
+ *   other signature is `null`, as an unknown one is on a node). `signatureSubscribe` and
+ *   `slotSubscribe` are on the WebSocket (`rpc-subscriptions.ts`). Any other method is -32601 naming what is offered.
  * - The bundle methods (`sendBundle`, `getBundleStatuses`, `getInflightBundleStatuses`,
  *   `simulateBundle`) → -32601 saying bundles are not offered: Jito's clients call them on the
  *   drop-in path `/api/v1/bundles`, and a clear error beats a 404 or a silent "not found".
@@ -24,6 +31,8 @@
  */
 import { describeTransactionError } from '../chain/tx-error.js';
 import { base58Decode, inspectTransaction, inspectWire, type InspectResult, type TipSet } from '../native.js';
+import type { LatestBlockhash } from '../delivery/chain-view.js';
+import type { StatusRecord } from '../store/records.js';
 import type { Caller } from '../submission/core.js';
 import { DEFAULT_SEND_OPTIONS, MAX_BATCH, MAX_RETRIES_LIMIT, type SendOptions } from '../submission/options.js';
 import { Refusal, RPC_CODES } from '../submission/refusals.js';
@@ -48,6 +57,12 @@ export interface RpcBackend {
   authenticate(ctx: Ctx): Caller;
   /** The `/v1/send` path for a decoded transaction; throws a `Refusal` for every refusal. */
   send(ctx: Ctx, who: Caller, r: InspectResult, opts: SendOptions): Promise<{ signature: string }>;
+  /** Take one token of the caller's query budget; throws the 429 `Refusal`. */
+  query(who: Caller): void;
+  /** The chain view's newest blockhash, slot and block height; null until the view has one. */
+  latestBlockhash(): LatestBlockhash | null;
+  /** The caller's own record of each signature; undefined for one it did not submit (or unknown). */
+  ownStatuses(who: Caller, signatures: string[]): Array<StatusRecord | undefined>;
   /** Log an unexpected exception (a bug); the call answers -32603. */
   internalError(ctx: Ctx, e: unknown): void;
 }
@@ -62,6 +77,14 @@ export interface RpcDialect {
 export const NODE_DIALECT: RpcDialect = { skipPreflight: false };
 /** The drop-in paths: Jito's block engine always skips preflight, Helius Sender requires it skipped. */
 export const DROP_IN_DIALECT: RpcDialect = { skipPreflight: true };
+
+/** Agave's limit on `getSignatureStatuses`. */
+export const MAX_SIGNATURE_STATUSES = 256;
+/** Agave's "node is behind" code: the chain view is not there yet. */
+const NODE_UNHEALTHY = -32005;
+
+/** The methods served over HTTP, for the error that names them. */
+export const OFFERED_METHODS = ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getEpochInfo', 'getSlot', 'getTipAccounts'] as const;
 
 /** Jito's bundle methods: answered, never served (Landfall delivers single transactions). */
 const BUNDLE_METHODS = new Set(['sendBundle', 'getBundleStatuses', 'getInflightBundleStatuses', 'simulateBundle']);
@@ -142,6 +165,7 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
     // A node retries until expiry however large maxRetries is; Landfall caps its rounds.
     maxRetries: Math.min(maxRetries, MAX_RETRIES_LIMIT),
     antiMev: DEFAULT_SEND_OPTIONS.antiMev,
+    deadlineSlot: null,
   };
   if (encoding === 'base64') return { r: inspectTransaction(encoded, tips), opts };
   if (encoded.length > MAX_BASE58_LENGTH) {
@@ -157,6 +181,58 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
   const r = inspectWire(wire, tips);
   if (r.ok) r.tx.wire = wire; // inspectWire reads in place; delivery needs the bytes
   return { r, opts };
+}
+
+/** The -32601 message: what Landfall answers instead, so a caller knows where to ask. */
+export function methodNotOffered(method: string): string {
+  return `Method not found: Landfall answers ${OFFERED_METHODS.join(', ')} (and signatureSubscribe, slotSubscribe on its WebSocket); ask an RPC node for ${method.slice(0, 64)}`;
+}
+
+/** A chain-view method's result, as a node answers it. */
+function chainResult(method: 'getLatestBlockhash' | 'getBlockHeight' | 'getEpochInfo' | 'getSlot', chain: LatestBlockhash): unknown {
+  switch (method) {
+    case 'getSlot':
+      return chain.slot;
+    case 'getBlockHeight':
+      return chain.blockHeight;
+    case 'getEpochInfo':
+      if (chain.epoch === null) throw new RpcFault(NODE_UNHEALTHY, 'Landfall has not seen the epoch yet (starting); try again shortly');
+      // The transaction count is the node's ledger's, which Landfall does not keep: null, as Agave allows.
+      return { absoluteSlot: chain.slot, blockHeight: chain.blockHeight, ...chain.epoch, transactionCount: null };
+    case 'getLatestBlockhash':
+      return { context: { slot: chain.slot }, value: { blockhash: chain.blockhash, lastValidBlockHeight: chain.lastValidBlockHeight } };
+  }
+}
+
+/** `[config?]` of the chain-view methods: commitment and minContextSlot are accepted and ignored. */
+function optionalConfig(params: unknown, method: string): void {
+  if (params === undefined || params === null) return;
+  const ok = Array.isArray(params) && params.length <= 1 && (params[0] === undefined || params[0] === null || (typeof params[0] === 'object' && !Array.isArray(params[0])));
+  if (!ok) throw new RpcFault(RPC_CODES.invalidParams, `Invalid params: ${method} takes [config?]`);
+}
+
+/** `getSignatureStatuses`' params: `[signatures, config?]`, at most 256 strings. */
+function statusParams(params: unknown): string[] {
+  if (!Array.isArray(params) || params.length < 1 || params.length > 2 || !Array.isArray(params[0])) {
+    throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: expected [signatures, config?]');
+  }
+  const signatures = params[0] as unknown[];
+  if (signatures.length > MAX_SIGNATURE_STATUSES) {
+    throw new RpcFault(RPC_CODES.invalidParams, `Invalid params: too many signatures: ${signatures.length} (max ${MAX_SIGNATURE_STATUSES})`);
+  }
+  if (!signatures.every((x): x is string => typeof x === 'string')) throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: signatures must be strings');
+  return signatures;
+}
+
+/**
+ * A status record as a node's `getSignatureStatuses` entry: null while it has not landed (or
+ * expired), else its slot, `err` and `confirmed` (the commitment the tracker settles at).
+ */
+export function signatureStatus(r: StatusRecord): Record<string, unknown> | null {
+  if (r.status === 'sent') return null;
+  // A failed record written before errors were kept has none: still never `null` (success).
+  const err = r.status === 'failed' ? (r.err ?? 'UnknownError') : null;
+  return { slot: r.slot, confirmations: null, err, status: err === null ? { Ok: null } : { Err: err }, confirmationStatus: 'confirmed' };
 }
 
 /** One call of a request (or of a batch). Never throws: every outcome is an answer. */
@@ -179,6 +255,25 @@ async function call(b: RpcBackend, dialect: RpcDialect, ctx: Ctx, item: unknown,
         const { signature } = await b.send(ctx, caller, r, opts);
         return answer({ jsonrpc: '2.0', result: signature, id });
       }
+      case 'getLatestBlockhash':
+      case 'getBlockHeight':
+      case 'getEpochInfo':
+      case 'getSlot': {
+        const caller = who();
+        optionalConfig(o.params, o.method);
+        b.query(caller);
+        const chain = b.latestBlockhash();
+        if (chain === null) throw new RpcFault(NODE_UNHEALTHY, 'Landfall has no view of the chain yet (starting or resyncing); try again shortly');
+        return answer({ jsonrpc: '2.0', result: chainResult(o.method, chain), id });
+      }
+      case 'getSignatureStatuses': {
+        const caller = who();
+        const signatures = statusParams(o.params);
+        b.query(caller);
+        const slot = b.latestBlockhash()?.slot ?? 0;
+        const value = b.ownStatuses(caller, signatures).map((r) => (r ? signatureStatus(r) : null));
+        return answer({ jsonrpc: '2.0', result: { context: { slot }, value }, id });
+      }
       case 'getTipAccounts':
         if (o.params !== undefined && o.params !== null && !(Array.isArray(o.params) && o.params.length === 0)) {
           throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: getTipAccounts takes none');
@@ -189,7 +284,7 @@ async function call(b: RpcBackend, dialect: RpcDialect, ctx: Ctx, item: unknown,
           const message = `${o.method} is not offered: Landfall delivers single transactions, not bundles; send each transaction with sendTransaction`;
           return answer(failure(id, { code: RPC_CODES.methodNotFound, message }));
         }
-        return answer(failure(id, { code: RPC_CODES.methodNotFound, message: 'Method not found' }));
+        return answer(failure(id, { code: RPC_CODES.methodNotFound, message: methodNotOffered(o.method) }));
     }
   } catch (e) {
     if (e instanceof RpcFault) return answer(failure(id, { code: e.code, message: e.message }));

@@ -11,6 +11,7 @@
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
 import { MSG, RPC_CODES } from '../submission/refusals.js';
 import { TIP_PERCENTILES, TIP_WINDOWS } from '../tracker/tip-floor.js';
+import { MAX_SIGNATURE_STATUSES } from './json-rpc.js';
 import { CLOSE, MAX_STREAMS_PER_ACCOUNT } from './stream.js';
 
 const MAX_RPC_BATCH = MAX_BATCH;
@@ -174,7 +175,7 @@ const operationsKey: Security = [{}, { metricsToken: [] }];
 function rpcOperation(operationId: string, alias: string): Operation {
   return {
     operationId,
-    summary: `Solana JSON-RPC: sendTransaction and getTipAccounts (same as ${alias})`,
+    summary: `Solana JSON-RPC: sendTransaction, the reads around a send, getTipAccounts (same as ${alias})`,
     description: RPC_DESCRIPTION,
     tags: ['json-rpc'],
     security: optionalKey,
@@ -208,7 +209,18 @@ const RPC_DESCRIPTION =
     'RPC node does (`encoding` base58 by default or base64, `skipPreflight` false by default, `maxRetries` capped at ' +
     `${MAX_RETRIES_LIMIT}, \`preflightCommitment\` and \`minContextSlot\` ignored) and answers the signature; it needs an API ` +
     'key (Authorization header, `api-key` or `api_key`). `getTipAccounts` answers the tip addresses and needs no key. ' +
-    'The bundle methods answer -32601 (bundles are not offered). ' +
+    'What a bot asks around a send is answered from the service\'s own state, each call taking one token of the query ' +
+    'budget (a key needed): `getLatestBlockhash` `[config?]` → `{context:{slot}, value:{blockhash, lastValidBlockHeight}}`, ' +
+    '`getBlockHeight` and `getSlot` `[config?]` → a number, `getEpochInfo` `[config?]` → `{absoluteSlot, blockHeight, epoch, ' +
+    'slotIndex, slotsInEpoch, transactionCount: null}`, all from the chain view the service refreshes once a slot ' +
+    '(-32005 before it has one); `getSignatureStatuses` `[signatures (at most 256), config?]` → `{context:{slot}, value:[…]}` ' +
+    'with, for each of the caller\'s own transactions once confirmed or failed, `{slot, confirmations: null, err, status, ' +
+    'confirmationStatus: "confirmed"}`, and null for one still pending, expired, another account\'s or unknown. ' +
+    '`signatureSubscribe` / `signatureUnsubscribe` and `slotSubscribe` / `slotUnsubscribe` are served on a WebSocket at ' +
+    'this same path (key in the query or Authorization header; 401 without one): one `signatureNotification` when the ' +
+    'caller\'s transaction is confirmed or failed, a `slotNotification` per slot of the chain view. With these, web3.js ' +
+    '`new Connection(url, { wsEndpoint })` and kit\'s `sendAndConfirmTransactionFactory` send and confirm against Landfall alone. Any other ' +
+    'method answers -32601 naming the methods offered. The bundle methods answer -32601 (bundles are not offered). ' +
     'Errors are JSON-RPC error objects: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 ' +
     'invalid params or invalid transaction, -32603 internal error, -32002 preflight failure (Agave\'s message ' +
     '"Transaction simulation failed: …", `data` = the simulation result), -32003 signature verification failure, ' +
@@ -234,6 +246,7 @@ function rpcResponses(): Record<string, Response> {
 function rpcSchemas(): Record<string, Schema> {
   const id: Schema = { type: ['string', 'number', 'null'], description: 'Echoed as sent (any JSON string or number); null when the request could not be read' };
   const codes = Object.values(RPC_CODES);
+  const signatures: Schema = { type: 'array', items: { type: 'string' }, maxItems: MAX_SIGNATURE_STATUSES, description: 'getSignatureStatuses: the signatures' };
   return {
     SendTransactionConfig: {
       type: 'object',
@@ -252,15 +265,31 @@ function rpcSchemas(): Record<string, Schema> {
       properties: {
         jsonrpc: { const: '2.0' },
         id,
-        method: { type: 'string', examples: ['sendTransaction', 'getTipAccounts'] },
+        method: { type: 'string', examples: ['sendTransaction', 'getLatestBlockhash', 'getSignatureStatuses', 'getBlockHeight', 'getEpochInfo', 'getSlot', 'getTipAccounts'] },
         params: {
-          description: 'sendTransaction: [encoded transaction, config?]; getTipAccounts: none',
+          description:
+            'sendTransaction: [encoded transaction, config?]; getSignatureStatuses: [signatures, config?]; getLatestBlockhash, getBlockHeight, getEpochInfo, getSlot: [config?]; getTipAccounts: none',
           oneOf: [
             { type: 'array', prefixItems: [{ type: 'string' }], minItems: 1, maxItems: 1 },
             { type: 'array', prefixItems: [{ type: 'string' }, schema('SendTransactionConfig')], minItems: 2, maxItems: 2 },
+            { type: 'array', prefixItems: [signatures], minItems: 1, maxItems: 1 },
+            { type: 'array', prefixItems: [signatures, { type: 'object' }], minItems: 2, maxItems: 2 },
+            { type: 'array', prefixItems: [{ type: 'object', description: 'commitment, minContextSlot: accepted and ignored' }], minItems: 1, maxItems: 1 },
             { type: 'array', maxItems: 0 },
           ],
         },
+      },
+    },
+    SignatureStatus: {
+      type: 'object',
+      required: ['slot', 'confirmations', 'err', 'status', 'confirmationStatus'],
+      description: "One of the caller's own transactions, confirmed or failed, as an RPC node's getSignatureStatuses entry",
+      properties: {
+        slot: { type: 'integer', minimum: 0 },
+        confirmations: { type: 'null' },
+        err: { description: 'null when it succeeded; else the chain error (see ChainError)' },
+        status: { type: 'object', description: '{"Ok": null} or {"Err": err}' },
+        confirmationStatus: { const: 'confirmed', description: 'The commitment the service tracks at' },
       },
     },
     JsonRpcBody: { oneOf: [schema('JsonRpcRequest'), { type: 'array', minItems: 1, maxItems: MAX_RPC_BATCH, items: schema('JsonRpcRequest') }] },
@@ -270,7 +299,45 @@ function rpcSchemas(): Record<string, Schema> {
       additionalProperties: false,
       properties: {
         jsonrpc: { const: '2.0' },
-        result: { oneOf: [schema('Signature'), { type: 'array', items: schema('Address') }], description: 'sendTransaction: the signature; getTipAccounts: the tip addresses' },
+        result: {
+          oneOf: [
+            schema('Signature'),
+            { type: 'array', items: schema('Address') },
+            { type: 'integer', minimum: 0 },
+            {
+              type: 'object',
+              description: 'getEpochInfo',
+              required: ['absoluteSlot', 'blockHeight', 'epoch', 'slotIndex', 'slotsInEpoch', 'transactionCount'],
+              properties: {
+                absoluteSlot: { type: 'integer', minimum: 0 },
+                blockHeight: { type: 'integer', minimum: 0 },
+                epoch: { type: 'integer', minimum: 0 },
+                slotIndex: { type: 'integer', minimum: 0 },
+                slotsInEpoch: { type: 'integer', minimum: 1 },
+                transactionCount: { type: 'null', description: 'Not kept by Landfall' },
+              },
+            },
+            {
+              type: 'object',
+              required: ['context', 'value'],
+              properties: {
+                context: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 0 } } },
+                value: {
+                  oneOf: [
+                    {
+                      type: 'object',
+                      required: ['blockhash', 'lastValidBlockHeight'],
+                      properties: { blockhash: { type: 'string' }, lastValidBlockHeight: { type: 'integer', minimum: 0 } },
+                    },
+                    { type: 'array', maxItems: MAX_SIGNATURE_STATUSES, items: { oneOf: [{ type: 'null' }, schema('SignatureStatus')] } },
+                  ],
+                },
+              },
+            },
+          ],
+          description:
+            'sendTransaction: the signature; getTipAccounts: the tip addresses; getSlot, getBlockHeight: a number; getEpochInfo: the epoch; getLatestBlockhash: {context, value: {blockhash, lastValidBlockHeight}}; getSignatureStatuses: {context, value: [status or null]}',
+        },
         id,
       },
     },
@@ -316,10 +383,21 @@ const STATUS_FIELDS: Record<string, Schema> = {
   status: { enum: ['sent', 'confirmed', 'failed'] },
   submitted_at: { type: 'string', format: 'date-time', description: 'UTC, milliseconds, Z' },
   confirmed_at: { type: ['string', 'null'], format: 'date-time', description: 'Set for both terminal states' },
-  latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'Request received to confirmation observed (monotonic clock); confirmed only' },
+  latency_ms: {
+    type: ['integer', 'null'],
+    minimum: 0,
+    description: 'Request received to the outcome observed (monotonic clock): confirmed and failed transactions; null while sent and once expired',
+  },
   slot: { type: ['integer', 'null'], minimum: 0, description: 'Slot the transaction landed in' },
   api_key_name: { type: 'string', description: 'Name of the key that submitted it' },
-  expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired)' },
+  expired: { const: true, description: 'Present once a transaction still sent can no longer land (its blockhash expired, or its deadline_slot passed)' },
+  deadline_passed: { const: true, description: 'With expired: it was the deadline_slot of the send options that passed, not the blockhash' },
+  err: schema('ChainError'),
+  err_reason: {
+    type: 'string',
+    description: 'A failed transaction: `err` in the words an Agave node uses',
+    examples: ['Transaction results in an account (1) with insufficient funds for rent', 'Error processing Instruction 0: custom program error: 0x1'],
+  },
 };
 const STATUS_REQUIRED = ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'];
 
@@ -392,7 +470,11 @@ export const OPENAPI: OpenApiDocument = {
   tags: [
     { name: 'send', description: 'Submit signed transactions' },
     { name: 'query', description: "The service's own telemetry and the account" },
-    { name: 'json-rpc', description: 'Solana JSON-RPC compatibility (sendTransaction, getTipAccounts), also on the paths Jito and Helius Sender clients post to' },
+    {
+      name: 'json-rpc',
+      description:
+        'Solana JSON-RPC compatibility (sendTransaction; getLatestBlockhash, getSignatureStatuses, getBlockHeight, getEpochInfo, getSlot; signatureSubscribe and slotSubscribe on the WebSocket; getTipAccounts), also on the paths Jito and Helius Sender clients post to',
+    },
     { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
     { name: 'dashboard', description: 'The dashboard served by the service (GET / redirects a browser to it)' },
   ],
@@ -486,7 +568,9 @@ export const OPENAPI: OpenApiDocument = {
           'most once a second from per-second and per-minute histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
           'the bin of the nearest-rank sample, so it is never below the true percentile and at most 1/64 above it. Kept in ' +
           "memory: a restart starts it empty. With a key (header, `api-key` or `api_key`) the answer also has the caller's " +
-          'plan minimum; a wrong key is 401. Draws on no budget.',
+          'plan minimum; a wrong key is 401. Draws on no budget. Beside the tips, `priority_fee` gives the same percentiles ' +
+          'of the compute-unit price (micro-lamports per CU, 0 for a transaction without SetComputeUnitPrice) those landings ' +
+          'paid: priority-fee guidance from what Landfall actually landed (the client\'s `computeUnitPriceInstruction` sets it).',
         tags: ['query'],
         security: optionalKey,
         responses: {
@@ -652,6 +736,13 @@ export const OPENAPI: OpenApiDocument = {
           skip_preflight: { type: 'boolean', default: true, description: 'false: simulate through the chain node first (a failure is 400)' },
           max_retries: { type: 'integer', minimum: 0, maximum: MAX_RETRIES_LIMIT, default: 3, description: 'Rebroadcast rounds after the first send, one per slot' },
           anti_mev: { type: 'boolean', default: true, description: 'Never deliver to a leader on the validator blocklist' },
+          deadline_slot: {
+            type: ['integer', 'null'],
+            minimum: 0,
+            default: null,
+            description:
+              'Land by this slot or not at all: no rebroadcast round after it; once it is 2 slots behind the cluster and the transaction has not landed, the status is expired with deadline_passed (the trace: final_state deadline_passed). A slot already passed is refused (400)',
+          },
         },
       },
       SendRequest: {
@@ -722,20 +813,27 @@ export const OPENAPI: OpenApiDocument = {
           reason: { type: ['string', 'null'], description: 'The send failure reason (connect_failed, handshake_timeout, backoff, deadline, ...); null unless it failed' },
         },
       },
+      ChainError: {
+        description:
+          'A failed transaction only: the on-chain error exactly as the RPC node reports it (`getSignatureStatuses` `err`), a string for a fieldless error or an object',
+        examples: [{ InsufficientFundsForRent: { account_index: 1 } }, { InstructionError: [0, { Custom: 1 }] }, 'InsufficientFundsForFee'],
+      },
       DeliveryTrace: {
         type: 'object',
-        required: ['signature', 'status', 'final_state', 'cause', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
+        required: ['signature', 'status', 'final_state', 'cause', 'latency_ms', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
         additionalProperties: false,
         properties: {
           signature: schema('Signature'),
           status: { enum: ['sent', 'confirmed', 'failed'], description: 'As in the status record' },
           expired: { const: true, description: 'As in the status record' },
-          final_state: { enum: ['landed', 'failed', 'expired', 'pending'] },
+          final_state: { enum: ['landed', 'failed', 'expired', 'deadline_passed', 'pending'] },
           cause: {
             type: 'string',
-            description: '"landed in slot N", "failed on chain in slot N", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',
+            description: '"landed in slot N", "failed on chain in slot N: <the error in Agave\'s words>", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',
             examples: ['landed in slot 4242', 'expired: blockhash past last valid block height 1234, reached 2 of 3 leaders'],
           },
+          latency_ms: { type: ['integer', 'null'], minimum: 0, description: 'As in the status record' },
+          err: schema('ChainError'),
           leaders_reached: { type: 'integer', minimum: 0, description: 'Distinct leaders the transaction was written to (K)' },
           leaders_tried: { type: 'integer', minimum: 0, description: 'Distinct leaders it was sent to (M)' },
           attempts: { type: 'array', maxItems: 64, items: schema('DeliveryAttempt'), description: 'In order; empty for a transaction accepted a moment ago' },
@@ -808,9 +906,21 @@ export const OPENAPI: OpenApiDocument = {
           bp: { oneOf: [schema('TipPercentiles'), { type: 'null' }], description: 'The same in points: floor(lamports / lamports_per_point)' },
         },
       },
+      PriorityFeeWindow: {
+        type: 'object',
+        required: ['landed', 'micro_lamports_per_cu'],
+        additionalProperties: false,
+        properties: {
+          landed: { type: 'integer', minimum: 0, description: 'Landed transactions whose compute-unit price is known (accepted since the service started)' },
+          micro_lamports_per_cu: {
+            oneOf: [schema('TipPercentiles'), { type: 'null' }],
+            description: 'Compute-unit price percentiles in micro-lamports per CU; null when none landed',
+          },
+        },
+      },
       TipFloor: {
         type: 'object',
-        required: ['as_of', 'lamports_per_point', 'windows'],
+        required: ['as_of', 'lamports_per_point', 'windows', 'priority_fee'],
         additionalProperties: false,
         properties: {
           as_of: { type: 'string', format: 'date-time', description: 'When the view was computed (UTC)' },
@@ -820,6 +930,13 @@ export const OPENAPI: OpenApiDocument = {
             required: Object.keys(TIP_WINDOWS),
             additionalProperties: false,
             properties: Object.fromEntries(Object.keys(TIP_WINDOWS).map((w) => [w, schema('TipFloorWindow')])),
+          },
+          priority_fee: {
+            type: 'object',
+            description: 'The compute-unit prices the same landings paid, per window',
+            required: Object.keys(TIP_WINDOWS),
+            additionalProperties: false,
+            properties: Object.fromEntries(Object.keys(TIP_WINDOWS).map((w) => [w, schema('PriorityFeeWindow')])),
           },
           plan_minimum: {
             type: 'object',

@@ -17,7 +17,7 @@
  * pile up there is closed with 4008 "slow consumer" rather than buffered without bound.
  */
 import * as uWS from 'uWebSockets.js';
-import { KeyedListeners } from '../keyed-listeners.js';
+import { KeyedListeners } from '../client/keyed-listeners.js';
 import type { KeyCache } from '../accounts/key-cache.js';
 import { bearerKey } from './auth.js';
 import type { StreamSlots } from './stream-slots.js';
@@ -130,7 +130,7 @@ interface StreamSocket {
   unsubscribe: (() => void) | undefined;
 }
 
-function upgradeKey(req: uWS.HttpRequest): string | undefined {
+export function upgradeKey(req: uWS.HttpRequest): string | undefined {
   const header = bearerKey(req.getHeader('authorization'));
   if (header) return header;
   const query = req.getQuery();

@@ -17,7 +17,7 @@ import { adoptBudgetShares } from '../accounts/budget-shares.js';
 import { InFlight } from '../accounts/in-flight.js';
 import { RateLimiter } from '../accounts/rate-limiter.js';
 import { Rpc } from '../chain/rpc.js';
-import { ChainViewReplica } from '../delivery/chain-view.js';
+import { ChainViewReplica, type LatestBlockhash } from '../delivery/chain-view.js';
 import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from '../delivery/delivery.js';
 import { QUIC_QUEUE_PER_PEER } from '../delivery/engine.js';
 import { FirstSender } from '../delivery/first-send.js';
@@ -65,6 +65,12 @@ class IngressDelivery implements Delivery {
   }
   lastValidBlockHeight(blockhash: string): number | null {
     return this.view.lastValidBlockHeight(blockhash);
+  }
+  latestBlockhash(): LatestBlockhash | null {
+    return this.view.latestBlockhash();
+  }
+  watchSlots(listener: (slot: number) => void): () => void {
+    return this.view.onSlot(listener);
   }
   simulate(wire: Buffer): Promise<SimulationResult | null> {
     return this.rpc.simulationFailure(wire);

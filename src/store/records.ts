@@ -27,6 +27,8 @@ export interface Submission {
   submitSlot: number;
   /** Last valid block height of the blockhash when the service knew it at acceptance, else null. */
   lastValidBlockHeight: number | null;
+  /** `options.deadline_slot`: land by this slot or not at all (absent: no deadline). */
+  deadlineSlot?: number;
 }
 
 /** A submission and what became of it. `status === 'sent' && !expired` means still pending. */
@@ -34,12 +36,20 @@ export interface StatusRecord extends Submission {
   status: TxStatus;
   /** ms since the Unix epoch; set for both terminal states. */
   confirmedAt: number | null;
-  /** Set for confirmed transactions only. */
+  /** Set for both terminal states: request received → outcome observed. */
   latencyMs: number | null;
   /** Slot the transaction was processed in (null until landed). */
   slot: number | null;
   /** Set once the blockhash can no longer land and the transaction never did. */
   expired: boolean;
+  /**
+   * A failed transaction's on-chain error, as the RPC node gives it (`getSignatureStatuses`'
+   * `err`: `"BlockhashNotFound"`, `{"InstructionError":[0,{"Custom":1}]}`, …). Absent for every
+   * other record, and for a failed one stored before the error was kept.
+   */
+  err?: unknown;
+  /** With `expired`: it was its deadline slot that passed (not its blockhash). */
+  deadlinePassed?: true;
 }
 
 /**

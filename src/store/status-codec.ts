@@ -23,6 +23,9 @@
  * |     |    1 | resend tail, only with flags bit 4: bit 0 antiMev, bits 4–7 maxRetries |
  * |     |    2 | wire length, u16                                                     |
  * |     |    w | the transaction's wire bytes (≤ 1232)                                |
+ * |     |    2 | error tail, only with flags bit 5: JSON length, u16                  |
+ * |     |    e | a failed transaction's on-chain error, JSON (≤ `MAX_ERR_BYTES`)      |
+ * |     |    8 | deadline tail, only with flags bit 6: deadlineSlot, u64 (the last 8 bytes) |
  *
  * The resend tail (flags bit 4) lets a restarted service send a pending transaction again
  * (`resendOf`, `Engine.resume`). It is written only while the record is pending (`sent`, not
@@ -30,6 +33,14 @@
  * settled record takes exactly the bytes it took before the tail existed (`FIXED_BYTES` + its
  * two strings). A value without the bit (every record before it, and every settled one) decodes
  * as before; a reader that does not know the bit ignores the bytes after the key name.
+ *
+ * The error tail (flags bit 5) keeps why a failed transaction failed: the RPC's `err` object, as
+ * JSON. Only a failed record has it, and a failed record never has the resend tail, so the two
+ * never meet. A value without the bit (every record before it) decodes with no `err`.
+ *
+ * The deadline tail (flags bit 6) keeps `options.deadline_slot`; flags bit 7 says an expired
+ * record expired because that slot passed. Being the value's last 8 bytes, it is found without
+ * reading the tails before it, and a value without the bit decodes with no deadline.
  *
  * The flags byte comes first so a scan for pending records (`isPendingValue`) and the retention
  * scan (`submittedAtOf`) read one field without decoding the rest. Integers are written as two
@@ -65,6 +76,12 @@ const STATUS_MASK = 0b11;
 const FLAG_EXPIRED = 0b100;
 const FLAG_DURABLE_NONCE = 0b1000;
 const FLAG_RESEND = 0b1_0000;
+const FLAG_ERR = 0b10_0000;
+const FLAG_DEADLINE = 0b100_0000;
+const FLAG_DEADLINE_PASSED = 0b1000_0000;
+const DEADLINE_BYTES = 8;
+/** Longest on-chain error kept, as JSON; a longer one (no Agave error is) keeps its first bytes as a string. */
+export const MAX_ERR_BYTES = 1024;
 /** The resend tail's fixed part: options byte and u16 wire length. */
 const RESEND_HEADER_BYTES = 3;
 /** Largest wire transaction (Solana's packet data size); the native inspection enforces it too. */
@@ -153,11 +170,24 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer 
   const tail = resend && code === STATUS_CODES.sent && !rec.expired ? resend : null;
   if (tail) checkResend(tail);
   const tailBytes = tail ? RESEND_HEADER_BYTES + tail.wire.length : 0;
+  const err = code === STATUS_CODES.failed ? errJson(rec.err) : null;
+  const errBytes = err ? 2 + err.length : 0;
+  const deadline = rec.deadlineSlot ?? null;
+  const deadlineBytes = deadline === null ? 0 : DEADLINE_BYTES;
 
-  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes + tailBytes);
+  const out = Buffer.allocUnsafe(FIXED_BYTES + accountBytes + keyNameBytes + tailBytes + errBytes + deadlineBytes);
   const v = viewOf(out);
   v.setUint8(OFF_VERSION, STATUS_CODEC_VERSION);
-  v.setUint8(OFF_FLAGS, code | (rec.expired ? FLAG_EXPIRED : 0) | (rec.durableNonce ? FLAG_DURABLE_NONCE : 0) | (tail ? FLAG_RESEND : 0));
+  v.setUint8(
+    OFF_FLAGS,
+    code |
+      (rec.expired ? FLAG_EXPIRED : 0) |
+      (rec.durableNonce ? FLAG_DURABLE_NONCE : 0) |
+      (tail ? FLAG_RESEND : 0) |
+      (err ? FLAG_ERR : 0) |
+      (deadline !== null ? FLAG_DEADLINE : 0) |
+      (rec.expired && rec.deadlinePassed ? FLAG_DEADLINE_PASSED : 0),
+  );
   writeU64(v, OFF_SUBMITTED_AT, rec.submittedAt, 'submittedAt');
   writeU64OrNull(v, OFF_CONFIRMED_AT, rec.confirmedAt, 'confirmedAt');
   v.setFloat64(OFF_LATENCY, rec.latencyMs === null ? NaN : rec.latencyMs);
@@ -175,9 +205,38 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer 
     out[off++] = (tail.antiMev ? RESEND_ANTI_MEV : 0) | (tail.maxRetries << RESEND_RETRIES_SHIFT);
     v.setUint16(off, tail.wire.length);
     off += 2;
-    tail.wire.copy(out, off);
+    off += tail.wire.copy(out, off);
   }
+  if (err) {
+    v.setUint16(off, err.length);
+    off += 2 + err.copy(out, off + 2);
+  }
+  if (deadline !== null) writeU64(v, off, deadline, 'deadlineSlot');
   return out;
+}
+
+/**
+ * The error tail's bytes: `err` as JSON, or null when there is none. An error over
+ * `MAX_ERR_BYTES` (none of Agave's is near it) is kept as the string of its first bytes, so a
+ * failed record is always written.
+ */
+function errJson(err: unknown): Buffer | null {
+  if (err === undefined || err === null) return null;
+  const json = Buffer.from(JSON.stringify(err) ?? 'null', 'utf8');
+  if (json.length <= MAX_ERR_BYTES) return json;
+  return Buffer.from(JSON.stringify(json.toString('utf8', 0, MAX_ERR_BYTES - 64)), 'utf8');
+}
+
+/** The error tail of a value (after the strings), or undefined when it has none or it is damaged. */
+function errOf(b: Buffer, flags: number, off: number): unknown {
+  if ((flags & FLAG_ERR) === 0 || off + 2 > b.length) return undefined;
+  const length = b.readUInt16BE(off);
+  if (off + 2 + length > b.length) return undefined;
+  try {
+    return JSON.parse(b.toString('utf8', off + 2, off + 2 + length)) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 function checkResend(r: Resend): void {
@@ -230,6 +289,8 @@ export function decodeStatus(signature: string, value: Uint8Array): StatusRecord
   const keyNameEnd = off + 1 + b[off]!;
   if (keyNameEnd > b.length) throw new RangeError(`status record ${signature}: strings run past the value`);
   const keyName = b.toString('utf8', off + 1, keyNameEnd);
+  const err = errOf(b, flags, keyNameEnd);
+  const deadlineSlot = (flags & FLAG_DEADLINE) !== 0 && b.length >= keyNameEnd + DEADLINE_BYTES ? readU64(v, b.length - DEADLINE_BYTES) : undefined;
   return {
     signature,
     accountId,
@@ -245,6 +306,9 @@ export function decodeStatus(signature: string, value: Uint8Array): StatusRecord
     latencyMs: Number.isNaN(latency) ? null : latency,
     slot: readU64OrNull(v, OFF_SLOT),
     expired: (flags & FLAG_EXPIRED) !== 0,
+    ...(err !== undefined && { err }),
+    ...(deadlineSlot !== undefined && { deadlineSlot }),
+    ...((flags & FLAG_DEADLINE_PASSED) !== 0 && { deadlinePassed: true as const }),
   };
 }
 

@@ -199,6 +199,10 @@ export class SubmissionCore {
     // by every thread, set by whichever thread's store first could not write.
     const storeDown = store.health.unavailable();
     if (storeDown !== null) throw storeRefusal(storeDown);
+    // A deadline already behind the chain: nothing to deliver, and nothing is sent.
+    if (options.deadlineSlot !== null && options.deadlineSlot < delivery.currentSlot()) {
+      throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${delivery.currentSlot()}`);
+    }
     if (!options.skipPreflight) {
       const failure = await delivery.simulate(wire);
       if (failure !== null) {
@@ -231,6 +235,7 @@ export class SubmissionCore {
         submittedAt: Date.now(),
         submitSlot: first.slot,
         lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
+        ...(options.deadlineSlot !== null && { deadlineSlot: options.deadlineSlot }),
       });
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
       // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
@@ -252,10 +257,17 @@ export class SubmissionCore {
         held: first.held,
         firstAttempts: first.attempts,
         nonceAccount: tx.nonceAccount,
+        computeUnitPrice: microLamports(tx.computeUnitPrice),
       });
     }
     return { signature: tx.signature, slot: first.slot };
   }
+}
+
+/** A compute-unit price as a number (0 when the transaction sets none; capped at 2^53 − 1). */
+function microLamports(price: bigint | undefined): number {
+  if (price === undefined) return 0;
+  return price > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(price);
 }
 
 /** Seconds a client is told to wait when its account has its cap of transactions in flight. */

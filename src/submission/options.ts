@@ -11,7 +11,7 @@ export { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT, type SendOptions };
 export const MAX_BATCH = 100;
 
 /** The REST option names (spec §2.1). */
-const OPTION_KEYS = ['skip_preflight', 'max_retries', 'anti_mev'] as const;
+const OPTION_KEYS = ['skip_preflight', 'max_retries', 'anti_mev', 'deadline_slot'] as const;
 
 /**
  * What a client most likely meant by an unknown option key: the camelCase spellings Solana
@@ -23,6 +23,7 @@ function likelyMeant(key: string): string | null {
   if (folded === 'maxretry' || folded === 'retries') return 'max_retries';
   if (folded === 'preflight' || folded === 'skippreflights') return 'skip_preflight';
   if (folded === 'antimevprotection' || folded === 'mev' || folded === 'mevprotection') return 'anti_mev';
+  if (folded === 'deadline' || folded === 'landby' || folded === 'landbyslot') return 'deadline_slot';
   return null;
 }
 
@@ -57,8 +58,17 @@ export function parseSendOptions(v: unknown): SendOptions {
   }
   const skipPreflight = bool('skip_preflight', DEFAULT_SEND_OPTIONS.skipPreflight);
   const antiMev = bool('anti_mev', DEFAULT_SEND_OPTIONS.antiMev);
-  if (skipPreflight === DEFAULT_SEND_OPTIONS.skipPreflight && antiMev === DEFAULT_SEND_OPTIONS.antiMev && maxRetries === DEFAULT_SEND_OPTIONS.maxRetries) {
+  const deadlineSlot = o.deadline_slot ?? null;
+  if (deadlineSlot !== null && (typeof deadlineSlot !== 'number' || !Number.isSafeInteger(deadlineSlot) || deadlineSlot < 0)) {
+    throw new Refusal('TX_OPTIONS', 'options.deadline_slot must be a slot number (a non-negative integer) or null');
+  }
+  if (
+    skipPreflight === DEFAULT_SEND_OPTIONS.skipPreflight &&
+    antiMev === DEFAULT_SEND_OPTIONS.antiMev &&
+    maxRetries === DEFAULT_SEND_OPTIONS.maxRetries &&
+    deadlineSlot === null
+  ) {
     return DEFAULT_SEND_OPTIONS;
   }
-  return { skipPreflight, maxRetries, antiMev };
+  return { skipPreflight, maxRetries, antiMev, deadlineSlot };
 }

@@ -1,6 +1,8 @@
 /**
  * The tip floor from Landfall's own landings: percentiles of the tips of transactions the tracker
- * saw land (confirmed) in the last minute, ten minutes and hour, served by `GET /v1/tip-floor`.
+ * saw land (confirmed) in the last minute, ten minutes and hour, served by `GET /v1/tip-floor` —
+ * and beside them, the same percentiles of the compute-unit prices those landings paid
+ * (`priority_fee`): priority-fee guidance from what actually landed, not from a node's estimate.
  *
  * Bounded, whatever the rate: each landing goes into two small histograms, its second's (a ring of
  * 60) and its minute's (a ring of 61). A tip falls into a log-linear bin: exact below 64 lamports,
@@ -21,33 +23,10 @@
  * once a second (`IngressPool.tipFloor`).
  */
 
-/** The percentiles reported. */
-export const TIP_PERCENTILES = [25, 50, 75, 95, 99] as const;
-export type TipPercentile = (typeof TIP_PERCENTILES)[number];
-
-/** The windows reported, shortest first. */
-export const TIP_WINDOWS = { '1m': 60, '10m': 600, '1h': 3600 } as const;
-export type TipWindowName = keyof typeof TIP_WINDOWS;
-
-/** p25 … p99. */
-export type Percentiles = Record<`p${TipPercentile}`, number>;
-
-export interface TipFloorWindow {
-  /** Transactions seen landed (confirmed) in the window. */
-  landed: number;
-  /** Tip percentiles in lamports; null when nothing landed. */
-  lamports: Percentiles | null;
-  /** The same in points (BP): floor(lamports / lamports_per_point). */
-  bp: Percentiles | null;
-}
-
-/** What `GET /v1/tip-floor` answers (without the caller's plan minimum). */
-export interface TipFloorView {
-  /** When the view was computed (UTC, ISO-8601 with milliseconds). */
-  as_of: string;
-  lamports_per_point: number;
-  windows: Record<TipWindowName, TipFloorWindow>;
-}
+import type { Percentiles, PriorityFeeWindow, TipFloorView, TipFloorWindow, TipWindowName } from '../client/wire.js';
+import { TIP_PERCENTILES, TIP_WINDOWS } from '../client/wire.js';
+// The shapes are the API's: defined once, with the client package that stands alone.
+export { TIP_PERCENTILES, TIP_WINDOWS, type Percentiles, type PriorityFeeWindow, type TipFloorView, type TipFloorWindow, type TipPercentile, type TipWindowName } from '../client/wire.js';
 
 /** Exact bins below 2^SUB_BITS lamports; 2^SUB_BITS bins per power of two above. */
 const SUB_BITS = 6;
@@ -115,9 +94,54 @@ function percentiles(bins: Map<number, Bin>, n: number): Percentiles | null {
   return out;
 }
 
-export class TipFloor {
+/**
+ * One measure of what landed (tips, compute-unit prices), by second and by minute: each value
+ * goes into its second's and its minute's histogram; a window merges the buckets it covers.
+ */
+class LandedHistogram {
   private readonly seconds = ring(TIP_WINDOWS['1m']);
   private readonly minutes = ring(WINDOW_MINUTES['1h'] + 1);
+
+  add(value: number, second: number): void {
+    const bin = tipBin(value);
+    addTo(bucketFor(this.seconds, second).bins, bin, 1, value);
+    addTo(bucketFor(this.minutes, Math.floor(second / 60)).bins, bin, 1, value);
+  }
+
+  /** Each window's count and percentiles at `second`. */
+  windows(second: number): Record<TipWindowName, { landed: number; percentiles: Percentiles | null }> {
+    const minute = Math.floor(second / 60);
+    return {
+      '1m': merged(this.seconds, second, TIP_WINDOWS['1m'] - 1),
+      '10m': merged(this.minutes, minute, WINDOW_MINUTES['10m']),
+      '1h': merged(this.minutes, minute, WINDOW_MINUTES['1h']),
+    };
+  }
+}
+
+/** The buckets from `at - back` to `at`, merged, as percentiles. */
+function merged(buckets: Bucket[], at: number, back: number): { landed: number; percentiles: Percentiles | null } {
+  const bins = new Map<number, Bin>();
+  let landed = 0;
+  for (const b of buckets) {
+    if (b.at < at - back || b.at > at) continue;
+    for (const [bin, x] of b.bins) {
+      addTo(bins, bin, x.count, x.max);
+      landed += x.count;
+    }
+  }
+  return { landed, percentiles: percentiles(bins, landed) };
+}
+
+/** A number of lamports (or micro-lamports) as a safe integer, the whole u64 range capped. */
+function safe(v: bigint | number): number {
+  return typeof v === 'number' ? Math.min(v, Number.MAX_SAFE_INTEGER) : v > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(v);
+}
+
+export class TipFloor {
+  private readonly tips = new LandedHistogram();
+  /** Compute-unit prices (micro-lamports per CU) of the landings whose price is known. */
+  private readonly prices = new LandedHistogram();
   private cached: { second: number; view: TipFloorView } | null = null;
 
   constructor(
@@ -125,13 +149,14 @@ export class TipFloor {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A transaction with this total tip was seen landed (confirmed) now. */
-  landed(tipLamports: bigint): void {
-    const tip = tipLamports > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tipLamports);
+  /**
+   * A transaction with this total tip was seen landed (confirmed) now, with its compute-unit
+   * price when known (unknown for one accepted before a restart).
+   */
+  landed(tipLamports: bigint, computeUnitPrice?: number): void {
     const second = Math.floor(this.now() / 1000);
-    const bin = tipBin(tip);
-    addTo(bucketFor(this.seconds, second).bins, bin, 1, tip);
-    addTo(bucketFor(this.minutes, Math.floor(second / 60)).bins, bin, 1, tip);
+    this.tips.add(safe(tipLamports), second);
+    if (computeUnitPrice !== undefined) this.prices.add(safe(computeUnitPrice), second);
   }
 
   /** The current view: computed at most once per second, the same object in between. */
@@ -139,30 +164,18 @@ export class TipFloor {
     const nowMs = this.now();
     const second = Math.floor(nowMs / 1000);
     if (this.cached?.second === second) return this.cached.view;
-    const minute = Math.floor(second / 60);
-    const windows: Record<TipWindowName, TipFloorWindow> = {
-      '1m': this.window(this.seconds, second, TIP_WINDOWS['1m'] - 1),
-      '10m': this.window(this.minutes, minute, WINDOW_MINUTES['10m']),
-      '1h': this.window(this.minutes, minute, WINDOW_MINUTES['1h']),
-    };
-    const view: TipFloorView = { as_of: new Date(nowMs).toISOString(), lamports_per_point: this.lamportsPerPoint, windows };
+    const tips = this.tips.windows(second);
+    const prices = this.prices.windows(second);
+    const names = Object.keys(TIP_WINDOWS) as TipWindowName[];
+    const windows = Object.fromEntries(
+      names.map((n) => [n, { landed: tips[n].landed, lamports: tips[n].percentiles, bp: tips[n].percentiles && this.toPoints(tips[n].percentiles) }]),
+    ) as Record<TipWindowName, TipFloorWindow>;
+    const priority_fee = Object.fromEntries(
+      names.map((n) => [n, { landed: prices[n].landed, micro_lamports_per_cu: prices[n].percentiles }]),
+    ) as Record<TipWindowName, PriorityFeeWindow>;
+    const view: TipFloorView = { as_of: new Date(nowMs).toISOString(), lamports_per_point: this.lamportsPerPoint, windows, priority_fee };
     this.cached = { second, view };
     return view;
-  }
-
-  /** The buckets from `at - back` to `at`, merged, as percentiles. */
-  private window(buckets: Bucket[], at: number, back: number): TipFloorWindow {
-    const merged = new Map<number, Bin>();
-    let landed = 0;
-    for (const b of buckets) {
-      if (b.at < at - back || b.at > at) continue;
-      for (const [bin, x] of b.bins) {
-        addTo(merged, bin, x.count, x.max);
-        landed += x.count;
-      }
-    }
-    const lamports = percentiles(merged, landed);
-    return { landed, lamports, bp: lamports && this.toPoints(lamports) };
   }
 
   private toPoints(l: Percentiles): Percentiles {

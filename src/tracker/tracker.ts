@@ -1,6 +1,6 @@
 /**
  * The confirmation tracker: turns "sent" into `confirmed` / `failed` (with `confirmed_at`,
- * `latency_ms` and `slot`), or marks `expired: true` once a transaction can no longer land, and
+ * `latency_ms` and `slot`; a failed one also with the chain's `err`), or marks `expired: true` once a transaction can no longer land, and
  * credits points for confirmed ones.
  *
  * Sources, push first:
@@ -12,6 +12,10 @@
  * Latency is measured from the monotonic clock: request received (process.hrtime) → outcome
  * observed here. After a restart the monotonic origin is gone and the wall clock is used instead
  * (`submitted_at` → observation), which docs/api.md states.
+ *
+ * Deadline: a transaction sent with `deadline_slot` whose slot is `DEADLINE_GRACE_SLOTS` behind
+ * the cluster gets the same last look and is then marked expired with `deadlinePassed` (its
+ * rounds stopped after that slot: `Rebroadcaster`).
  *
  * Expiry: a transaction whose blockhash's last valid block height is behind the cluster's block
  * height is checked one last time (`searchTransactionHistory`) and then marked expired. When the
@@ -41,6 +45,11 @@ import { nonceRefusal } from './nonce-check.js';
 export const STATUS_BATCH = 256;
 /** Slack added to an estimated blockhash lifetime (a client's node may be a few slots ahead). */
 const ESTIMATE_SLACK_BLOCKS = 32;
+/**
+ * Slots after a `deadline_slot` before the transaction is given up: a round written in the
+ * deadline slot can still be processed in the next one.
+ */
+export const DEADLINE_GRACE_SLOTS = 2;
 /** How long an outcome seen before its `watch` call is remembered. */
 const EARLY_OUTCOME_MS = 120_000;
 
@@ -58,6 +67,8 @@ interface Watched {
   outcome: Outcome | null;
   /** A durable-nonce transaction whose nonce account is known: when to check it next. */
   nonce: NonceCheck | null;
+  /** `deadline_slot`, or null. */
+  deadline: number | null;
 }
 
 interface NonceCheck {
@@ -91,6 +102,8 @@ export interface TrackerOptions {
   tipAddresses: readonly string[];
   /** The cluster's current block height, as the leader tracker last saw it. */
   blockHeight: () => number;
+  /** The cluster's current slot (for `deadline_slot`); without it deadlines are not watched. */
+  slot?: () => number;
   sweepMs?: number;
   /**
    * A transaction is polled only once it has been watched this long: the push normally settles
@@ -176,6 +189,7 @@ export class Tracker {
         rec.durableNonce && nonceAccount !== undefined
           ? { account: nonceAccount, blockhash: rec.recentBlockhash, due: performance.now() + (this.opts.nonceFirstCheckMs ?? 1_000) }
           : null,
+      deadline: rec.deadlineSlot ?? null,
     };
     this.watching.set(rec.signature, w);
     if (w.nonce) this.nonces.add(w);
@@ -245,13 +259,15 @@ export class Tracker {
     const status: TxStatus = o.err === null ? 'confirmed' : 'failed';
     const confirmedAt = Date.now();
     const latency = w.receivedAt !== null ? Number(o.observedAt - w.receivedAt) / 1e6 : confirmedAt - rec.submittedAt;
+    // A failed transaction keeps its latency (how long until the chain said no) and its error.
     const next: StatusRecord = {
       ...rec,
       status,
       confirmedAt,
-      latencyMs: status === 'confirmed' ? Math.max(0, Math.round(latency)) : null,
+      latencyMs: Math.max(0, Math.round(latency)),
       slot: o.slot,
       expired: false,
+      ...(status === 'failed' && { err: o.err }),
     };
     // The status and the points it earns commit together, once (`Store.updateStatus`).
     const credit = status === 'confirmed' ? this.opts.accounts.confirmationCredit(w.tipLamports, confirmedAt) : undefined;
@@ -314,7 +330,7 @@ export class Tracker {
 
   private async expire(): Promise<void> {
     const height = this.opts.blockHeight();
-    const due = [...this.watching.values()].filter((w) => w.lastValid !== null && height > w.lastValid && !w.outcome);
+    const due = [...this.watching.values()].filter((w) => ((w.lastValid !== null && height > w.lastValid) || this.deadlinePassed(w)) && !w.outcome);
     for (let i = 0; i < due.length; i += STATUS_BATCH) {
       const batch = due.slice(i, i + STATUS_BATCH);
       // One last look, through history: it may have landed while nobody was looking.
@@ -322,6 +338,10 @@ export class Tracker {
       this.applyStatuses(batch, value);
       for (const [j, w] of batch.entries()) {
         if (!this.watching.has(w.signature) || value[j]) continue;
+        if (this.deadlinePassed(w)) {
+          this.markExpired(w, `deadline passed: slot ${w.deadline} passed before it landed`, true);
+          continue;
+        }
         if (w.estimated && (await this.stillValid(w))) continue;
         this.markExpired(w);
       }
@@ -388,11 +408,16 @@ export class Tracker {
     return out;
   }
 
-  private markExpired(w: Watched, reason?: string): void {
+  /** Its `deadline_slot` is more than `DEADLINE_GRACE_SLOTS` behind the cluster. */
+  private deadlinePassed(w: Watched): boolean {
+    return w.deadline !== null && this.opts.slot !== undefined && this.opts.slot() > w.deadline + DEADLINE_GRACE_SLOTS;
+  }
+
+  private markExpired(w: Watched, reason?: string, deadline = false): void {
     const rec = this.opts.store.getStatus(w.signature);
     this.forget(w);
     if (!rec || rec.status !== 'sent') return;
-    const next: StatusRecord = { ...rec, expired: true };
+    const next: StatusRecord = { ...rec, expired: true, ...(deadline && { deadlinePassed: true as const }) };
     void this.opts.store.updateStatus(next);
     this.stats.expired++;
     this.opts.onChange?.({ record: next, source: 'expiry', ...(reason !== undefined && { reason }) });

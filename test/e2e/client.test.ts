@@ -5,7 +5,10 @@
  * cached tip facts.
  */
 import { execFileSync } from 'node:child_process';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import {
+  ComputeBudgetInstruction,
+  ComputeBudgetProgram,
   Keypair,
   LAMPORTS_PER_SOL,
   MessageV0,
@@ -19,9 +22,11 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addTip,
+  computeUnitPriceInstruction,
   LandfallApiError,
   LandfallClient,
   LandfallTimeoutError,
+  priorityFee,
   type LandfallClientOptions,
 } from '../../src/client/index.js';
 import { waitFor } from '../helpers/localnet.js';
@@ -102,7 +107,10 @@ describe('typed client', () => {
 
   it('addTip refuses what the service would refuse, before signing', async () => {
     const c = client(account(s, 'starter').key);
-    await expect(addTip(await legacy(from), { client: c, lamports: STARTER_TIP - 1n })).rejects.toThrow(RangeError);
+    const low = await addTip(await legacy(from), { client: c, lamports: STARTER_TIP - 1n }).catch((e: unknown) => e);
+    expect(low).toBeInstanceOf(LandfallApiError);
+    expect(low).toMatchObject({ status: 402, message: 'Tip insufficient' });
+    expect((low as LandfallApiError).reason).toMatch(/999999 lamports is below this account's minimum of 1000 BP/);
     const noPayer = new Transaction({ recentBlockhash: await blockhash(s) });
     await expect(addTip(noPayer, { client: c })).rejects.toThrow(/no feePayer/);
     const viaTable = new VersionedTransaction(
@@ -185,6 +193,41 @@ describe('typed client', () => {
     expect(SystemInstruction.decodeTransfer(ix).lamports).toBe(500_000n);
   });
 
+  it('the stream pushes why a transaction failed: err, err_reason and latency_ms, as the status has them', async () => {
+    const c = client(account(s, 'starter').key);
+    const poor = await payer(s, 0.05);
+    const stream = c.stream();
+    await stream.ready;
+    const tx = await addTip(
+      await legacy(poor, [SystemProgram.transfer({ fromPubkey: poor.publicKey, toPubkey: Keypair.generate().publicKey, lamports: LAMPORTS_PER_SOL })]),
+      { client: c },
+    );
+    tx.sign(poor);
+    const pushedFinal = new Promise<Record<string, unknown>>((resolve) => stream.onStatus((r) => r.status !== 'sent' && resolve(r as never)));
+    const { signature } = await c.send(tx);
+    const pushed = await pushedFinal;
+    expect(pushed).toMatchObject({ signature, status: 'failed', err: { InstructionError: [1, { Custom: 1 }] } });
+    expect(pushed).toEqual(await c.status(signature));
+    expect(pushed.latency_ms).toEqual(expect.any(Number));
+  });
+
+  it('priority fee: the compute-unit prices of what landed, and a SetComputeUnitPrice of the chosen percentile', async () => {
+    const c = client(account(s, 'starter').key);
+    for (const microLamports of [1_000, 2_000, 3_000, 4_000]) {
+      const tx = await addTip(await legacy(from, [ComputeBudgetProgram.setComputeUnitPrice({ microLamports })]), { client: c });
+      tx.sign(from);
+      expect((await c.waitForConfirmation((await c.send(tx)).signature)).status).toBe('confirmed');
+    }
+    // Fewer than 100 landings in the minute (the others of this file set no price: 0), so p99 is the highest.
+    await waitFor('the priority fee of the last minute', async () => ((await c.tipFloor()).priority_fee['1m'].micro_lamports_per_cu?.p99 === 4_000 ? true : undefined));
+    const floor = await c.tipFloor();
+    expect(floor.priority_fee['1m'].landed).toBe(floor.windows['1m'].landed);
+    expect(await priorityFee({ client: c, percentile: 99, window: '1m' })).toBe(4_000n);
+    expect(await priorityFee({ client: c, percentile: 99, maxMicroLamports: 2_500 })).toBe(2_500n);
+    const ix = await computeUnitPriceInstruction({ client: c, percentile: 99, window: '1m' });
+    expect(ComputeBudgetInstruction.decodeSetComputeUnitPrice(ix)).toEqual({ microLamports: 4_000n });
+  });
+
   it('falls back to polling: with the stream off it still resolves, here on a failed transaction', async () => {
     const c = client(account(s, 'starter').key, { stream: false });
     const poor = await payer(s, 0.05);
@@ -196,8 +239,60 @@ describe('typed client', () => {
     const { signature } = await c.send(tx);
     const before = c.stats.requests;
     const rec = await c.waitForConfirmation(signature, { pollMs: 50 });
-    expect(rec).toMatchObject({ signature, status: 'failed', latency_ms: null });
+    expect(rec).toMatchObject({ signature, status: 'failed', err: { InstructionError: [1, { Custom: 1 }] } });
+    expect(rec.err_reason).toBe('Error processing Instruction 1: custom program error: 0x1');
+    expect(rec.latency_ms).toBeGreaterThanOrEqual(0);
     expect(c.stats.requests - before).toBeGreaterThanOrEqual(1);
+  });
+
+  /**
+   * A loopback TCP proxy to the service that resets (RST) the first `resets` connections it
+   * accepts and relays the rest: a real connection reset, as a load balancer restarting gives.
+   */
+  async function resettingProxy(resets: number): Promise<{ url: string; close: () => void }> {
+    const target = new URL(s.svc.url);
+    let seen = 0;
+    const server = createServer((socket) => {
+      if (seen++ < resets) return void socket.resetAndDestroy();
+      const upstream = connect(Number(target.port), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+  }
+
+  it('retries a reset connection with back-off, and throws the network error once the retries are spent', async () => {
+    const bot = account(s, 'starter');
+    const flaky = await resettingProxy(2);
+    const dead = await resettingProxy(Infinity);
+    try {
+      const c = client(bot.key, { url: flaky.url, retryBackoffMs: 5 });
+      expect((await c.account()).plan).toBe('starter');
+      expect(c.stats).toMatchObject({ networkRetries: 2, failovers: 0 });
+
+      const d = client(bot.key, { url: dead.url, retryBackoffMs: 5, networkRetries: 3 });
+      await expect(d.account()).rejects.toMatchObject({ code: 'ECONNRESET' });
+      expect(d.stats.networkRetries).toBe(3);
+    } finally {
+      flaky.close();
+      dead.close();
+    }
+  });
+
+  it('fails over between several URLs and stays on the one that answers', async () => {
+    const bot = account(s, 'starter');
+    const dead = await resettingProxy(Infinity);
+    try {
+      const c = client(bot.key, { url: [dead.url, s.svc.url], retryBackoffMs: 5 });
+      expect((await c.account()).plan).toBe('starter');
+      expect(c.url).toBe(`${s.svc.url}/`);
+      await c.account();
+      expect(c.stats).toMatchObject({ networkRetries: 1, failovers: 1 });
+    } finally {
+      dead.close();
+    }
   });
 
   it('waitForConfirmation rejects: 401 when the key is refused (stream and polling alike), a timeout when nothing settles', async () => {

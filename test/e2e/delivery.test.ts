@@ -115,9 +115,24 @@ describe('delivery on the local cluster', () => {
     const rec = await settled(s, bot.key, tx.signature);
     expect(rec.status).toBe('failed');
     expect(rec.confirmed_at).not.toBeNull();
-    expect(rec.latency_ms).toBeNull();
+    // Why and when: the chain's own error object, in Agave's words, and the latency to the outcome.
+    const onChain = (await s.connection.getSignatureStatus(tx.signature, { searchTransactionHistory: true })).value;
+    expect(onChain?.err).toBeTruthy();
+    expect(rec.err).toEqual(onChain!.err);
+    expect(rec.err_reason).toMatch(/^Error processing Instruction \d: custom program error: 0x1$/);
+    expect(rec.latency_ms).toBeGreaterThanOrEqual(0);
     expect(rec.slot).toBeGreaterThan(0);
     expect((await accountView(s, bot.key)).usage.service_points).toBe(pointsBefore);
+  });
+
+  it('a 1,000-lamport transfer to a new account fails for rent, and the status says so', async () => {
+    const from = await payer(s, 1);
+    const tx = await tipped(s, from, 300_000, { extra: [transfer(from.publicKey, Keypair.generate().publicKey, 1_000)] });
+    expect((await send(s, bot.key, tx.base64)).status).toBe(200);
+    const rec = await settled(s, bot.key, tx.signature);
+    expect(rec.status).toBe('failed');
+    expect(Object.keys(rec.err)).toEqual(['InsufficientFundsForRent']);
+    expect(rec.err_reason).toMatch(/^Transaction results in an account \(\d+\) with insufficient funds for rent$/);
   });
 
   it('preflight: skip_preflight false simulates first; a failing transaction is 400 with the simulation error', async () => {

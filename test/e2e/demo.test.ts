@@ -46,11 +46,13 @@ describe('landfall demo', () => {
     expect(Number(fields.submitted)).toBeGreaterThanOrEqual(Number(fields.confirmed) + Number(fields.failed));
     expect(fields.p50_ms).toMatch(/^\d+$/);
     expect(fields.landing).toMatch(/^\d+\.\d%$/);
-    // The delivery trace of a failed one: its cause, then its rounds, attempts named by validator.
-    const trace = /^trace \S+: failed on chain in slot (\d+) \((\d+) attempts\)\n((?:  round .*\n)+)/m.exec(r.stdout);
+    // The delivery trace of a failed one: its cause with the chain's reason (it moves more than its
+    // payer holds), then its rounds, attempts named by validator.
+    const trace = /^trace \S+: failed on chain in slot (\d+): (.+) \((\d+) attempts\)\n((?:  round .*\n)+)/m.exec(r.stdout);
     expect(trace, r.stdout).not.toBeNull();
-    expect(Number(trace![2])).toBeGreaterThan(0);
-    expect(trace![3]).toMatch(/^  round 0  slot \d+  \+\d+\.\d ms  v\d (written|pending|refused|backoff|failed)/);
+    expect(trace![2]).toMatch(/^Error processing Instruction \d: custom program error: 0x1$/);
+    expect(Number(trace![3])).toBeGreaterThan(0);
+    expect(trace![4]).toMatch(/^  round 0  slot \d+  \+\d+\.\d ms  v\d (written|pending|refused|backoff|failed)/);
   });
 
   it('refuses a bad option with a clear message and exit code 2', async () => {

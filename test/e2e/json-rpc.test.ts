@@ -7,7 +7,7 @@
 import { Connection, Keypair, LAMPORTS_PER_SOL, SendTransactionError } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BATCH_BODY_LIMIT } from '../../src/http/api.js';
-import { MAX_RPC_BATCH, RPC_CODES } from '../../src/http/json-rpc.js';
+import { MAX_RPC_BATCH, methodNotOffered, RPC_CODES } from '../../src/http/json-rpc.js';
 import { account, payer, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 
@@ -138,7 +138,7 @@ describe('sendTransaction and getTipAccounts over raw HTTP', () => {
     expect(r.body).toHaveLength(4);
     expect(r.body[0]).toEqual({ jsonrpc: '2.0', result: s.svc.tipAddresses, id: 1 });
     expect(r.body[1]).toEqual({ jsonrpc: '2.0', result: tx.signature, id: 'send' });
-    expect(r.body[2]).toEqual({ jsonrpc: '2.0', error: { code: RPC_CODES.methodNotFound, message: 'Method not found' }, id: 3 });
+    expect(r.body[2]).toEqual({ jsonrpc: '2.0', error: { code: RPC_CODES.methodNotFound, message: methodNotOffered('getBalance') }, id: 3 });
     expect(r.body[3]).toEqual({ jsonrpc: '2.0', error: { code: RPC_CODES.invalidRequest, message: 'Invalid request' }, id: null });
     expect((await settled(s, bot.key, tx.signature)).status).toBe('confirmed');
   });
@@ -171,9 +171,11 @@ describe('JSON-RPC errors', () => {
     }
   });
 
-  it('-32601 method not found, with the id echoed', async () => {
-    const e = expectRpcError(await rpc({ jsonrpc: '2.0', id: 'x', method: 'getLatestBlockhash', params: [] }), 200, RPC_CODES.methodNotFound, 'x');
-    expect(e.message).toBe('Method not found');
+  it('-32601 method not found, with the id echoed, naming what is offered and where to ask instead', async () => {
+    const e = expectRpcError(await rpc({ jsonrpc: '2.0', id: 'x', method: 'getAccountInfo', params: [] }, withKey()), 200, RPC_CODES.methodNotFound, 'x');
+    expect(e.message).toBe(
+      'Method not found: Landfall answers sendTransaction, getLatestBlockhash, getSignatureStatuses, getBlockHeight, getEpochInfo, getSlot, getTipAccounts (and signatureSubscribe, slotSubscribe on its WebSocket); ask an RPC node for getAccountInfo',
+    );
   });
 
   it('-32602 invalid params: shape, encoding, options, base58, the transaction itself', async () => {

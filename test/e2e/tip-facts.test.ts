@@ -12,7 +12,7 @@
 import { Keypair, LAMPORTS_PER_SOL, SystemInstruction, SystemProgram, Transaction } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
-import { addTip, LandfallClient } from '../../src/client/index.js';
+import { addTip, LandfallApiError, LandfallClient } from '../../src/client/index.js';
 import { waitFor } from '../helpers/localnet.js';
 import { account, accountView, blockhash, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
 import { transfer } from '../helpers/transactions.js';
@@ -62,7 +62,13 @@ describe('tip floor', () => {
   it('before anything landed: every window empty, no key needed, no plan minimum without one', async () => {
     const r = await tipFloor();
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ as_of: expect.any(String), lamports_per_point: LAMPORTS_PER_POINT, windows: { '1m': none, '10m': none, '1h': none } });
+    const noFee = { landed: 0, micro_lamports_per_cu: null };
+    expect(r.body).toEqual({
+      as_of: expect.any(String),
+      lamports_per_point: LAMPORTS_PER_POINT,
+      windows: { '1m': none, '10m': none, '1h': none },
+      priority_fee: { '1m': noFee, '10m': noFee, '1h': noFee },
+    });
   });
 
   it('landed tips (and only landed ones) give the percentiles, in lamports and BP; a key adds the plan minimum', async () => {
@@ -83,6 +89,9 @@ describe('tip floor', () => {
     const lamports = { p25: 625_000, p50: 2_500_000, p75: 7_500_000, p95: 10_000_000, p99: 10_000_000 };
     const bp = { p25: 250, p50: 1000, p75: 3000, p95: 4000, p99: 4000 };
     for (const w of ['1m', '10m', '1h']) expect(floor.windows[w]).toEqual({ landed: 6, lamports, bp });
+    // None of them set a compute-unit price: the priority fee that landed is 0.
+    const zero = { p25: 0, p50: 0, p75: 0, p95: 0, p99: 0 };
+    for (const w of ['1m', '10m', '1h']) expect(floor.priority_fee[w]).toEqual({ landed: 6, micro_lamports_per_cu: zero });
 
     const starter = account(s, 'starter');
     const withKey = await tipFloor(`?api-key=${starter.key}`);
@@ -135,7 +144,7 @@ describe('lamports_per_point', () => {
     expect((await c.waitForConfirmation(signature, { timeoutMs: 20_000 })).status).toBe('confirmed');
     // One lamport less than the minimum at this conversion: refused before signing, as the
     // service would refuse it (402), where the old assumption of 1000 would have let it through.
-    await expect(addTip(await legacy(), { client: c, lamports: expected - 1n })).rejects.toThrow(RangeError);
+    await expect(addTip(await legacy(), { client: c, lamports: expected - 1n })).rejects.toThrow(LandfallApiError);
   });
 });
 

@@ -110,9 +110,48 @@ describe('delivery trace on the local cluster', () => {
     const rec = await settled(s, bot.key, tx.signature);
     expect(rec.status).toBe('failed');
     const t = await finishedTrace(s, bot.key, tx.signature, (b) => b.final_state === 'failed');
-    expect(t).toMatchObject({ status: 'failed', cause: `failed on chain in slot ${rec.slot}` });
+    expect(t).toMatchObject({ status: 'failed', cause: `failed on chain in slot ${rec.slot}: ${rec.err_reason}`, err: rec.err, latency_ms: rec.latency_ms });
+    expect(rec.err_reason).toMatch(/custom program error/);
     expect(t.attempts.some((a: any) => a.outcome === 'written')).toBe(true);
     expectWellFormed(t);
+  });
+
+  it('deadline_slot: no round after it, then "deadline passed" while the blockhash is still valid, not "expired"', async () => {
+    const broke = Keypair.generate(); // never funded: no leader includes it
+    const tx = await tipped(s, broke, 300_000);
+    const deadline = s.svc.engine.leaders.currentSlot() + 3;
+    const r = await send(s, bot.key, tx.base64, { max_retries: 10, deadline_slot: deadline });
+    expect(r.status).toBe(200);
+    const rec = await settled(s, bot.key, tx.signature, (x) => x.expired === true);
+    expect(rec).toMatchObject({ status: 'sent', expired: true, deadline_passed: true });
+    // Decided by the deadline, long before the blockhash's last valid block height.
+    expect((await s.connection.isBlockhashValid(tx.recentBlockhash, { commitment: 'confirmed' })).value).toBe(true);
+    const t = await finishedTrace(s, bot.key, tx.signature, (b) => b.final_state === 'deadline_passed');
+    expectWellFormed(t);
+    expect(t.cause).toMatch(new RegExp(`^deadline passed: slot ${deadline} passed before it landed, reached \\d+ of \\d+ leaders?$`));
+    expect(t.attempts.length).toBeGreaterThan(0);
+    for (const a of t.attempts) expect(a.slot).toBeLessThanOrEqual(deadline);
+    expect(s.svc.engine.rebroadcaster.counters.deadlinePassed).toBeGreaterThanOrEqual(1);
+  });
+
+  it('deadline_slot: one already passed is refused before anything is sent; one ahead lands as usual', async () => {
+    const client = new LandfallClient({ url: s.svc.url, apiKey: bot.key });
+    try {
+      const late = await tipped(s, from, 300_000);
+      const past = s.svc.engine.leaders.currentSlot() - 1;
+      const refused = await client.send(late.base64, { deadlineSlot: past }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(LandfallApiError);
+      expect((refused as LandfallApiError).reason).toMatch(new RegExp(`^options.deadline_slot ${past} has passed: the cluster is at slot \\d+$`));
+      expect(s.net.receivedBy(late.signature)).toEqual([]);
+
+      const onTime = await tipped(s, from, 300_000);
+      await client.send(onTime.base64, { deadlineSlot: s.svc.engine.leaders.currentSlot() + 150 });
+      const landed = await client.waitForConfirmation(onTime.signature);
+      expect(landed.status).toBe('confirmed');
+      expect(landed.deadline_passed).toBeUndefined();
+    } finally {
+      client.close();
+    }
   });
 
   it('an expired transaction: its rounds, then "expired: blockhash past last valid block height N, reached K of M leaders"', async () => {

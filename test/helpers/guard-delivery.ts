@@ -9,6 +9,8 @@ export const unreachableDelivery: Delivery = {
   currentSlot: () => 0,
   isBlockhashExpired: () => false,
   lastValidBlockHeight: () => null,
+  latestBlockhash: () => null,
+  watchSlots: () => () => {},
   simulate: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
   firstSend: () => Promise.reject(new Error('delivery reached: this test expected a refusal before delivery')),
   accepted: () => {

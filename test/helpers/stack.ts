@@ -9,6 +9,7 @@ import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.j
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { startLocalnet, type Localnet, type LocalnetOptions } from '../../src/localnet/index.js';
 import { startService, type Service } from '../../src/service.js';
+import { loadTipAddresses } from '../../src/tips.js';
 import type { PlanName } from '../../src/accounts/plans.js';
 import { waitFor } from './localnet.js';
 import { tempDir } from './tmp.js';
@@ -52,8 +53,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     logLevel: 'warn',
     ...opts.config,
   };
+  // Funded before the start, as an operator would (the service checks they are rent-exempt).
+  for (const t of loadTipAddresses(config.dataDir, config.tipAddresses)) await net.airdrop(t, LAMPORTS_PER_SOL);
   let svc = await startService(config);
-  for (const t of svc.tipAddresses) await net.airdrop(t, LAMPORTS_PER_SOL);
   const stack: Stack = {
     net,
     get svc() {

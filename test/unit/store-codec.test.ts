@@ -138,3 +138,58 @@ describe('resend tail (the wire bytes of a pending transaction)', () => {
     expect(() => encodeStatus(record(), resend(randomBytes(10), true, 16))).toThrow(/maxRetries/);
   });
 });
+
+describe('error tail (why a failed transaction failed)', () => {
+  const failed = (err: unknown) => record({ status: 'failed', confirmedAt: Date.now(), latencyMs: 512, slot: 77, err });
+
+  it("round-trips the RPC's err of a failed record: fieldless, object and nested forms", () => {
+    for (const err of ['InsufficientFundsForFee', { InsufficientFundsForRent: { account_index: 1 } }, { InstructionError: [0, { Custom: 6001 }] }]) {
+      const r = failed(err);
+      const v = encodeStatus(r);
+      expect(v.length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length + 2 + Buffer.byteLength(JSON.stringify(err)));
+      expect(roundTrip(r)).toEqual(r);
+      expect(isPendingValue(v)).toBe(false);
+    }
+  });
+
+  it('decodes a failed record written before the tail existed: no err, every other field as it was', () => {
+    const r = failed({ InstructionError: [1, 'InvalidArgument'] });
+    const withTail = encodeStatus(r);
+    // The value as the earlier layout wrote it: without the error tail and without its flag bit.
+    const old = Buffer.from(withTail.subarray(0, withTail.length - 2 - Buffer.byteLength(JSON.stringify(r.err))));
+    old[1] = old[1]! & ~0b10_0000;
+    const { err: _err, ...rest } = r;
+    expect(decodeStatus(r.signature, old)).toEqual(rest);
+  });
+
+  it('keeps no err on a record that did not fail, and keeps a huge one as its first bytes', () => {
+    const confirmed = record({ status: 'confirmed', confirmedAt: 1, latencyMs: 3, slot: 2, err: { Oops: 1 } });
+    expect(roundTrip(confirmed).err).toBeUndefined();
+    const huge = roundTrip(failed({ Newer: 'x'.repeat(5_000) }));
+    expect(typeof huge.err).toBe('string');
+    expect(huge.err as string).toMatch(/^\{"Newer":"x+$/);
+  });
+});
+
+describe('deadline tail (options.deadline_slot)', () => {
+  it('round-trips the deadline beside the other tails, and "deadline passed" on an expired record', () => {
+    const wire = randomBytes(300);
+    const pending = record({ deadlineSlot: 301_234_600 });
+    const v = encodeStatus(pending, { wire, antiMev: true, maxRetries: 5 });
+    expect(decodeStatus(pending.signature, v)).toEqual(pending);
+    expect(resendOf(v)).toEqual({ wire, antiMev: true, maxRetries: 5 });
+    expect(isPendingValue(v)).toBe(true);
+    const passed = { ...pending, expired: true, deadlinePassed: true as const };
+    expect(roundTrip(passed)).toEqual(passed);
+    expect(isPendingValue(encodeStatus(passed))).toBe(false);
+    const failed = record({ status: 'failed', confirmedAt: 5, latencyMs: 9, slot: 8, err: { InstructionError: [0, 'InvalidArgument'] }, deadlineSlot: 0 });
+    expect(roundTrip(failed)).toEqual(failed);
+  });
+
+  it('a record without a deadline is the bytes it was before the tail existed', () => {
+    const r = record();
+    expect(encodeStatus(r).length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length);
+    expect(encodeStatus({ ...r, deadlineSlot: 7 }).length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length + 8);
+    expect(roundTrip(r).deadlineSlot).toBeUndefined();
+  });
+});

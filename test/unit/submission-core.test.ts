@@ -44,6 +44,12 @@ class RecordingDelivery implements Delivery {
   lastValidBlockHeight(): number | null {
     return 250;
   }
+  latestBlockhash(): null {
+    return null;
+  }
+  watchSlots(): () => void {
+    return () => {};
+  }
   async simulate(): Promise<never> {
     this.calls.push('simulate');
     return this.simulation as never;

@@ -130,15 +130,32 @@ describe('TipFloor', () => {
     expect(next.as_of).toBe(new Date(c.now()).toISOString());
   });
 
-  it('stays bounded: a million landings of distinct tips in one second keep two histograms of at most 3 776 bins each', () => {
+  it('stays bounded: a million landings of distinct tips and prices in one second keep four histograms of at most 3 776 bins each', () => {
     const c = clock();
     const floor = new TipFloor(1000, c.now);
     const r = mulberry32(9);
-    for (let i = 0; i < 1_000_000; i++) floor.landed(BigInt(Math.floor(r() * 2 ** 40)));
-    const rings = floor as unknown as { seconds: Array<{ bins: Map<number, unknown> }>; minutes: Array<{ bins: Map<number, unknown> }> };
-    const bins = [...rings.seconds, ...rings.minutes].reduce((n, b) => n + b.bins.size, 0);
-    expect(bins).toBeLessThanOrEqual(2 * 3776);
+    for (let i = 0; i < 1_000_000; i++) floor.landed(BigInt(Math.floor(r() * 2 ** 40)), Math.floor(r() * 2 ** 40));
+    type Rings = { seconds: Array<{ bins: Map<number, unknown> }>; minutes: Array<{ bins: Map<number, unknown> }> };
+    const { tips, prices } = floor as unknown as { tips: Rings; prices: Rings };
+    const bins = [...tips.seconds, ...tips.minutes, ...prices.seconds, ...prices.minutes].reduce((n, b) => n + b.bins.size, 0);
+    expect(bins).toBeLessThanOrEqual(4 * 3776);
     c.advance(1000);
     expect(floor.view().windows['1m'].landed).toBe(1_000_000);
+    expect(floor.view().priority_fee['1m'].landed).toBe(1_000_000);
+  });
+
+  it('priority fee: the compute-unit price percentiles of the landings whose price is known, beside their tips', () => {
+    const c = clock();
+    const floor = new TipFloor(1000, c.now);
+    // 100 landings paying 1 000 … 100 000 micro-lamports per CU, one without a price (resumed after a restart).
+    for (let i = 1; i <= 100; i++) floor.landed(1_000_000n, i * 1000);
+    floor.landed(1_000_000n);
+    c.advance(1000);
+    const view = floor.view();
+    expect(view.windows['1m'].landed).toBe(101);
+    expect(view.priority_fee['1m']).toEqual({ landed: 100, micro_lamports_per_cu: { p25: 25_000, p50: 50_000, p75: 75_000, p95: 95_000, p99: 99_000 } });
+    expect(view.priority_fee['1h'].landed).toBe(100);
+    c.advance(61_000);
+    expect(floor.view().priority_fee['1m']).toEqual({ landed: 0, micro_lamports_per_cu: null });
   });
 });

@@ -75,6 +75,8 @@ settings of the config file (--config; docs/operations.md has each one's meaning
                     may lose (default 100; 0: every send; env LANDFALL_ACK_SYNC_MS)
   inFlightPerTps    transactions in flight per account, in seconds of its send rate (default 20)
   tracker           {"push":true,"poll":true}: the confirmation tracker's sources
+  tipRentCheck      warn (default), refuse or off: at start against an outside chain, a tip address
+                    below the rent-exempt minimum is logged, or stops the start
 `,
   accounts: `usage: landfall accounts <subcommand> [options]
 

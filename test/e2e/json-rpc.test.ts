@@ -273,10 +273,13 @@ describe('JSON-RPC errors', () => {
     expect(big.body.error.data).toMatchObject({ status: 413, message: 'Payload too large' });
   });
 
-  it('GET / is 405 with Allow: POST', async () => {
-    const r = await fetch(`${s.svc.url}/`);
-    expect(r.status).toBe(405);
-    expect(r.headers.get('allow')).toBe('POST');
+  it('GET / leads a browser to the dashboard; another method is 405 with Allow naming GET and POST', async () => {
+    const r = await fetch(`${s.svc.url}/`, { redirect: 'manual' });
+    expect(r.status).toBe(302);
+    expect(r.headers.get('location')).toBe('/dashboard/');
+    const put = await fetch(`${s.svc.url}/`, { method: 'PUT' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')?.split(', ').sort()).toEqual(['GET', 'POST']);
   });
 
   // Last: it takes every validator down.

@@ -71,6 +71,8 @@ export function nodePermissions(node: string): Permissions {
       `$JS.ACK.LANDFALL_STATUS.node-${node}.>`,
       '$JS.API.CONSUMER.*.KV_landfall-accounts.>',
       '$JS.API.CONSUMER.*.KV_landfall-nodes.>',
+      // The leases' watch of two filters (node.*, takeover.>) creates its consumer on the stream's own subject.
+      '$JS.API.CONSUMER.CREATE.KV_landfall-nodes',
       '$JS.API.DIRECT.GET.KV_landfall-nodes.>',
       '$JS.API.STREAM.MSG.GET.KV_landfall-nodes',
       '$JS.FC.>',

@@ -14,10 +14,11 @@
 //
 // Usage: node scripts/agave-validator.mjs          prints the binary's path (building it if needed)
 //        node scripts/agave-validator.mjs --find   prints the path, or exits 1 without building
-import { accessSync, constants, existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { delimiter, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { executable, onPath } from './executable.mjs';
 
 export const AGAVE_VERSION = '4.2.2';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -26,24 +27,13 @@ export const AGAVE_CACHE_BIN = join(AGAVE_CACHE, 'bin', 'solana-test-validator')
 const SHARED_BIN = join(ROOT, '..', 'shared', 'bin', 'solana-test-validator');
 const DEBIAN_PACKAGES = 'clang libclang-dev protobuf-compiler libudev-dev pkg-config libssl-dev';
 
-function executable(path) {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /** The validator binary's path per the order above, or null when there is none. */
 export function findAgaveValidator() {
   const override = process.env.LANDFALL_AGAVE_VALIDATOR;
   if (override) return executable(override) ? override : null;
   for (const candidate of [SHARED_BIN, AGAVE_CACHE_BIN]) if (executable(candidate)) return candidate;
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && executable(join(dir, 'solana-test-validator'))) return join(dir, 'solana-test-validator');
-  }
-  return null;
+  return onPath('solana-test-validator');
 }
 
 /** One line saying why the Agave tests do not run here (null when a validator was found). */

@@ -10,10 +10,9 @@
 //
 // Usage: node scripts/debian-tools.mjs     prints each tool's path (installing what is missing when possible)
 //        import { findTool, ensureDebianTools } from './debian-tools.mjs'
-import { accessSync, constants, statSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { executable, onPath } from './executable.mjs';
 
 /** Each tool: its binary's name, the variable that overrides it, and the Debian package that has it. */
 export const TOOLS = {
@@ -22,21 +21,13 @@ export const TOOLS = {
   promtool: { bin: 'promtool', env: 'LANDFALL_PROMTOOL', pkg: 'prometheus' },
 };
 
-function executable(path) {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /** The tool's path (override, else PATH), or null. */
 export function findTool(name) {
   const tool = TOOLS[name];
   const override = process.env[tool.env];
   if (override) return executable(override) ? override : null;
-  return findOnPath(tool.bin);
+  return onPath(tool.bin);
 }
 
 /** Why `name` is not available, in one line, or null when it is (for a test's skip message). */
@@ -51,7 +42,7 @@ export function ensureDebianTools({ log = (line) => process.stderr.write(line + 
   const missing = Object.keys(TOOLS).filter((name) => findTool(name) === null);
   if (missing.length === 0) return [];
   const packages = [...new Set(missing.map((name) => TOOLS[name].pkg))];
-  const apt = findOnPath('apt-get');
+  const apt = onPath('apt-get');
   if (process.getuid?.() !== 0 || apt === null) {
     log(`missing ${missing.join(', ')}: cannot install ${packages.join(' ')} here (needs root and apt-get); the tests that use them will say so`);
     return missing;
@@ -65,12 +56,6 @@ export function ensureDebianTools({ log = (line) => process.stderr.write(line + 
     log(`apt-get install ${packages.join(' ')} failed: ${err.message}`);
   }
   return Object.keys(TOOLS).filter((name) => findTool(name) === null);
-}
-
-/** `bin`'s path in a directory of PATH, or null. */
-function findOnPath(bin) {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) if (dir && executable(join(dir, bin))) return join(dir, bin);
-  return null;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -160,10 +160,21 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
 
 /**
  * `LANDFALL_*` variables that are not service settings, so the service leaves them alone: the
- * client's key (`LANDFALL_KEY`, as the client's documentation sets it), the test tooling's
- * binaries (`LANDFALL_NATS_SERVER`, `LANDFALL_AGAVE_VALIDATOR`).
+ * examples' and the client's (`LANDFALL_KEY`, `LANDFALL_URL`, `LANDFALL_URLS`, as their
+ * documentation sets them in the same shell), the test tooling's binaries (`LANDFALL_NATS_SERVER`,
+ * `LANDFALL_AGAVE_VALIDATOR`, `LANDFALL_CHROMIUM`, `LANDFALL_PROMETHEUS`, `LANDFALL_PROMTOOL`).
  */
-const OTHER_VARIABLES = ['LANDFALL_CONFIG', 'LANDFALL_KEY', 'LANDFALL_NATS_SERVER', 'LANDFALL_AGAVE_VALIDATOR'];
+const OTHER_VARIABLES = [
+  'LANDFALL_CONFIG',
+  'LANDFALL_KEY',
+  'LANDFALL_URL',
+  'LANDFALL_URLS',
+  'LANDFALL_NATS_SERVER',
+  'LANDFALL_AGAVE_VALIDATOR',
+  'LANDFALL_CHROMIUM',
+  'LANDFALL_PROMETHEUS',
+  'LANDFALL_PROMTOOL',
+];
 
 /**
  * The keys a config file may hold, and those of its nested objects: a key not here is an error

@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { LandfallError } from '../errors.js';
 import { accountSlot, base58Encode, usage as usageCounters, utcDay } from '../native.js';
+import type { AccountRecord as ClientAccountRecord } from '../client/types.js';
 import type { AccountRecord, Credit, KeyRecord, Store } from '../store/store.js';
 import { generateApiKey, hashApiKey, sameHash } from './api-keys.js';
 import {
@@ -39,23 +40,8 @@ export interface CreatedAccount {
   key_name: string;
 }
 
-/** The account record of spec §2.5. */
-export interface AccountView {
-  plan: PlanName;
-  plan_upgraded_at: string;
-  member_since: string;
-  limits: { max_tps: number; min_tip_bp: number };
-  usage: { service_points: number; transactions_total: number; transactions_today: number };
-  next_tier: null | {
-    plan: PlanName;
-    threshold_bp: number;
-    remaining_bp: number;
-    progress_percent: number;
-    benefits: { new_max_tps: number; new_tip_bp: number; tip_savings_percent: number };
-  };
-  /** Lamports per point (BP), the service's conversion (additive): min tip in lamports = min_tip_bp × this. */
-  lamports_per_point: number;
-}
+/** The account record of spec §2.5, as `GET /v1/account` renders it: the client's own type, one shape for both. */
+export type AccountView = ClientAccountRecord;
 
 export interface AccountsOptions {
   plans: PlanTable;

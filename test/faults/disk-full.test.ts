@@ -19,7 +19,7 @@ import { statusKey } from '../../src/store/status-codec.js';
 import { reserveFor } from '../../src/store/store.js';
 import { waitFor } from '../helpers/localnet.js';
 import { freshMetricsText } from '../helpers/metrics.js';
-import { account, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
+import { account, payer, send, sendBatch, settled, startStack, status, tipped, type Stack, health } from '../helpers/stack.js';
 import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
 
 const SIZE = 64 << 20;
@@ -45,10 +45,6 @@ afterAll(async () => {
   if (!('error' in fs)) fs.unmount();
 });
 
-const health = async (st: Stack) => {
-  const r = await fetch(`${st.svc.url}/health`);
-  return { status: r.status, body: (await r.json()) as any };
-};
 
 /** One unlabelled value from `/metrics`. */
 async function metric(st: Stack, name: string): Promise<number> {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/localnet.js';
 import { freshMetricsText } from '../helpers/metrics.js';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { startStack, type Stack, health } from '../helpers/stack.js';
 import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
 
 const SIZE = 4 << 20;
@@ -38,10 +38,6 @@ afterAll(async () => {
   if (!('error' in fs)) fs.unmount();
 });
 
-const health = async (st: Stack) => {
-  const r = await fetch(`${st.svc.url}/health`);
-  return { status: r.status, body: (await r.json()) as any };
-};
 
 async function dropped(st: Stack): Promise<number> {
   const text = await freshMetricsText(st.svc.url);

@@ -150,6 +150,12 @@ export async function status(s: Endpoint, key: string, signature: string) {
   return { status: r.status, body: (await r.json()) as any };
 }
 
+/** `GET /health` (its details: the test stacks set no metrics token). */
+export async function health(s: Endpoint) {
+  const r = await fetch(`${s.svc.url}/health`);
+  return { status: r.status, body: (await r.json()) as any };
+}
+
 export async function accountView(s: Endpoint, key: string) {
   const r = await fetch(`${s.svc.url}/v1/account?api-key=${key}`);
   return (await r.json()) as any;

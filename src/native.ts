@@ -202,16 +202,17 @@ export function utcDay(ms: number = Date.now()): number {
  * Process-wide per-account usage counters, lock-free, indexed by `accountSlot`: the all-time
  * total and the count of the current UTC day (restarted by the first add of a newer day).
  *
- * The first thread to see an account loads its persisted counts and calls `init` (only one
- * call per index succeeds). An `add` before that still counts and is added to the persisted
- * counts when `init` comes, but `get` answers null and `takeDirty` skips the index until then.
+ * They are the live view only: LMDB's counts are derived from the status records in the records'
+ * own commits (`Store`), and the first thread to see an account loads those and calls `init`
+ * (only one call per index succeeds). An `add` before that still counts and is added to the
+ * loaded counts when `init` comes, but `get` answers null and `takeDirty` skips the index until
+ * then. (`takeDirty`, the changed indexes, served the periodic persist the store's derived counts
+ * replaced; the service no longer calls it.)
  *
  * @example
  * const i = accountSlot(accountId);
- * if (usage.get(i, utcDay()) === null) usage.init(i, persisted.total, persisted.day, persisted.today);
+ * if (usage.get(i, utcDay()) === null) usage.init(i, committed.total, committed.day, committed.today);
  * usage.add(i, 1, utcDay());
- * // one timer, one thread: persist what changed
- * for (const i of usage.takeDirty()) save(accountSlotKey(i)!, usage.get(i, utcDay())!);
  */
 export const usage: {
   /** Load the persisted counts of `index` once; true if this call did it. */

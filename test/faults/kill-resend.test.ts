@@ -13,26 +13,23 @@
  * before a kill never landed). The faults are lifted before the restart, so only a resend can
  * land them; their blockhash is fresh (150 blocks of 100 ms slots), so they can still land.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { Store } from '../../src/store/store.js';
 import { waitFor } from '../helpers/localnet.js';
+import { BIN, serveChild, type ServeChild } from '../helpers/serve-child.js';
 import { tempDir } from '../helpers/tmp.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 import { freshMetricsText } from '../helpers/metrics.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
-const BIN = join(ROOT, 'bin/landfall.js');
 const N = 10;
 
 const tmp = tempDir();
 let net: Localnet;
-let child: ChildProcess | undefined;
-let output = '';
+let service: ServeChild | undefined;
 let readonly: Store | undefined;
 
 beforeAll(async () => {
@@ -40,7 +37,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
-  child?.kill('SIGKILL');
+  await service?.kill();
   await readonly?.close();
   await net?.close();
   tmp.cleanup();
@@ -48,33 +45,8 @@ afterAll(async () => {
 
 /** Start `landfall serve` on the test's cluster; resolves with its URL once it serves. */
 async function serve(): Promise<string> {
-  const config = join(tmp.dir, 'config.json');
-  writeFileSync(config, JSON.stringify({ ingressThreads: 1 }));
-  output = '';
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', join(tmp.dir, 'data'), '--config', config, '--rpc', net.rpcUrl, '--ws', net.wsUrl], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child = proc;
-  proc.stdout!.on('data', (d) => (output += d));
-  proc.stderr!.on('data', (d) => (output += d));
-  return waitFor(
-    'the serve banner',
-    () => {
-      if (proc.exitCode !== null) throw new Error(`landfall serve exited: ${output}`);
-      return /listening on (http:\/\/\S+)/.exec(output)?.[1];
-    },
-    30_000,
-  );
-}
-
-/** The JSON log line with message `msg`, if the service wrote one. */
-function logLine(msg: string): Record<string, unknown> | undefined {
-  for (const line of output.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const o = JSON.parse(line) as Record<string, unknown>;
-    if (o.msg === msg) return o;
-  }
-  return undefined;
+  service = await serveChild({ dataDir: join(tmp.dir, 'data'), rpcUrl: net.rpcUrl, wsUrl: net.wsUrl, config: { ingressThreads: 1 } });
+  return service.url;
 }
 
 async function statusOf(url: string, key: string, signature: string): Promise<{ status: number; body: any }> {
@@ -123,9 +95,9 @@ describe('kill -9 with resend', () => {
     // Right after their records are committed (the store's durability window), kill -9.
     readonly = Store.open(join(tmp.dir, 'data'), { readOnly: true });
     await waitFor('the records committed', () => (txs.every((tx) => readonly!.getStatus(tx.signature)) ? true : undefined), 5_000);
-    child!.kill('SIGKILL');
+    const killed = service!.kill();
     const killedAfterMs = Date.now() - lastAck;
-    await new Promise<void>((r) => (child!.exitCode !== null || child!.signalCode !== null ? r() : child!.once('exit', () => r())));
+    await killed;
     for (const tx of txs) {
       expect(net.receivedBy(tx.signature)).toEqual([]);
       expect(readonly.getStatus(tx.signature)).toMatchObject({ status: 'sent', expired: false });
@@ -149,7 +121,7 @@ describe('kill -9 with resend', () => {
       expect(net.receivedBy(tx.signature).some((x) => x.outcome === 'included')).toBe(true);
     }
     const landedAfterMs = Date.now() - restartedAt;
-    expect(logLine('resumed pending transactions')).toMatchObject({ pending: N, resent: N });
+    expect(service!.logLines('resumed pending transactions')[0]).toMatchObject({ pending: N, resent: N });
     const metrics = await freshMetricsText(url);
     expect(metrics).toMatch(new RegExp(`^landfall_resent_after_restart_total ${N}$`, 'm'));
     console.log(`kill -9 ${killedAfterMs} ms after the last of ${N} acknowledgements (none delivered): all ${N} resent on restart and confirmed within ${landedAfterMs} ms of the restart`);

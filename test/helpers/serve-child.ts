@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { logLines } from './cluster-nodes.js';
 import { waitFor } from './localnet.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -52,15 +53,7 @@ export async function serveChild(o: ServeOptions): Promise<ServeChild> {
     url,
     proc,
     output: () => out,
-    logLines(msg) {
-      const found: Record<string, unknown>[] = [];
-      for (const line of out.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        const o = JSON.parse(line) as Record<string, unknown>;
-        if (o.msg === msg) found.push(o);
-      }
-      return found;
-    },
+    logLines: (msg) => logLines(out).filter((l) => l.msg === msg),
     async kill() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
       await exited;

@@ -11,12 +11,28 @@
 /** The plans, lowest first (the service's `PLAN_ORDER`; `test/unit/client-package.test.ts` checks they agree). */
 export type PlanName = 'starter' | 'growth' | 'pro' | 'whale';
 
+/** Every refusal of the REST API (DECISIONS.md "Error body"); the client throws it as `LandfallApiError`. */
+export interface ErrorBody {
+  success: false;
+  error: {
+    /** The HTTP status. */
+    code: number;
+    /** The spec's message for it ("Tip insufficient"). */
+    message: string;
+    /** The precise cause, for humans. */
+    reason: string;
+  };
+}
+
 /** `POST /v1/send` (spec §2.2), without the `success` flag (always true: a refusal is an error body). */
 export interface SendResult {
   signature: string;
   /** Cluster slot at submission. */
   slot: number;
 }
+
+/** The body of `POST /v1/send`'s 200. */
+export type SendBody = { success: true } & SendResult;
 
 /** One item of `POST /v1/send/batch`'s `results` (spec §2.3). */
 export interface BatchItem {
@@ -27,6 +43,12 @@ export interface BatchItem {
   status: 'sent' | 'failed';
   /** Present when failed: "<spec message>: <reason>". */
   error?: string;
+}
+
+/** The body of `POST /v1/send/batch`'s 200: one result per input transaction, by index. */
+export interface BatchBody {
+  success: true;
+  results: BatchItem[];
 }
 
 /** `GET /v1/status/{signature}` (spec §2.4), plus `expired` once the transaction can no longer land, and why a failed one failed. */

@@ -11,7 +11,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
 import { describeTransactionError } from '../chain/tx-error.js';
-import type { StatusRecord as StatusJson, StreamStatus } from '../client/wire.js';
+import type { BatchBody, SendBody, StatusRecord as StatusJson, StreamStatus } from '../client/wire.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
@@ -114,7 +114,7 @@ function sendHandler(s: Wired): Handler {
     const r = inspectTransaction(transaction, s.tips);
     if (r.ok) ctx.signature = r.tx.signature;
     const sent = await s.core.send(who, r, opts, ctx.receivedAt);
-    return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot }, headers: rateHeaders(sent.rate) };
+    return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot } satisfies SendBody, headers: rateHeaders(sent.rate) };
   };
 }
 
@@ -139,7 +139,7 @@ function batchHandler(s: Wired): Handler {
       return verdicts.map((v, i) => (typeof txs[i] === 'string' ? v : null));
     };
     const { results, rate } = await s.core.sendBatch(who, txs.length, verify, opts, ctx.receivedAt);
-    return { status: 200, body: { success: true, results }, headers: rateHeaders(rate) };
+    return { status: 200, body: { success: true, results } satisfies BatchBody, headers: rateHeaders(rate) };
   };
 }
 

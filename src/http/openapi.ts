@@ -15,14 +15,16 @@
  */
 import type {
   AccountRecord,
+  BatchBody,
   BatchItem,
   DeliveryAttempt,
   DeliveryTrace,
+  ErrorBody,
   NextTier,
   PlanMinimum,
   PlanName,
   PriorityFeeWindow,
-  SendResult,
+  SendBody,
   StatusRecord,
   StreamStatus,
   TipFloorRecord,
@@ -150,24 +152,20 @@ const RETRY_HEADERS = { ...RATE_HEADERS, 'Retry-After': ref('headers', 'RetryAft
 
 /** The error body for one HTTP status, with the spec messages that status can carry there. */
 function errorSchema(status: number, messages: string[]): Schema {
-  return {
-    type: 'object',
-    required: ['success', 'error'],
-    additionalProperties: false,
-    properties: {
+  return closed<ErrorBody>()(
+    {
       success: { const: false },
-      error: {
-        type: 'object',
-        required: ['code', 'message', 'reason'],
-        additionalProperties: false,
-        properties: {
+      error: closed<ErrorBody['error']>()(
+        {
           code: { const: status, description: 'The HTTP status' },
           message: { enum: messages, description: "The spec's message for this status" },
           reason: { type: 'string', minLength: 1, description: 'The precise cause, for humans' },
         },
-      },
+        ['code', 'message', 'reason'],
+      ),
     },
-  };
+    ['success', 'error'],
+  );
 }
 
 function errorResponse(status: number, messages: string[], description: string, headers: Record<string, Ref> = REQUEST_ID): Response {
@@ -854,7 +852,7 @@ export const OPENAPI: OpenApiDocument = {
         additionalProperties: false,
         properties: { transaction: schema('Base64Transaction'), options: { oneOf: [schema('SendOptions'), { type: 'null', description: 'Every default' }] } },
       },
-      SendResult: closed<{ success: true } & SendResult>()(
+      SendResult: closed<SendBody>()(
         {
           success: { const: true },
           signature: schema('Signature'),
@@ -886,7 +884,7 @@ export const OPENAPI: OpenApiDocument = {
         },
         ['index', 'signature', 'status'],
       ),
-      BatchResult: closed<{ success: true; results: BatchItem[] }>()({ success: { const: true }, results: { type: 'array', items: schema('BatchItem') } }, ['success', 'results']),
+      BatchResult: closed<BatchBody>()({ success: { const: true }, results: { type: 'array', items: schema('BatchItem') } }, ['success', 'results']),
       StatusRecord: closed<StatusRecord>()(STATUS_FIELDS, STATUS_REQUIRED),
       DeliveryAttempt: closed<DeliveryAttempt>()(
         {

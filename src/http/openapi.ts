@@ -31,7 +31,7 @@ import type {
   TipFloorWindow,
 } from '../client/wire.js';
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
-import { MSG, REFUSALS, RPC_CODES, type RefusalCode } from '../submission/refusals.js';
+import { REFUSALS, RPC_CODES, type RefusalCode } from '../submission/refusals.js';
 import { TIP_PERCENTILES, TIP_WINDOWS } from '../tracker/tip-floor.js';
 import { BATCH_BODY_LIMIT, openApiPath, ROUTES, type RouteEntry, type RouteId } from './routes.js';
 import { MAX_SIGNATURE_STATUSES } from './json-rpc.js';

@@ -30,7 +30,7 @@ import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { dashboardRoutes } from './dashboard.js';
 import { registerRpcSubscriptions } from './rpc-subscriptions.js';
 import { OPENAPI } from './openapi.js';
-import { ROUTES, type RouteId } from './routes.js';
+import { ROUTES, type RouteEntry, type RouteId } from './routes.js';
 import { Ctx, parseJson, requireJson, type Reply } from './request.js';
 import { isLoopback } from './server.js';
 import { registerStream } from './stream.js';
@@ -45,14 +45,8 @@ export { BATCH_BODY_LIMIT, SEND_BODY_LIMIT } from './routes.js';
 /** `Services` once `buildApp` has filled in the defaults. */
 export type Wired = Services & { telemetry: Telemetry; keys: KeyCache; core: SubmissionCore };
 
-/** One HTTP route: the pattern doubles as the metrics label, so the label set stays bounded. */
-export interface RouteSpec {
-  method: 'get' | 'post';
-  pattern: string;
-  /** Body size limit; null for routes without a body. */
-  body: number | null;
-  handler: Handler;
-}
+/** One HTTP route as registered: where (`RouteEntry`: the pattern doubles as the metrics label) and its handler. */
+export type RouteSpec = Pick<RouteEntry, 'method' | 'pattern' | 'body'> & { handler: Handler };
 
 /** Wrap a handler: capture the request, refuse unsafe framing, optionally start the body, render refusals. */
 export function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler'>) {

@@ -30,8 +30,11 @@ import type {
   TipFloorRecord,
   TipFloorWindow,
 } from '../client/wire.js';
+import type { ClusterHealth } from '../cluster/health.js';
+import type { StoreHealthView } from '../store/store-health.js';
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
 import { REFUSALS, RPC_CODES, type RefusalCode } from '../submission/refusals.js';
+import type { LogHealthView } from '../telemetry/log-sink.js';
 import { TIP_PERCENTILES, TIP_WINDOWS } from '../tracker/tip-floor.js';
 import { BATCH_BODY_LIMIT, openApiPath, ROUTES, type RouteEntry, type RouteId } from './routes.js';
 import { MAX_SIGNATURE_STATUSES } from './json-rpc.js';
@@ -1029,44 +1032,39 @@ export const OPENAPI: OpenApiDocument = {
         properties: {
           status: { enum: ['ok', 'unsynced', 'store_unavailable'], description: 'store_unavailable first when both are wrong' },
           uptime_s: { type: 'integer', minimum: 0 },
-          store: {
-            type: 'object',
-            description: 'Whether the store can commit; while it cannot, sends are refused (500 Delivery failed, Retry-After)',
-            required: ['available', 'reason', 'since', 'free_bytes', 'refused_writes'],
-            additionalProperties: false,
-            properties: {
+          store: closed<StoreHealthView>()(
+            {
               available: { type: 'boolean' },
               reason: { type: ['string', 'null'], description: 'why it cannot commit (disk at its reserve, a failed commit); null while available' },
               since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while available' },
               free_bytes: { type: ['integer', 'null'], minimum: 0, description: "free space on the data directory's filesystem at the last check" },
               refused_writes: { type: 'integer', minimum: 0, description: 'writes refused or failed since it became unavailable' },
             },
-          },
-          log: {
-            type: 'object',
-            description: 'Whether log lines are written; while they cannot be (a full log filesystem), they are dropped and counted and the service serves on',
-            required: ['writing', 'dropped_lines', 'failing_since'],
-            additionalProperties: false,
-            properties: {
+            ['available', 'reason', 'since', 'free_bytes', 'refused_writes'],
+            'Whether the store can commit; while it cannot, sends are refused (500 Delivery failed, Retry-After)',
+          ),
+          log: closed<LogHealthView>()(
+            {
               writing: { type: 'boolean' },
               dropped_lines: { type: 'integer', minimum: 0, description: 'log lines dropped since the start (every thread)' },
               failing_since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while lines are written' },
             },
-          },
-          cluster: {
-            type: 'object',
-            description: 'A node of several (config nats): its link to NATS JetStream and what it shares; absent on a single node',
-            required: ['node', 'nats', 'mode', 'nodes', 'budget', 'replication_backlog'],
-            additionalProperties: false,
-            properties: {
+            ['writing', 'dropped_lines', 'failing_since'],
+            'Whether log lines are written; while they cannot be (a full log filesystem), they are dropped and counted and the service serves on',
+          ),
+          cluster: closed<ClusterHealth>()(
+            {
               node: { type: 'string', description: 'this node' },
-              nats: { enum: ['up', 'down'] },
-              mode: { enum: ['clustered', 'degraded'], description: 'degraded: NATS unreachable, serving from local state, catching up when it returns' },
+              nats: enumOf<ClusterHealth['nats']>()(['up', 'down']),
+              mode: enumOf<ClusterHealth['mode']>()(['clustered', 'degraded'], 'degraded: NATS unreachable, serving from local state, catching up when it returns'),
               nodes: { type: 'array', items: { type: 'string' }, description: 'live nodes, this one included' },
-              budget: { enum: ['shared', 'local-share'], description: "local-share: the account budgets fall back to rate / known nodes" },
+              budget: enumOf<ClusterHealth['budget']>()(['shared', 'local-share'], 'local-share: the account budgets fall back to rate / known nodes'),
               replication_backlog: { type: 'integer', minimum: 0, description: 'status events not yet acknowledged by JetStream' },
+              nats_error: { type: 'string', description: 'while degraded: why NATS refused or failed this node last (authorization, TLS, permissions, unreachable), when there is such a reason' },
             },
-          },
+            ['node', 'nats', 'mode', 'nodes', 'budget', 'replication_backlog'],
+            'A node of several (config nats): its link to NATS JetStream and what it shares; absent on a single node',
+          ),
           chain: {
             type: 'object',
             required: ['synced', 'slot', 'slot_age_ms'],

@@ -49,6 +49,7 @@
 //! waiting after the first write loses none of the later outcomes.
 
 use super::heard::{Heard, HeardSocket, LastHeard};
+use super::unacked::Unacked;
 use super::{check_range, runtime, tls, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
 use quinn::{
@@ -61,7 +62,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::task::{Context, Poll, Waker};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -72,9 +73,6 @@ const HEALTHY_LIFETIME: Duration = Duration::from_secs(10);
 /// On close, how long a connection waits for the peer to acknowledge the streams written on it.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
-/// Written streams are checked for acknowledgement (and forgotten once acknowledged) each time
-/// this many are being tracked.
-const UNACKED_PRUNE_AT: usize = 64;
 
 /// Client settings. `Default` matches what `new QuicClient({ identity })` uses.
 #[derive(Clone, Debug)]
@@ -965,9 +963,9 @@ impl PeerState {
 
     /// Close the open connection once the peer has acknowledged `unacked` (or `CLOSE_LINGER`
     /// has passed), so transactions reported written are not thrown away by the close.
-    async fn close_live(&self, unacked: &mut Vec<SendStream>, reason: &[u8]) {
+    async fn close_live(&self, unacked: &mut Unacked, reason: &[u8]) {
         let deadline = tokio::time::Instant::now() + CLOSE_LINGER;
-        for stream in unacked.drain(..) {
+        for stream in unacked.take() {
             let _ = tokio::time::timeout_at(deadline, stream.stopped()).await;
         }
         let live = lock(&self.link).live.take();
@@ -1022,7 +1020,7 @@ impl PeerState {
 /// A peer's task: takes its queue in order, one transaction at a time, over one connection.
 async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
     // Streams written but maybe not yet acknowledged by the peer.
-    let mut unacked: Vec<SendStream> = Vec::new();
+    let mut unacked = Unacked::default();
     loop {
         let job = match tokio::time::timeout(dialer.cfg.unused_close, jobs.recv()).await {
             Ok(Some(job)) => job,
@@ -1056,7 +1054,7 @@ async fn send_one(
     state: &Arc<PeerState>,
     tx: Bytes,
     gate: Option<&Gate>,
-    unacked: &mut Vec<SendStream>,
+    unacked: &mut Unacked,
 ) -> (bool, Result<(), Failure>) {
     if let Some(g) = gate.filter(|g| g.passed()) {
         return (false, Err(g.missed()));
@@ -1065,20 +1063,8 @@ async fn send_one(
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate).await.map(|stream| {
-        if unacked.len() >= UNACKED_PRUNE_AT {
-            unacked.retain(|s| !settled(s));
-        }
-        unacked.push(stream);
-    });
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate).await.map(|stream| unacked.push(stream));
     (reused, written)
-}
-
-/// Whether a written stream needs no more watching: acknowledged, stopped, or its connection
-/// gone. One poll, never waits.
-fn settled(stream: &SendStream) -> bool {
-    let stopped = std::pin::pin!(stream.stopped());
-    stopped.poll(&mut Context::from_waker(Waker::noop())).is_ready()
 }
 
 impl Dialer {

@@ -24,6 +24,7 @@ mod heard;
 mod lossy;
 mod server;
 mod tls;
+mod unacked;
 
 pub use client::{
     tpu_client_config, ClientConfig, Dispatched, FailReason, FirstSend, OutcomeCount, PeerStats, QuicClient, SendOutcome,

@@ -54,11 +54,6 @@ impl Unacked {
         self.sweep_at = SWEEP_FLOOR;
         self.streams.drain(..)
     }
-
-    #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
-        self.streams.len()
-    }
 }
 
 /// Whether a written stream needs no more watching: acknowledged, stopped, or its connection

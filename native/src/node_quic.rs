@@ -29,10 +29,10 @@ pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, JsCode> {
 }
 
 /// TPU addresses parsed once. The hot path sends each transaction to the same few leaders
-/// for a whole slot, so the JS side builds one handle per leader set (when the schedule or
-/// contact info changes) and passes it to `sendFirst` / `sendMany` / `prewarm` instead of the
-/// strings: a call then neither copies the strings out of V8 nor parses them again (measured
-/// in `docs/native.md`, "Targets").
+/// for a whole slot, so the JS side builds one handle per leader set (a slot's route) and
+/// passes it to `sendFirst` / `sendMany` / `prewarm` instead of the strings: a call then
+/// neither copies the strings out of V8 nor parses them again (measured in `docs/native.md`,
+/// "Targets").
 #[napi]
 pub struct TpuTargets {
     parsed: Parsed,

@@ -76,9 +76,9 @@ export class FirstSender {
   private sentIn = new Set<string>();
   private sentSlot = -1;
   /**
-   * Targets by route, built once per leader set, not per request: the texts (results name targets
-   * by them) and the native handle `sendFirst` takes, parsed once (fast path: a call with it copies
-   * no strings out of V8 and parses no address).
+   * Targets by route (a slot snapshot's), built once, not per request: the texts (results name
+   * targets by them) and the native handle `sendFirst` takes, parsed once (fast path: a call with
+   * it copies no strings out of V8 and parses no address).
    */
   private readonly targets = new WeakMap<Leader[], { texts: string[]; handle: TpuTargets }>();
 

@@ -2,15 +2,12 @@
 //! written once, as a method. The back-off and reconnect policy read straight off the state.
 //!
 //! ```text
-//!            start_dial              connected
-//!   Idle ───────────────▶ Dialing ─────────────▶ Live
-//!    ▲  ▲                   │ dial_failed          │ lost (peer closed, stale, broke)
-//!    │  │ dial_failed       │ (peer's doing)       ▼
-//!    │  └── (ours) ─────────┤                   Backoff ── until passes: dials again
-//!    │                      └─────────────────────▶ ▲
-//!    └──────────── dropped (we closed it: unused) ── Live
-//!
-//!   any state ── shut (client closed) ──▶ Shut (a handshake that completes now is closed)
+//!   Idle ──start_dial──▶ Dialing ──connected──▶ Live ──lost──▶ Backoff
+//!    ▲                     │  └──dial_failed (peer's doing)──────▲   │
+//!    ├──dial_failed (ours)─┘                                        │
+//!    ├──dropped (we closed it: unused)── Live                       │
+//!    └──────────── the back-off runs out: the next send dials ──────┘
+//!   any state ──shut (client closed)──▶ Shut   (a handshake completing then is closed)
 //! ```
 //!
 //! Generic over the connection (`C`) and the handle of a handshake under way (`D`) so the

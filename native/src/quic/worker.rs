@@ -2,6 +2,7 @@
 //! machine behind a mutex) and the task that takes its queue in order, one transaction at a
 //! time, over one connection (see `client.rs` for why one writer per connection).
 
+use super::config::ClientConfig;
 use super::dialer::{dial, Dialed, Dialer};
 use super::gate::Gate;
 use super::heard::{Heard, LastHeard};
@@ -138,14 +139,14 @@ impl PeerState {
     }
 
     /// The watcher's report that connection `id` closed with `err`.
-    pub(super) fn note_closed(&self, id: usize, err: &ConnectionError, cfg: &super::ClientConfig) {
+    pub(super) fn note_closed(&self, id: usize, err: &ConnectionError, cfg: &ClientConfig) {
         let mut link = lock(&self.link);
         if link.live().is_some_and(|c| c.stable_id() == id) {
             Self::closed(&mut link, err, Instant::now(), cfg);
         }
     }
 
-    fn closed(link: &mut Link<Connection, DialWait>, err: &ConnectionError, now: Instant, cfg: &super::ClientConfig) {
+    fn closed(link: &mut Link<Connection, DialWait>, err: &ConnectionError, now: Instant, cfg: &ClientConfig) {
         // Our own close (unused connection, client closing) is not the peer's doing.
         if matches!(err, ConnectionError::LocallyClosed) {
             link.dropped();

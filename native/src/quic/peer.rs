@@ -338,6 +338,15 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_shut_before_it_ever_dialled_never_dials() {
+        let now = Instant::now();
+        let mut link = TestLink::default();
+        assert_eq!(link.shut(), None);
+        assert_eq!(refused(&link, now).reason, FailReason::ClientClosed);
+        assert_eq!(link.dropped(), None);
+    }
+
+    #[test]
     fn shutting_down_in_back_off_ends_the_back_off() {
         let now = Instant::now();
         let mut link = live_link(1, now);

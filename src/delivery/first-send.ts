@@ -16,7 +16,7 @@
  * belong to a chain that is gone.
  */
 import { Histogram } from 'prom-client';
-import type { QuicClient } from '../../native/index.js';
+import { TpuTargets, type QuicClient } from '../../native/index.js';
 import type { ChainViewReplica, Leader, Route } from './chain-view.js';
 import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
 import { outcomeOf, packAttempt, type PackedAttempts } from './trace.js';
@@ -75,8 +75,12 @@ export class FirstSender {
   /** Signatures sent in `sentSlot` (a resubmission within its slot is not resent). */
   private sentIn = new Set<string>();
   private sentSlot = -1;
-  /** Target lists by route, so a slot's arrays are built once, not per request. */
-  private readonly targets = new WeakMap<Leader[], string[]>();
+  /**
+   * Targets by route (a slot snapshot's), built once, not per request: the texts (results name
+   * targets by them) and the native handle `sendFirst` takes, parsed once (fast path: a call with
+   * it copies no strings out of V8 and parses no address).
+   */
+  private readonly targets = new WeakMap<Leader[], { texts: string[]; handle: TpuTargets }>();
 
   constructor(
     private readonly client: QuicClient,
@@ -116,11 +120,15 @@ export class FirstSender {
    * anyway — the targets neither written nor failed by then are `pending`).
    */
   private async round(leaders: Leader[], wire: Buffer, receivedAt: bigint, budgetMs: number, failures: string[], attempts: PackedAttempts): Promise<boolean> {
-    let targets = this.targets.get(leaders);
-    if (targets === undefined) this.targets.set(leaders, (targets = tpuTargets(leaders)));
+    let cached = this.targets.get(leaders);
+    if (cached === undefined) {
+      const texts = tpuTargets(leaders);
+      this.targets.set(leaders, (cached = { texts, handle: new TpuTargets(texts) }));
+    }
+    const targets = cached.texts;
     if (targets.length === 0 || budgetMs < 1) return false;
     const t0 = process.hrtime.bigint();
-    const r = await this.client.sendFirst(targets, wire, Math.floor(budgetMs));
+    const r = await this.client.sendFirst(cached.handle, wire, Math.floor(budgetMs));
     const sinceUs = Number(t0 - receivedAt) / 1000;
     for (const f of r.failures) {
       const reason = f.reason ?? 'other';

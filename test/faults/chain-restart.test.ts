@@ -28,7 +28,7 @@ import { fetchMetric } from '../helpers/metrics.js';
 import { tempDir } from '../helpers/tmp.js';
 import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
 
-/** The QUIC client's alive window (native/src/quic/client.rs, `ClientConfig::alive_window`). */
+/** The QUIC client's alive window (native/src/quic/config.rs, `ClientConfig::alive_window`). */
 const ALIVE_WINDOW_MS = 1_500;
 /** A request's whole answer: the first-send budget plus HTTP, auth, inspect and record on a shared 2-core machine. */
 const ANSWER_WITHIN_MS = FIRST_SEND_BUDGET_MS + 500;

@@ -183,7 +183,7 @@ async function inspectCost(stack: Stack): Promise<SendResult['inspect']> {
 // ---- the peer ------------------------------------------------------------------------------
 
 /** The peer, with the stack's tip addresses and (the current) bench key, kept for its whole life. */
-async function startPeerServer(stack: Stack): Promise<{ server: Server; child: Child }> {
+export async function startPeerServer(stack: Stack): Promise<{ server: Server; child: Child }> {
   const child = await spawnChild('peer', new URL('./peer/host.ts', import.meta.url), INSTRUMENT);
   const apiKey = stack.apiKey;
   const { url } = await child.call<{ url: string }>('start', {

@@ -28,17 +28,16 @@ import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { INSTRUMENT, spawnChild, type Child } from './lib/child.js';
 import {
+  childServer,
   fmtUs,
   landfallServer,
   loadMs,
-  loopDelaysOf,
   maxPhase,
   ratePhase,
   settleUntilIdle,
   SINGLE_SEND,
   type Phase,
   type Server,
-  type ServerStats,
 } from './lib/phase.js';
 import { allCores, canPin, pin } from './lib/pin.js';
 import { defaultIngressThreads, SINK_CLUSTER, startStack, TIP_LAMPORTS, type Stack } from './lib/stack.js';
@@ -125,17 +124,7 @@ async function startFloorServer(stack: Stack): Promise<{ server: Server; child: 
     apiKey,
     minTipLamports: BigInt(TIP_LAMPORTS),
   });
-  const server: Server = {
-    name: 'floor',
-    url,
-    apiKey,
-    pid: child.pid,
-    reset: () => child.call('reset'),
-    snapshot: () => child.call<ServerStats>('snapshot'),
-    settle: () => settleUntilIdle(() => child.call<number>('inFlight')),
-    loopDelays: loopDelaysOf(() => child),
-  };
-  return { server, child };
+  return { server: childServer(child, url, apiKey, () => settleUntilIdle(() => child.call<number>('inFlight'))), child };
 }
 
 /** `server`, pinned to `cpus` before each phase (after `prepare`, which may start a new process). */

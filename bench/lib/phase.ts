@@ -120,6 +120,23 @@ export function loopDelaysOf(child: () => Child): ThreadLoopDelaysOf {
   };
 }
 
+/**
+ * A server under test in a child process whose host answers `reset` and `snapshot` (the peer,
+ * the floor); `settle` waits for its leftover work (default: it leaves none).
+ */
+export function childServer(child: Child, url: string, apiKey: string, settle: () => Promise<Settle> = async () => ({ ms: 0, complete: true })): Server {
+  return {
+    name: child.name,
+    url,
+    apiKey,
+    pid: child.pid,
+    reset: () => child.call('reset'),
+    snapshot: () => child.call<ServerStats>('snapshot'),
+    settle,
+    loopDelays: loopDelaysOf(() => child),
+  };
+}
+
 /** Wait until `inFlight()` (transactions with rebroadcasts left) is 0, or `SETTLE_MS` passed. */
 export async function settleUntilIdle(inFlight: () => Promise<number>): Promise<Settle> {
   const t0 = performance.now();

@@ -3,6 +3,7 @@
  *
  *   npm run bench              # every suite
  *   npm run bench -- native    # the named suites only
+ *   npm run bench -- --docs    # only rebuild the docs blocks from bench/results/*.json
  *
  * Each suite is a module exporting `suite: Suite` (`bench/lib/suite.ts`): `{ name, title, run(),
  * readmeTable(result) }`. For each suite run, the result is written to
@@ -94,6 +95,11 @@ async function updateDocs(): Promise<void> {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2).filter((a) => a !== '--');
+  if (args.includes('--docs')) {
+    // Rebuild the blocks from the results files only (after changing how a suite renders them).
+    await updateDocs();
+    return;
+  }
   const unknown = args.filter((a) => !(a in SUITES));
   if (unknown.length > 0) {
     console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${Object.keys(SUITES).join(', ')}`);

@@ -336,7 +336,7 @@ function otherSuiteRow(suite: string, targetId: string, id: string, measure: str
     value = r.targets?.find((t) => t.id === targetId)?.measured ?? Number.NaN;
     date = r.machine?.date?.slice(0, 10) ?? '';
   }
-  return ratioRow(id, measure, before, limit, '<=', value, `${suite} suite${date ? `, ${date}` : ''}`);
+  return ratioRow(id, measure, before, limit, '<=', value, `the \`${suite}\` suite${date ? ` (run ${date})` : ' (not run)'}`);
 }
 
 /** Every row of the README table: this suite's, then the status and cluster suites'. */

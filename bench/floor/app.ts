@@ -18,7 +18,7 @@ import * as uWS from 'uWebSockets.js';
 import { inspect, QuicClient, TipSet } from '../../native/index.js';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
 import { QUIC_QUEUE_PER_PEER } from '../../src/delivery/engine.js';
-import { FIRST_SEND_BUDGET_MS } from '../../src/delivery/first-send.js';
+import { FIRST_SEND_BUDGET_MS, tpuTargets } from '../../src/delivery/first-send.js';
 
 /** The service's defaults: leaders per send, rebroadcast rounds, leaders pre-warmed each slot. */
 const FANOUT = 2;
@@ -57,11 +57,10 @@ export async function startFloor(opts: FloorOptions): Promise<Floor> {
   let slot = 0;
   let flights: Flight[] = [];
 
-  const route = (): string[] => leaders.upcoming(FANOUT).flatMap((l) => (l.tpuQuic ? [l.tpuQuic] : []));
   const onSlot = (s: number): void => {
     slot = s;
-    targets = route();
-    client.prewarm(leaders.upcoming(PREWARM, () => true, 256).flatMap((l) => (l.tpuQuic ? [l.tpuQuic] : [])));
+    targets = tpuTargets(leaders.upcoming(FANOUT));
+    client.prewarm(tpuTargets(leaders.upcoming(PREWARM, () => true, 256)));
     const due: Buffer[] = [];
     const kept: Flight[] = [];
     for (const f of flights) {

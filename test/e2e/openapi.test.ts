@@ -20,10 +20,10 @@ import { BATCH_BODY_LIMIT, buildApp, SEND_BODY_LIMIT } from '../../src/http/api.
 import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
-import { unreachableDelivery } from '../helpers/guard-delivery.js';
-import { account, payer, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, makeTipAddresses, transfer, web3Base58 } from '../helpers/transactions.js';
+import { unreachableDelivery } from '../../harness/guard-delivery.js';
+import { account, payer, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, makeTipAddresses, transfer, web3Base58 } from '../../harness/transactions.js';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QuicClient, QuicServer, sendOutcomeReasons, TpuTargets, type ReceivedTransaction } from '../../native/index.js';
 import type { FirstSend, OutcomeCount } from '../../src/native.js';
-import { expectCode } from '../helpers/expect-code.js';
+import { expectCode } from '../../harness/expect-code.js';
 
 const MAX_TX = 1232;
 const UNDIALABLE = '127.0.0.1:0';

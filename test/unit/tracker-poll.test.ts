@@ -10,9 +10,9 @@ import { Rpc } from '../../src/chain/rpc.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { Store } from '../../src/store/store.js';
 import { Tracker } from '../../src/tracker/tracker.js';
-import { waitFor } from '../helpers/localnet.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../../harness/localnet.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
 
 /** A real RPC client that counts how often each signature was polled (not the expiry's history look). */
 class CountingRpc extends Rpc {

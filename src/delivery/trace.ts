@@ -12,7 +12,7 @@
  * - holds and releases: the rebroadcast scheduler's own decisions.
  * The main thread keeps a transaction's trace in memory while it is in flight (`TraceBook`) and
  * writes it once, with the status records' grouped commit, when its last round is over; the
- * final state is read off the status record when the trace is shown (`traceView`).
+ * final state is read off the status record when the trace is shown (`traceView`, src/http/api.ts).
  */
 import { describeTransactionError } from '../chain/tx-error.js';
 import { ATTEMPT_OUTCOMES, MAX_ATTEMPTS, type Attempt, type AttemptOutcome, type StatusRecord, type Trace } from '../store/records.js';
@@ -116,32 +116,4 @@ export function finalState(rec: StatusRecord, t: Trace): FinalState {
     return { state: 'expired', cause: `expired: ${why}, ${leaders}` };
   }
   return { state: 'pending', cause: `pending: not landed yet, ${leaders}` };
-}
-
-/** The trace of `GET /v1/status/{signature}/trace`. */
-export function traceView(rec: StatusRecord, t: Trace): Record<string, unknown> {
-  const { reached, tried } = leadersReached(t);
-  const final = finalState(rec, t);
-  return {
-    signature: rec.signature,
-    status: rec.status,
-    ...(rec.expired && { expired: true }),
-    final_state: final.state,
-    cause: final.cause,
-    latency_ms: rec.latencyMs,
-    ...(rec.err !== undefined && { err: rec.err }),
-    leaders_reached: reached,
-    leaders_tried: tried,
-    attempts: t.attempts.map((a) => ({
-      at_us: a.atUs,
-      slot: a.slot,
-      round: a.round,
-      leader: a.leader,
-      tpu: a.tpu,
-      outcome: a.outcome,
-      close_code: a.closeCode,
-      reason: a.reason,
-    })),
-    attempts_omitted: t.omitted,
-  };
 }

@@ -50,22 +50,20 @@ export interface StoreOptions {
 const PROBE_KEY = 'store_probe';
 
 export class Store {
+  // The tables other code reads directly (a key cache renewing its snapshot, tests, tools); the
+  // rest are the pieces' own (`tables.ts`).
   readonly root: RootDatabase;
   readonly accounts: Database<AccountRecord, string>;
-  readonly usage: Database<UsageRecord, string>;
   readonly apiKeys: Database<KeyRecord, Buffer>;
-  readonly keyNames: Database<Buffer, [string, string]>;
   /** Status records: signature bytes → `status-codec.ts` value. */
   readonly status: Database<Buffer, Buffer>;
-  /** Delivery traces (`trace-codec.ts`), keyed like `status`, pruned with it. */
-  readonly traces: Database<Buffer, Buffer>;
-  readonly meta: Database<unknown, string>;
   /** Status records moved from the old layout when this store was opened (0 if none). */
   readonly migrated: number;
   /** Whether the store can commit: one state for every thread of the process. */
   readonly health: StoreHealth;
   readonly log: StoreLog;
 
+  private readonly meta: Database<unknown, string>;
   private readonly guard: DiskGuard;
   private readonly window: CommitWindow;
   private readonly accountTables: AccountTables;
@@ -90,7 +88,7 @@ export class Store {
       if (!room.ok) throw new StoreUnavailableError(`cannot create the store in ${path}: ${room.reason}`);
     }
     const t: Tables = openTables(path, readOnly);
-    ({ root: this.root, accounts: this.accounts, usage: this.usage, apiKeys: this.apiKeys, keyNames: this.keyNames, status: this.status, traces: this.traces, meta: this.meta } = t);
+    ({ root: this.root, accounts: this.accounts, apiKeys: this.apiKeys, status: this.status, meta: this.meta } = t);
     this.window = new CommitWindow(t, this.guard, path, opts.commitWindowMs ?? COMMIT_WINDOW_MS, opts.ackSyncMs);
     this.accountTables = new AccountTables(t, this.guard);
     this.statusTables = new StatusTables(t, this.guard, this.window, this.accountTables, path);

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { DEFAULT_CONFIG } from '../src/config.js';
-import { startService } from '../src/service.js';
+import { startServiceOnChain } from '../src/cli/chain.js';
 
 const seconds = Number(process.argv[2] ?? 10);
 const CONNECTIONS = 16;
@@ -41,7 +41,8 @@ async function flood(pool: Pool, kind: { path: string; headers?: Record<string, 
 
 const dir = mkdtempSync(join(tmpdir(), 'landfall-log-flood-'));
 const logFile = join(dir, 'landfall.log');
-const svc = await startService({ ...DEFAULT_CONFIG, port: 0, dataDir: join(dir, 'data'), logLevel: 'info', logFile, localnet: { validators: 1, slotMs: 400, rpcPort: 0 } });
+const running = await startServiceOnChain({ ...DEFAULT_CONFIG, port: 0, dataDir: join(dir, 'data'), logLevel: 'info', logFile, localnet: { validators: 1, slotMs: 400, rpcPort: 0 } });
+const svc = running.service;
 const pool = new Pool(svc.url, { connections: CONNECTIONS });
 const size = () => statSync(logFile).size;
 const settle = () => new Promise((r) => setTimeout(r, 1_500)); // past the log's flush interval
@@ -58,6 +59,6 @@ try {
   console.log(JSON.stringify({ seconds, connections: CONNECTIONS, ingressThreads: svc.config.ingressThreads, rows }, null, 2));
 } finally {
   await pool.close();
-  await svc.close();
+  await running.close();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,7 +1,8 @@
 /**
  * The whole service in one process: store, accounts, rate limits, the delivery engine and the
- * confirmation tracker, behind the HTTP API. With no chain node configured it starts the
- * embedded local cluster and points everything at it, exactly as it would at a real node.
+ * confirmation tracker, behind the HTTP API, delivering to the chain at `config.rpcUrl` (and
+ * `wsUrl`). Which chain that is, a real one or the embedded local cluster the CLI starts
+ * (`src/cli/chain.ts`), it does not know.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { enableBudgetShares } from './accounts/budget-shares.js';
 import { InFlight } from './accounts/in-flight.js';
 import { RateLimiter } from './accounts/rate-limiter.js';
 import { deriveWsUrl, type Config } from './config.js';
+import { LandfallError } from './errors.js';
 import type { Accepted } from './delivery/delivery.js';
 import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
@@ -20,7 +22,6 @@ import { ensurePortFree, isLoopback, listen, type RunningServer } from './http/s
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
-import { startLocalnet, type Localnet } from './localnet/index.js';
 import { ACCOUNT_SLOTS, TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { StoreHealth } from './store/store-health.js';
@@ -35,8 +36,6 @@ import { Tracker, type StatusChange } from './tracker/tracker.js';
 import type { Cluster } from './cluster/index.js';
 import type { ClusterHealth } from './cluster/health.js';
 
-/** Lamports airdropped to each tip address on the local cluster, so any tip leaves it rent-exempt. */
-const LOCALNET_TIP_FUNDING = 1_000_000_000;
 /** How often the ingress threads are told the cluster's state (for their `/health`). */
 const CLUSTER_HEALTH_MS = 250;
 
@@ -51,8 +50,6 @@ export interface Service {
   engine: Engine;
   tracker: Tracker;
   tipAddresses: string[];
-  /** The embedded cluster, when no chain node was configured. */
-  localnet: Localnet | null;
   rpcUrl: string;
   wsUrl: string;
   /** Status changes (confirmed, failed, expired) as the tracker writes them. */
@@ -75,13 +72,16 @@ export interface Service {
 }
 
 export interface ServiceOptions {
-  /** Extra options for the embedded cluster (tests: faster slots, faults). */
-  localnet?: Parameters<typeof startLocalnet>[0];
+  /** Logged at warn once serving: what the caller knows of the chain that the service does not (the CLI: "the embedded test cluster"). */
+  chainWarning?: string;
   /** Wait this long for the chain view before serving (default 15 s). */
   readyTimeoutMs?: number;
 }
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
+  const rpcUrl = config.rpcUrl;
+  if (rpcUrl === null) throw new LandfallError('CONFIG_INVALID', 'no chain configured: set rpcUrl (`landfall serve` starts a local test cluster when none is set)');
+  const wsUrl = config.wsUrl ?? deriveWsUrl(rpcUrl);
   const cleanup: Array<() => unknown> = [];
   // Before anything starts: a port another process holds is refused, not shared (SO_REUSEPORT).
   await ensurePortFree(config.host, config.port);
@@ -102,18 +102,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     const tips = new TipSet(tipAddresses);
     const identity = loadIdentity(config.dataDir, config.identityPath ?? undefined);
 
-    let localnet: Localnet | null = null;
-    let rpcUrl = config.rpcUrl;
-    let wsUrl = config.wsUrl ?? (rpcUrl ? deriveWsUrl(rpcUrl) : null);
-    if (rpcUrl === null || wsUrl === null) {
-      localnet = await startLocalnet({ ...config.localnet, ...opts.localnet });
-      const net = localnet;
-      cleanup.push(() => net.close());
-      rpcUrl = localnet.rpcUrl;
-      wsUrl = localnet.wsUrl;
-      for (const tip of tipAddresses) await localnet.airdrop(tip, LOCALNET_TIP_FUNDING);
-    }
-
     const engine = new Engine({
       rpcUrl,
       wsUrl,
@@ -124,12 +112,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     cleanup.push(() => engine.close());
     engine.traces.store = store;
     await engine.ready(opts.readyTimeoutMs ?? 15_000);
-    if (localnet === null) {
-      // A chain this service does not own: its tip addresses must already be rent-exempt.
-      await checkTipRent(engine.leaders.rpc, tipAddresses, config.tipRentCheck, (message, short) =>
-        telemetry.log.warn({ tipAddresses: short.map((s) => s.address) }, message),
-      );
-    }
+    // The tip addresses must already be rent-exempt (on the embedded cluster the CLI funded them).
+    await checkTipRent(engine.leaders.rpc, tipAddresses, config.tipRentCheck, (message, short) =>
+      telemetry.log.warn({ tipAddresses: short.map((s) => s.address) }, message),
+    );
 
     const listeners = new Set<(c: StatusChange) => void>();
     let ingress: IngressPool | null = null;
@@ -296,7 +282,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       adminUrl = `http://${config.adminHost}:${admin.port}`;
     }
     telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
-    if (localnet) telemetry.log.warn({ rpc: rpcUrl }, 'no chain configured (rpcUrl): transactions go to the embedded local test cluster, not to Solana');
+    if (opts.chainWarning) telemetry.log.warn({ rpc: rpcUrl }, opts.chainWarning);
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
       telemetry.log.warn({ host: config.host }, '/metrics is not served on a non-loopback address without metricsToken: set metricsToken or adminPort to scrape it');
     }
@@ -311,7 +297,6 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       engine,
       tracker,
       tipAddresses,
-      localnet,
       rpcUrl,
       wsUrl,
       onStatus(listener) {

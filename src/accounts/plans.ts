@@ -3,9 +3,10 @@
  * Defaults are DECISIONS.md's table; the whole table is configurable.
  */
 import { LandfallError } from '../errors.js';
+import { PLAN_ORDER, type PlanName } from '../store/records.js';
 
-export const PLAN_ORDER = ['starter', 'growth', 'pro', 'whale'] as const;
-export type PlanName = (typeof PLAN_ORDER)[number];
+// The names are stored in every account record, so the store owns them.
+export { PLAN_ORDER, type PlanName };
 
 export interface Plan {
   /** Send transactions per second (token bucket rate; capacity = one second of burst). */

@@ -19,8 +19,10 @@ import { addTip, LandfallApiError, LandfallClient, type DeliveryTrace, type Stat
 import { DEFAULT_CONFIG, type Config } from '../config.js';
 import { LandfallError } from '../errors.js';
 import type { Fault } from '../localnet/faults.js';
-import { startService, type Service } from '../service.js';
+import type { Localnet } from '../localnet/index.js';
+import type { Service } from '../service.js';
 import { parseOptions } from './args.js';
+import { startServiceOnChain, type ServiceOnChain } from './chain.js';
 
 /** Every n-th transaction is built to fail on chain. */
 const FAIL_EVERY = 5;
@@ -86,7 +88,7 @@ export async function demoCommand(argv: string[], write: Write, tty: boolean): P
   // The service's request log would scroll the table away: it goes to a file.
   const logFile = values.log ?? join(dataDir, 'service.log');
   const config: Config = { ...DEFAULT_CONFIG, port: 0, dataDir, logFile };
-  let svc: Service | undefined;
+  let running: ServiceOnChain | undefined;
   let client: LandfallClient | undefined;
   let ran = false;
   try {
@@ -94,17 +96,19 @@ export async function demoCommand(argv: string[], write: Write, tty: boolean): P
       `starting the local cluster (${config.localnet.validators} validators, ${config.localnet.slotMs} ms slots) and the service…\n` +
         `service log: ${values.log ?? 'in the temporary data directory, removed at the end (--log FILE keeps it)'}\n`,
     );
-    svc = await startService(config);
+    running = await startServiceOnChain(config);
+    const { service: svc, localnet: net } = running;
     if (!interrupted) {
       client = new LandfallClient({ url: svc.url, apiKey: svc.accounts.createAccount('demo', plan).api_key });
       ran = true;
-      await new Demo(svc, client, { durationS, rate, plan, write: out, tty, stopped: () => interrupted }).run();
+      // The config names no chain: the service runs on the embedded cluster started for it.
+      await new Demo(svc, net!, client, { durationS, rate, plan, write: out, tty, stopped: () => interrupted }).run();
     }
     // Stopped by Ctrl-C while it ran: a normal end. Stopped before it ran: 128 + SIGINT.
     return ran ? 0 : 130;
   } finally {
     client?.close();
-    await svc?.close();
+    await running?.close();
     removeDataDir();
     for (const sig of signals) process.removeListener(sig, interrupt);
     process.stdout.removeListener('error', onOutputError);
@@ -196,6 +200,8 @@ class Demo {
 
   constructor(
     private readonly svc: Service,
+    /** The embedded cluster the demo runs on (its config names no chain), where it funds its payer and sets faults. */
+    private readonly net: Localnet,
     private readonly client: LandfallClient,
     private readonly o: DemoOptions,
   ) {
@@ -203,7 +209,7 @@ class Demo {
   }
 
   async run(): Promise<void> {
-    const net = this.svc.localnet!;
+    const net = this.net;
     await net.airdrop(this.payer.publicKey, BigInt(PAYER_SOL * LAMPORTS_PER_SOL));
     const stream = this.client.stream();
     stream.onStatus((r) => this.tally.record(r));
@@ -251,7 +257,7 @@ class Demo {
 
   /** What happened to a few of the failed and expired ones, from their delivery traces. */
   private async showTraces(): Promise<void> {
-    const names = new Map(this.svc.localnet!.validators.map((v) => [v.identity, v.name]));
+    const names = new Map(this.net.validators.map((v) => [v.identity, v.name]));
     for (const state of ['failed', 'expired'] as const) {
       for (const sig of this.tally.inState(state).slice(0, TRACES_SHOWN)) {
         try {

@@ -6,8 +6,9 @@ import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config.js';
 import { NATS_CLI_OPTIONS, natsFlagsOf } from '../config-nats.js';
 import { LandfallError } from '../errors.js';
-import { startService, type Service } from '../service.js';
+import type { Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
+import { startServiceOnChain, type ServiceOnChain } from './chain.js';
 import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
 import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
@@ -40,26 +41,26 @@ async function serve(argv: string[]): Promise<void> {
     ...natsFlagsOf(values),
     localnetRpcPort: values['localnet-rpc-port'],
   });
-  const service = await startService(config);
-  process.stdout.write(banner(service));
+  const running = await startServiceOnChain(config);
+  process.stdout.write(banner(running));
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    void service.close().finally(() => process.exit(0));
+    void running.close().finally(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }
 
-function banner(s: Service): string {
-  const chain = s.localnet
+function banner({ service: s, localnet }: ServiceOnChain): string {
+  const chain = localnet
     ? `EMBEDDED LOCAL TEST CLUSTER, NOT SOLANA\n` +
       `  !!! No setting names a chain (--rpc, rpcUrl, LANDFALL_RPC_URL), so this process runs a local test\n` +
       `  !!! cluster and every transaction goes there: nothing reaches mainnet, devnet or testnet.\n` +
       `  !!! Pass --rpc URL (or rpcUrl in the config file) to deliver to a real chain.\n` +
       `    RPC  ${s.rpcUrl}\n    WS   ${s.wsUrl}\n` +
-      s.localnet.validators.map((v) => `    validator ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}\n`).join('')
+      localnet.validators.map((v) => `    validator ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}\n`).join('')
     : `chain node ${s.rpcUrl} (ws ${s.wsUrl})\n`;
   return (
     `landfall listening on ${s.url}\n` +

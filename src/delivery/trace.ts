@@ -12,62 +12,12 @@
  * - holds and releases: the rebroadcast scheduler's own decisions.
  * The main thread keeps a transaction's trace in memory while it is in flight (`TraceBook`) and
  * writes it once, with the status records' grouped commit, when its last round is over; the
- * final state is read off the status record when the trace is shown (`traceView`).
+ * final state is read off the status record when the trace is shown (`traceView`, src/http/api.ts).
  */
 import { describeTransactionError } from '../chain/tx-error.js';
-import type { DeliveryTrace } from '../client/wire.js';
-import type { StatusRecord } from '../store/records.js';
+import { ATTEMPT_OUTCOMES, MAX_ATTEMPTS, type Attempt, type AttemptOutcome, type StatusRecord, type Trace } from '../store/records.js';
 
-/** What became of one attempt. */
-export type AttemptOutcome =
-  /** The stream was written on a live connection to the leader. */
-  | 'written'
-  /**
-   * Queued to the leader, outcome not awaited: the first send answers as soon as one leader has
-   * the transaction, and the others' outcomes only reach the metrics.
-   */
-  | 'pending'
-  /** The validator closed the connection (or stopped the stream) with a close code. */
-  | 'refused'
-  /** Not attempted: the leader failed recently (the close code that caused it, if any). */
-  | 'backoff'
-  /** Not attempted: the connection's write queue was full. */
-  | 'queue_full'
-  /** Any other failure (`reason` says which: handshake_timeout, connect_failed, deadline, ...). */
-  | 'failed'
-  /** Held for anti-MEV: the current leader is on the blocklist. */
-  | 'held'
-  /** Released from an anti-MEV hold (or sent again after a restart) at a permitted leader. */
-  | 'released';
-
-export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released'];
-
-export interface Attempt {
-  /** Microseconds since the request was received. */
-  atUs: number;
-  slot: number;
-  /** 0 for the first send, n for the n-th rebroadcast round. */
-  round: number;
-  /** Leader identity (base58), when known. */
-  leader: string | null;
-  /** TPU QUIC address written to ("ip:port"); null for holds and releases. */
-  tpu: string | null;
-  outcome: AttemptOutcome;
-  /** The validator's QUIC close code behind a failure (or a back-off), if any. */
-  closeCode: number | null;
-  /** The send failure reason for a failure (`connect_failed`, `backoff`, ...), else null. */
-  reason: string | null;
-}
-
-export interface Trace {
-  /** At most `MAX_ATTEMPTS`, oldest first. */
-  attempts: Attempt[];
-  /** Attempts made after the cap was reached, not kept. */
-  omitted: number;
-}
-
-/** Attempts kept per transaction: a first send and 10 rounds to 2 leaders need 22; the rest is counted. */
-export const MAX_ATTEMPTS = 64;
+export { ATTEMPT_OUTCOMES, MAX_ATTEMPTS, type Attempt, type AttemptOutcome, type Trace } from '../store/records.js';
 
 /** The outcome a send failure reason (and close code) means in a trace. */
 export function outcomeOf(reason: string, closeCode: number | null): AttemptOutcome {
@@ -166,32 +116,4 @@ export function finalState(rec: StatusRecord, t: Trace): FinalState {
     return { state: 'expired', cause: `expired: ${why}, ${leaders}` };
   }
   return { state: 'pending', cause: `pending: not landed yet, ${leaders}` };
-}
-
-/** The trace of `GET /v1/status/{signature}/trace`. */
-export function traceView(rec: StatusRecord, t: Trace): DeliveryTrace {
-  const { reached, tried } = leadersReached(t);
-  const final = finalState(rec, t);
-  return {
-    signature: rec.signature,
-    status: rec.status,
-    ...(rec.expired && { expired: true }),
-    final_state: final.state,
-    cause: final.cause,
-    latency_ms: rec.latencyMs,
-    ...(rec.err !== undefined && { err: rec.err }),
-    leaders_reached: reached,
-    leaders_tried: tried,
-    attempts: t.attempts.map((a) => ({
-      at_us: a.atUs,
-      slot: a.slot,
-      round: a.round,
-      leader: a.leader,
-      tpu: a.tpu,
-      outcome: a.outcome,
-      close_code: a.closeCode,
-      reason: a.reason,
-    })),
-    attempts_omitted: t.omitted,
-  };
 }

@@ -11,11 +11,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
 import { describeTransactionError } from '../chain/tx-error.js';
-import type { BatchBody, SendBody, StatusRecord as StatusJson, StreamStatus } from '../client/wire.js';
+import type { BatchBody, DeliveryTrace, SendBody, StatusRecord as StatusJson, StreamStatus } from '../client/wire.js';
 import type { ChainHealth } from '../delivery/delivery.js';
-import { traceView, type Trace } from '../delivery/trace.js';
+import { finalState, leadersReached } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
-import type { StatusRecord } from '../store/records.js';
+import type { StatusRecord, Trace } from '../store/records.js';
 import type { StoreHealthView } from '../store/store-health.js';
 import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
@@ -165,6 +165,34 @@ export function statusView(r: StatusRecord): StatusJson {
  */
 export function streamView(r: StatusRecord): Omit<StreamStatus, 'type'> {
   return { ...statusView(r), tip_lamports: Number(r.tipLamports), submit_slot: r.submitSlot };
+}
+
+/** The trace of `GET /v1/status/{signature}/trace`. */
+export function traceView(rec: StatusRecord, t: Trace): DeliveryTrace {
+  const { reached, tried } = leadersReached(t);
+  const final = finalState(rec, t);
+  return {
+    signature: rec.signature,
+    status: rec.status,
+    ...(rec.expired && { expired: true }),
+    final_state: final.state,
+    cause: final.cause,
+    latency_ms: rec.latencyMs,
+    ...(rec.err !== undefined && { err: rec.err }),
+    leaders_reached: reached,
+    leaders_tried: tried,
+    attempts: t.attempts.map((a) => ({
+      at_us: a.atUs,
+      slot: a.slot,
+      round: a.round,
+      leader: a.leader,
+      tpu: a.tpu,
+      outcome: a.outcome,
+      close_code: a.closeCode,
+      reason: a.reason,
+    })),
+    attempts_omitted: t.omitted,
+  };
 }
 
 /** Base58 digits (no 0, O, I, l), by char code. */

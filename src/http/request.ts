@@ -21,6 +21,7 @@ import { threadId } from 'node:worker_threads';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { Refusal } from '../submission/refusals.js';
 import { errorBody, STATUS_LINE } from './errors.js';
+import type { RequestObserver } from '../telemetry/request-facts.js';
 
 export interface Reply {
   status: number;
@@ -30,11 +31,6 @@ export interface Reply {
   contentType?: string;
   /** For a refusal rendered in the body (JSON-RPC errors): the cause, for the log line. */
   reason?: string;
-}
-
-/** Told once per request, after its response is written (metrics, the request log line). */
-export interface RequestObserver {
-  finished(ctx: Ctx, status: number, reason: string | null): void;
 }
 
 /**

@@ -2,7 +2,7 @@
  * The acknowledgement log: what makes a `200` a promise.
  *
  * A status record waits up to `COMMIT_WINDOW_MS` for the LMDB commit that groups it with others
- * (`store.ts`), but the client is answered at once. Before it is answered, the accepted record is
+ * (`commit-window.ts`), but the client is answered at once. Before it is answered, the accepted record is
  * appended here with one `write(2)` on a file this thread owns: the bytes are then in the page
  * cache, which outlives the process. A `kill -9`, an OOM kill or a panic therefore loses nothing
  * that was acknowledged: the next start replays every record of a dead process's log that LMDB

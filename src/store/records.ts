@@ -4,6 +4,9 @@
  * `status-codec.ts`), the delivery engine and the tracker watch it, the status endpoint and the
  * stream render it. Before this there were four copies of these fields (`SubmitRequest`,
  * `StatusRecord`, `PendingRecord`, `WatchRequest`); now there is one.
+ *
+ * Every other shape the store keeps is here too (accounts, usage, keys, delivery traces), so the
+ * store imports nothing from the parts above it.
  */
 
 export type TxStatus = 'sent' | 'confirmed' | 'failed';
@@ -76,3 +79,92 @@ export function sentRecord(s: Submission): StatusRecord {
 export function isPending(r: StatusRecord): boolean {
   return r.status === 'sent' && !r.expired;
 }
+
+/** The plans an account may be on, lowest first (their limits: `src/accounts/plans.ts`). */
+export const PLAN_ORDER = ['starter', 'growth', 'pro', 'whale'] as const;
+export type PlanName = (typeof PLAN_ORDER)[number];
+
+export interface AccountRecord {
+  id: string;
+  name: string;
+  plan: PlanName;
+  /** Cumulative points (BP). */
+  points: number;
+  /** ms since epoch. */
+  memberSince: number;
+  /** ms since epoch; equals memberSince until the first plan change. */
+  planUpgradedAt: number;
+}
+
+export interface UsageRecord {
+  total: number;
+  /** UTC day number (ms / 86 400 000) that `today` counts. */
+  day: number;
+  today: number;
+}
+
+export interface KeyRecord {
+  accountId: string;
+  name: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/**
+ * What a confirmation earns an account (points, and the upgrades they bring), applied in the
+ * transaction that commits the confirmation, only if the committed record was not confirmed yet.
+ */
+export type Credit = (account: AccountRecord) => AccountRecord;
+
+/** What became of one delivery attempt (`src/delivery/trace.ts`). */
+export type AttemptOutcome =
+  /** The stream was written on a live connection to the leader. */
+  | 'written'
+  /**
+   * Queued to the leader, outcome not awaited: the first send answers as soon as one leader has
+   * the transaction, and the others' outcomes only reach the metrics.
+   */
+  | 'pending'
+  /** The validator closed the connection (or stopped the stream) with a close code. */
+  | 'refused'
+  /** Not attempted: the leader failed recently (the close code that caused it, if any). */
+  | 'backoff'
+  /** Not attempted: the connection's write queue was full. */
+  | 'queue_full'
+  /** Any other failure (`reason` says which: handshake_timeout, connect_failed, deadline, ...). */
+  | 'failed'
+  /** Held for anti-MEV: the current leader is on the blocklist. */
+  | 'held'
+  /** Released from an anti-MEV hold (or sent again after a restart) at a permitted leader. */
+  | 'released';
+
+/** Stored by index (`trace-codec.ts`): append only. */
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released'];
+
+export interface Attempt {
+  /** Microseconds since the request was received. */
+  atUs: number;
+  slot: number;
+  /** 0 for the first send, n for the n-th rebroadcast round. */
+  round: number;
+  /** Leader identity (base58), when known. */
+  leader: string | null;
+  /** TPU QUIC address written to ("ip:port"); null for holds and releases. */
+  tpu: string | null;
+  outcome: AttemptOutcome;
+  /** The validator's QUIC close code behind a failure (or a back-off), if any. */
+  closeCode: number | null;
+  /** The send failure reason for a failure (`connect_failed`, `backoff`, ...), else null. */
+  reason: string | null;
+}
+
+/** The delivery trace of one transaction: every attempt to put it in front of a leader, in order. */
+export interface Trace {
+  /** At most `MAX_ATTEMPTS`, oldest first. */
+  attempts: Attempt[];
+  /** Attempts made after the cap was reached, not kept. */
+  omitted: number;
+}
+
+/** Attempts kept per transaction: a first send and 10 rounds to 2 leaders need 22; the rest is counted. */
+export const MAX_ATTEMPTS = 64;

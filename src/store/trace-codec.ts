@@ -1,5 +1,5 @@
 /**
- * The on-disk form of a delivery trace (`src/delivery/trace.ts`): a binary value in
+ * The on-disk form of a delivery trace (`Trace` in `records.ts`, built by `src/delivery/trace.ts`): a binary value in
  * `status_traces`, keyed like its status record by the signature's 64 raw bytes, committed with
  * the status records' grouped commit and pruned with them. Leaders are written once each in a
  * table (a trace names the same two or three leaders over and over) and attempts refer to them
@@ -24,7 +24,7 @@
  * list does not know is stored as `other`).
  */
 import { base58DecodeShared, base58Encode } from '../native.js';
-import { ATTEMPT_OUTCOMES, MAX_ATTEMPTS, type Attempt, type Trace } from '../delivery/trace.js';
+import { ATTEMPT_OUTCOMES, MAX_ATTEMPTS, type Attempt, type Trace } from './records.js';
 
 export const TRACE_CODEC_VERSION = 1;
 

@@ -17,7 +17,7 @@
  * `request refused`, `request failed`.
  */
 import type { Logger } from 'pino';
-import type { Ctx } from '../http/request.js';
+import type { RequestFacts } from './request-facts.js';
 import { redactKeys } from './redact.js';
 
 /** How often the counted refusals and the suppressed lines are told. */
@@ -39,7 +39,7 @@ const SEND_ROUTES = new Set(['/v1/send', '/v1/send/batch', '/', '/v1/rpc', '/api
 const COUNTED = new Set([401, 429]);
 
 /** The message naming a request line's event. */
-function eventOf(ctx: Ctx, status: number, reason: string | null): string {
+function eventOf(ctx: RequestFacts, status: number, reason: string | null): string {
   if (status >= 500) return 'request failed';
   if (status >= 400 || reason !== null) return 'request refused';
   return SEND_ROUTES.has(ctx.route) && (ctx.signature !== null || ctx.route === '/v1/send/batch') ? 'transaction accepted' : 'request served';
@@ -60,7 +60,7 @@ export class RequestLog {
   }
 
   /** One request's response was written. */
-  finished(ctx: Ctx, status: number, reason: string | null): void {
+  finished(ctx: RequestFacts, status: number, reason: string | null): void {
     if (QUIET_ROUTES.has(ctx.route) && status < 500) return this.line('debug', ctx, status, reason);
     if (COUNTED.has(status)) {
       const key = `${status} ${ctx.route}`;
@@ -80,7 +80,7 @@ export class RequestLog {
   }
 
   /** True if the request's source may have one more line this interval; else it is counted. */
-  private withinBound(ctx: Ctx): boolean {
+  private withinBound(ctx: RequestFacts): boolean {
     let source = ctx.accountId ?? ctx.peer;
     if (!this.lines.has(source) && this.lines.size >= MAX_SOURCES) source = 'other sources';
     const n = (this.lines.get(source) ?? 0) + 1;
@@ -90,7 +90,7 @@ export class RequestLog {
     return false;
   }
 
-  private line(level: 'debug' | 'info' | 'error', ctx: Ctx, status: number, reason: string | null): void {
+  private line(level: 'debug' | 'info' | 'error', ctx: RequestFacts, status: number, reason: string | null): void {
     if (!this.log.isLevelEnabled(level)) return;
     this.log[level](
       {

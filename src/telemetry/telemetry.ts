@@ -13,7 +13,7 @@
  */
 import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config.js';
-import type { Ctx, RequestObserver } from '../http/request.js';
+import type { RequestFacts, RequestObserver } from './request-facts.js';
 import { LogHealth, LogSink } from './log-sink.js';
 import { Metrics } from './metrics.js';
 import { redactKeys } from './redact.js';
@@ -62,13 +62,13 @@ export class Telemetry implements RequestObserver {
     return new Telemetry({ level: 'silent', file: null });
   }
 
-  finished(ctx: Ctx, status: number, reason: string | null): void {
+  finished(ctx: RequestFacts, status: number, reason: string | null): void {
     this.metrics.request(ctx.route, status, Number(process.hrtime.bigint() - ctx.receivedAt) / 1e9);
     this.requests.finished(ctx, status, reason);
   }
 
   /** An unexpected exception in a handler (a bug): its stack, with the request id to find it by. */
-  internalError(ctx: Ctx, e: unknown): void {
+  internalError(ctx: RequestFacts, e: unknown): void {
     const err = e instanceof Error ? { type: e.name, message: redactKeys(e.message), stack: redactKeys(e.stack ?? '') } : redactKeys(String(e));
     this.log.error({ req: redactKeys(ctx.requestId), err }, 'internal error');
   }

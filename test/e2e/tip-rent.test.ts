@@ -1,7 +1,7 @@
 /**
  * Tip addresses and rent (issue 22, item 8): a tip below the rent-exempt minimum into an empty
  * tip address fails on chain (`InsufficientFundsForRent`) — the whale plan's minimum (250,000
- * lamports) is below it (890,880). The embedded cluster's tip addresses are funded at start;
+ * lamports) is below it (890,880). The embedded cluster's tip addresses are funded at start (by the CLI);
  * against any other chain the service checks them at start and warns, or refuses with
  * `tipRentCheck: "refuse"`. Real service, real local cluster, real transactions.
  */
@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServiceOnChain } from '../../src/cli/chain.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { startService, type Service } from '../../src/service.js';
@@ -83,7 +84,8 @@ describe('tip addresses on a chain the service does not own', () => {
 describe('the embedded cluster', () => {
   it('funds every tip address rent-exempt at start', async () => {
     const tmp = tempDir();
-    const svc = await startService({ ...DEFAULT_CONFIG, port: 0, dataDir: tmp.dir, ingressThreads: 0, logLevel: 'warn' }, { localnet: { slotMs: 100, seed: 'tip-rent-embedded' } });
+    const running = await startServiceOnChain({ ...DEFAULT_CONFIG, port: 0, dataDir: tmp.dir, ingressThreads: 0, logLevel: 'warn' }, { localnet: { slotMs: 100, seed: 'tip-rent-embedded' } });
+    const svc = running.service;
     try {
       const connection = new Connection(svc.rpcUrl, 'confirmed');
       const rentExempt = await connection.getMinimumBalanceForRentExemption(0);
@@ -91,7 +93,7 @@ describe('the embedded cluster', () => {
       const accounts = await connection.getMultipleAccountsInfo(svc.tipAddresses.map((t) => new PublicKey(t)));
       for (const a of accounts) expect(a?.lamports).toBeGreaterThanOrEqual(rentExempt);
     } finally {
-      await svc.close();
+      await running.close();
       tmp.cleanup();
     }
   });

@@ -1,0 +1,233 @@
+/**
+ * Status records and delivery traces. Every status write goes through the commit window
+ * (`commit-window.ts`) and the overlay, so a write is readable at once from any thread; an
+ * acceptance is first appended to this thread's acknowledgement log (`ack-log.ts`), so a process
+ * crash cannot lose what a client was answered.
+ */
+import { join } from 'node:path';
+import { overlay } from '../native.js';
+import { readDeadLogs, type Segment } from './ack-log.js';
+import { accountOverlayKey, type AccountTables } from './account-tables.js';
+import { ACKS_DIR, TRACE_WRITE, type CommitWindow, type Held } from './commit-window.js';
+import { describeWriteError, StoreUnavailableError, type DiskGuard } from './disk-guard.js';
+import type { Credit, PendingRecord, Resend, StatusRecord, Trace } from './records.js';
+import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
+import type { Tables } from './tables.js';
+import { decodeTrace, encodeTrace } from './trace-codec.js';
+import { UsageDelta } from './usage-delta.js';
+
+/** One slice of the retention scan (`pruneStatusSlice`). */
+export interface PruneSlice {
+  /** Records read. */
+  scanned: number;
+  /** Records deleted (submitted before the cutoff). */
+  deleted: number;
+  /** Where the next slice starts, or undefined when the scan reached the end. */
+  next: Buffer | undefined;
+}
+
+export class StatusTables {
+  constructor(
+    private readonly t: Tables,
+    private readonly guard: DiskGuard,
+    private readonly window: CommitWindow,
+    private readonly accounts: AccountTables,
+    private readonly path: string,
+  ) {}
+
+  /**
+   * The record of `signature`, from any thread's writes, committed or not; undefined if there is
+   * none (or `signature` is not the base58 of 64 bytes).
+   */
+  getStatus(signature: string): StatusRecord | undefined {
+    const key = statusKey(signature);
+    if (!key) return undefined;
+    // Fast path: a write not yet released from the overlay (recent, any thread).
+    const held = overlay.get(key);
+    if (held) return decodeStatus(signature, held);
+    let value = this.t.status.getBinaryFast(key);
+    if (value === undefined) {
+      // Slow path (a miss): our read snapshot may predate a commit whose overlay entry was
+      // released since; a fresh snapshot sees it.
+      this.t.root.resetReadTxn();
+      value = this.t.status.getBinaryFast(key);
+    }
+    return value === undefined ? undefined : decodeStatus(signature, value);
+  }
+
+  /**
+   * Record an accepted transaction (state `sent`): appended to this thread's acknowledgement log
+   * before this returns (so the caller may acknowledge it: a process crash cannot lose it), and
+   * committed to LMDB within a window, where it is written only if no record of the signature is
+   * there yet (a settlement committed first by another thread wins) and counted in its account's
+   * usage in the same transaction. Throws `StoreUnavailableError` if it could not be logged (the
+   * store becomes unavailable: nothing is accepted that cannot be kept).
+   * @param resend the wire bytes and options, kept in the value while the record is pending so a
+   *   restarted service can send it again (`status-codec.ts`)
+   */
+  insertStatus(rec: StatusRecord, resend?: Resend): void {
+    if (this.guard.closed) throw new StoreUnavailableError(`status record ${rec.signature} not written: store is closed`);
+    const { key, value } = encodeOrThrow(rec, resend);
+    let logged: Segment;
+    try {
+      logged = this.window.logAcceptance(key, value);
+    } catch (e) {
+      const reason = `acknowledgement log: ${describeWriteError(e)}`;
+      this.guard.unavailable(reason);
+      throw new StoreUnavailableError(`status record ${rec.signature} not written: ${reason}`);
+    }
+    void this.window.queue({ key, value, token: overlay.put(key, value), logged, owner: rec });
+  }
+
+  /**
+   * Replace a status record. Resolves true once it is committed, false if the store dropped it
+   * (closed, or too many writes held while unavailable; logged). Rejects only for a record that
+   * cannot be encoded.
+   * @param resend the resend tail, for a pending record written whole (a cluster node applying
+   *   another node's acceptance: a takeover can then send it again)
+   * @param credit what a confirmation earns its account: applied in the transaction that commits
+   *   this write, and only if the committed record is not confirmed already, so a confirmation is
+   *   credited exactly once whoever writes it and however often (a restart, another node's event)
+   */
+  updateStatus(rec: StatusRecord, resend?: Resend | null, credit?: Credit): Promise<boolean> {
+    if (this.guard.closed) {
+      this.guard.log.error({ sig: rec.signature }, 'status record not written: store is closed');
+      return Promise.resolve(false);
+    }
+    let encoded: { key: Buffer; value: Buffer };
+    try {
+      encoded = encodeOrThrow(rec, resend ?? undefined);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    const { key, value } = encoded;
+    // The points show with the status, from the overlay, unless this confirmation is shown already.
+    let account: Held | undefined;
+    if (credit && this.getStatus(rec.signature)?.status !== 'confirmed') {
+      const a = this.accounts.getAccount(rec.accountId);
+      if (a) {
+        const k = accountOverlayKey(a.id);
+        account = [k, overlay.put(k, Buffer.from(JSON.stringify(credit(a)), 'utf8'))];
+      }
+    }
+    return this.window.queue({ key, value, token: overlay.put(key, value), owner: rec, ...(credit && { credit }), ...(account && { account }) });
+  }
+
+  /**
+   * Replay the acknowledgement logs of processes that died (`ack-log.ts`): every record LMDB
+   * does not have is written, and counted in its account's usage, in one transaction; then the
+   * logs are deleted. Call once at start, before anything reads what is pending. Returns the
+   * records written (acknowledged, never committed before the crash).
+   */
+  recoverAcknowledged(): StatusRecord[] {
+    const found = readDeadLogs(join(this.path, ACKS_DIR));
+    if (found.segments === 0) return [];
+    this.guard.assertWritable('recovery of acknowledged sends');
+    const { root, status } = this.t;
+    const recovered = root.transactionSync(() => {
+      const out: StatusRecord[] = [];
+      const usage = new UsageDelta();
+      for (const { key, value } of found.records) {
+        if (status.getBinaryFast(key) !== undefined) continue;
+        const rec = decodeStatus(signatureOfKey(key), value);
+        status.putSync(key, value);
+        usage.add(rec.accountId, rec.submittedAt);
+        out.push(rec);
+      }
+      usage.apply(this.t.usage);
+      return out;
+    });
+    found.done();
+    this.guard.log.info({ segments: found.segments, logged: found.records.length, recovered: recovered.length, damaged: found.damaged }, 'acknowledgement logs replayed');
+    return recovered;
+  }
+
+  /**
+   * Write a transaction's delivery trace, in the status records' commit window (no transaction
+   * of its own). Resolves as `updateStatus` does. Read back by `getTrace` once committed: the
+   * delivery engine keeps serving it from memory until then.
+   */
+  putTrace(signature: string, trace: Trace): Promise<boolean> {
+    if (this.guard.closed) {
+      this.guard.log.error({ sig: signature }, 'trace not written: store is closed');
+      return Promise.resolve(false);
+    }
+    const key = statusKey(signature);
+    if (!key) return Promise.reject(new RangeError(`trace: ${JSON.stringify(signature)} is not a 64-byte base58 signature`));
+    return this.window.queue({ key, value: encodeTrace(trace), token: TRACE_WRITE });
+  }
+
+  /** The committed delivery trace of `signature`, or undefined. Throws `TraceDecodeError` for a value it cannot read. */
+  getTrace(signature: string): Trace | undefined {
+    const key = statusKey(signature);
+    if (!key) return undefined;
+    let value = this.t.traces.getBinaryFast(key);
+    if (value === undefined) {
+      // As in `getStatus`: our read snapshot may predate the commit that wrote it.
+      this.t.root.resetReadTxn();
+      value = this.t.traces.getBinaryFast(key);
+    }
+    return value === undefined ? undefined : decodeTrace(value);
+  }
+
+  /**
+   * Pending records (`status === 'sent' && !expired`), for the tracker to resume and the engine
+   * to send again, each with its resend tail (wire bytes and options) when it has one. Scans the
+   * table reading each value's flags byte only; a record with a newer write in the overlay is
+   * judged by that write. A record inserted but not yet committed is not seen (at startup,
+   * when the tracker resumes, there is none).
+   * @param submittedSince also yield every record submitted at or after this time (ms), whatever
+   *   its state (a restarted cluster node publishes those again: their events may not have left)
+   */
+  *pendingEntries(submittedSince = Infinity): Generator<PendingRecord> {
+    for (const { key, value } of this.t.statusScan.getRange()) {
+      const recent = submittedAtOf(value) >= submittedSince;
+      if (!recent && !isPendingValue(value)) continue;
+      const held = overlay.get(key);
+      if (held && !recent && !isPendingValue(held)) continue;
+      const v = held ?? value;
+      yield { ...decodeStatus(signatureOfKey(key), v), resend: resendOf(v) };
+    }
+  }
+
+  /**
+   * One slice of the retention scan: reads up to `scan` records in key order after `after`
+   * (from the start if undefined) and deletes, in one write transaction, those submitted before
+   * `cutoffMs`. Callers loop on `next`, yielding to the event loop between slices.
+   */
+  async pruneStatusSlice(cutoffMs: number, after: Buffer | undefined, scan: number): Promise<PruneSlice> {
+    const { root, status, statusScan, traces } = this.t;
+    // The smallest key above `after`: LMDB orders keys bytewise, a longer key after its prefix.
+    const start = after ? Buffer.concat([after, Buffer.alloc(1)]) : undefined;
+    const victims: Buffer[] = [];
+    let scanned = 0;
+    let last: Buffer | undefined;
+    for (const { key, value } of statusScan.getRange({ start, limit: scan })) {
+      scanned++;
+      last = key;
+      if (submittedAtOf(value) < cutoffMs) victims.push(key);
+    }
+    if (victims.length > 0) {
+      await this.guard.guarded('retention prune', () =>
+        root.transaction(() => {
+          for (const k of victims) {
+            // Checked again inside the write transaction: a record rewritten since is kept.
+            const v = status.getBinaryFast(k);
+            if (v !== undefined && submittedAtOf(v) < cutoffMs) {
+              status.removeSync(k);
+              traces.removeSync(k); // the record's trace goes with it
+            }
+          }
+        }),
+      );
+    }
+    return { scanned, deleted: victims.length, next: scanned < scan ? undefined : last };
+  }
+}
+
+/** The key and value of a status record; throws for one that cannot be stored. */
+function encodeOrThrow(rec: StatusRecord, resend?: Resend): { key: Buffer; value: Buffer } {
+  const key = statusKey(rec.signature);
+  if (!key) throw new RangeError(`status record: ${JSON.stringify(rec.signature)} is not a 64-byte base58 signature`);
+  return { key, value: encodeStatus(rec, resend) };
+}

@@ -38,9 +38,14 @@ describe('LeaderTracker', () => {
       const blocked = up[0]!.identity;
       expect(t.upcoming(3, (id) => id !== blocked).map((l) => l.identity)).not.toContain(blocked);
       // A blockhash the cluster just handed out is known and alive.
-      const { value } = await t.rpc.getLatestBlockhash('confirmed');
-      await waitFor('blockhash seen', () => (t.lastValidBlockHeight(value.blockhash) !== null ? true : undefined));
-      expect(t.isBlockhashExpired(value.blockhash)).toBe(false);
+      // The tracker samples getLatestBlockhash one call at a time, so on a busy machine it can skip
+      // any one of them: wait until it knows one of those the cluster handed the test.
+      const handed: string[] = [];
+      const seen = await waitFor('a handed-out blockhash seen', async () => {
+        handed.push((await t.rpc.getLatestBlockhash('confirmed')).value.blockhash);
+        return handed.find((b) => t.lastValidBlockHeight(b) !== null);
+      });
+      expect(t.isBlockhashExpired(seen)).toBe(false);
       expect(t.isBlockhashExpired('11111111111111111111111111111111')).toBe(false); // unknown is not expired
     } finally {
       t.close();

@@ -282,6 +282,8 @@ type Held = [key: Buffer, token: number];
 
 /** `meta` key of the key-revocation generation (see `keysGeneration`). */
 const KEYS_GENERATION = 'keys_generation';
+/** `meta` key of the account generation (see `accountsGeneration`). */
+const ACCOUNTS_GENERATION = 'accounts_generation';
 
 export class Store {
   readonly root: RootDatabase;
@@ -529,9 +531,7 @@ export class Store {
    * readable at once (the overlay), and so are the points it earns (`updateStatus`).
    */
   getAccount(id: string): AccountRecord | undefined {
-    const held = overlay.get(accountOverlayKey(id));
-    if (held) return JSON.parse(held.toString('utf8')) as AccountRecord;
-    return this.accounts.get(id);
+    return this.heldAccount(accountOverlayKey(id)) ?? this.accounts.get(id);
   }
 
   listAccounts(): AccountRecord[] {
@@ -564,7 +564,7 @@ export class Store {
     this.assertWritable('createAccount');
     this.root.transactionSync(() => {
       if (this.accounts.get(account.id)) throw new Error(`account ${account.id} exists`);
-      this.accounts.putSync(account.id, account);
+      this.putAccount(account);
       this.apiKeys.putSync(keyHash, key);
       this.keyNames.putSync([account.id, key.name], keyHash);
     });
@@ -612,7 +612,7 @@ export class Store {
         ? { ...cur, name: a.name, ...(newPlan && { plan: a.plan, planUpgradedAt: a.planUpgradedAt }) }
         : { ...a, points: 0 };
       if (cur && cur.name === next.name && cur.plan === next.plan && cur.planUpgradedAt === next.planUpgradedAt) return false;
-      this.accounts.putSync(a.id, next);
+      this.putAccount(next);
       return true;
     });
   }
@@ -640,6 +640,32 @@ export class Store {
   }
 
   /**
+   * Bumped by every write of an account record, in the writing transaction (CLI, cluster mirror,
+   * a committed confirmation credit), so a cached account (`KeyCache`) is trusted only while the
+   * generation it was read under is current.
+   */
+  accountsGeneration(): number {
+    return (this.meta.get(ACCOUNTS_GENERATION) as number | undefined) ?? 0;
+  }
+
+  /** The committed account record, without the overlay (see `getAccount`). */
+  committedAccount(id: string): AccountRecord | undefined {
+    return this.accounts.get(id);
+  }
+
+  /** A confirmation's credit to the account not committed yet, from the overlay (`accountOverlayKey`). */
+  heldAccount(overlayKey: Buffer): AccountRecord | undefined {
+    const held = overlay.get(overlayKey);
+    return held ? (JSON.parse(held.toString('utf8')) as AccountRecord) : undefined;
+  }
+
+  /** Write an account record; must run inside a write transaction. */
+  private putAccount(a: AccountRecord): void {
+    this.accounts.putSync(a.id, a);
+    this.meta.putSync(ACCOUNTS_GENERATION, this.accountsGeneration() + 1);
+  }
+
+  /**
    * Read-modify-write an account atomically. `update` runs inside the write transaction (so
    * it sees every committed change, from this process or another) and returns the new record,
    * or undefined to leave it unchanged.
@@ -662,7 +688,7 @@ export class Store {
     const a = this.accounts.get(id);
     if (!a) return undefined;
     const next = update(a);
-    if (next) this.accounts.putSync(id, next);
+    if (next) this.putAccount(next);
     return next ?? a;
   }
 
@@ -886,7 +912,7 @@ export class Store {
       if (cur === undefined && w.owner) usage.add(w.owner.accountId, w.owner.submittedAt);
       if (w.credit && w.owner && (cur === undefined || !isConfirmedValue(cur))) {
         const a = this.accounts.get(w.owner.accountId);
-        if (a) this.accounts.putSync(a.id, w.credit(a));
+        if (a) this.putAccount(w.credit(a));
       }
       this.status.putSync(w.key, w.value);
     }
@@ -1150,7 +1176,7 @@ function fromOldRecord(signature: string, r: OldStatusRecord, p: OldPendingRecor
 }
 
 /** The overlay key of an account's credited record (never 64 bytes long, unlike a status key). */
-function accountOverlayKey(id: string): Buffer {
+export function accountOverlayKey(id: string): Buffer {
   return Buffer.from(`account:${id}`, 'utf8');
 }
 

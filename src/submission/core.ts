@@ -22,6 +22,7 @@ import { DeliveryError, type Delivery, type SendOptions } from '../delivery/deli
 import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
+import { BLOCKHASH_BYTES, SIGNATURE_BYTES, type RecordBytes } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import { invalidTransaction, Refusal } from './refusals.js';
 
@@ -211,20 +212,26 @@ export class SubmissionCore {
         });
       }
     }
-    const known = store.getStatus(tx.signature);
+    // The record's key and blockhash, read in place from the wire (not decoded from base58 again).
+    const bytes: RecordBytes = {
+      signature: wire.subarray(tx.signatureOffset, tx.signatureOffset + SIGNATURE_BYTES),
+      blockhash: wire.subarray(tx.blockhashOffset, tx.blockhashOffset + BLOCKHASH_BYTES),
+    };
+    // Idempotence needs only whether a record exists, not the record.
+    const known = store.hasStatus(bytes.signature);
     // A new signature takes a place among the account's transactions in flight (given back by
     // the tracker when it settles or expires, or below if it is not accepted after all).
-    if (known === undefined) this.holdInFlight(who.account);
+    if (!known) this.holdInFlight(who.account);
     let first;
     try {
       first = await delivery.firstSend(tx.signature, wire, options, receivedAt);
     } catch (e) {
-      if (known === undefined) this.d.inFlight?.release(who.account.id);
+      if (!known) this.d.inFlight?.release(who.account.id);
       if (e instanceof DeliveryError) throw deliveryRefusal(e);
       throw e;
     }
     // Idempotent: a known signature is delivered again but never recorded or counted twice.
-    if (known === undefined) {
+    if (!known) {
       const record: StatusRecord = sentRecord({
         signature: tx.signature,
         accountId: who.account.id,
@@ -240,7 +247,7 @@ export class SubmissionCore {
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
       // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
       try {
-        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });
+        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries }, bytes);
       } catch (e) {
         this.d.inFlight?.release(who.account.id);
         if (e instanceof StoreUnavailableError) throw unrecorded(e);

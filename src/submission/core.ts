@@ -105,8 +105,8 @@ export class SubmissionCore {
     this.admit(r.tx, who.account);
     this.fresh();
     const rate = this.take(who.account, 'send');
-    const sent = await this.deliver(who, r.tx, options, receivedAt);
-    return { ...sent, rate };
+    const slot = await this.deliver(who, r.tx, options, receivedAt);
+    return { signature: r.tx.signature, slot, rate };
   }
 
   /**
@@ -131,8 +131,8 @@ export class SubmissionCore {
           if (v === null) throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
           if (!v.ok) throw invalidTransaction(v.error.code, v.error.message);
           this.admit(v.tx, who.account);
-          const { signature } = await this.deliver(who, v.tx, options, receivedAt);
-          return { index, signature, status: 'sent' };
+          await this.deliver(who, v.tx, options, receivedAt);
+          return { index, signature: v.tx.signature, status: 'sent' };
         } catch (e) {
           if (!(e instanceof Refusal)) throw e;
           // Only a delivery failure has a signature worth reporting: the transaction was valid.
@@ -192,8 +192,11 @@ export class SubmissionCore {
     });
   }
 
-  /** Preflight if asked, first send, then record (first submission only) and hand over. */
-  private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<Sent> {
+  /**
+   * Preflight if asked, first send, then record (first submission only) and hand over.
+   * @returns the slot of the first send
+   */
+  private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<number> {
     const { delivery, store } = this.d;
     const wire = tx.wire!;
     // Nothing is sent that cannot be recorded (DECISIONS.md "Faults"): one atomic load, shared
@@ -242,7 +245,7 @@ export class SubmissionCore {
         submittedAt: Date.now(),
         submitSlot: first.slot,
         lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
-        ...(options.deadlineSlot !== null && { deadlineSlot: options.deadlineSlot }),
+        deadlineSlot: options.deadlineSlot ?? undefined,
       });
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
       // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
@@ -267,7 +270,7 @@ export class SubmissionCore {
         computeUnitPrice: microLamports(tx.computeUnitPrice),
       });
     }
-    return { signature: tx.signature, slot: first.slot };
+    return first.slot;
   }
 }
 

@@ -706,14 +706,10 @@ export class Store {
 
   /**
    * Whether there is a record of the signature whose 64 bytes are `key`, from any thread's
-   * writes, committed or not: `getStatus` without decoding the key's base58 or the value. Asked
-   * of every new signature, so mostly a miss: one LMDB look, on a fresh snapshot (renewing costs
-   * less than the look on the old snapshot `getStatus` tries first).
+   * writes, committed or not: `getStatus` without decoding the key's base58 or the value.
    */
   hasStatus(key: Buffer): boolean {
-    if (overlay.get(key) !== null) return true;
-    this.root.resetReadTxn();
-    return this.status.getBinaryFast(key) !== undefined;
+    return this.statusValue(key) !== undefined;
   }
 
   /** The value under a status key, read as `getStatus` reads it. */

@@ -19,7 +19,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Store } from '../src/store/store.js';
-import { statusRecord } from '../test/helpers/records.js';
+import { statusRecord } from '../harness/records.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, warnIfBusy, type MachineInfo, type Suite, type SuiteResult } from './lib/suite.js';
 
 const RECORDS = 3000;

@@ -17,9 +17,9 @@
  */
 import { Connection, Keypair, type PublicKey } from '@solana/web3.js';
 import { PubSub } from '../src/chain/pubsub.js';
-import { startAgaveValidator, findAgaveValidator, AGAVE_VERSION } from '../test/helpers/agave.js';
+import { startAgaveValidator, findAgaveValidator, AGAVE_VERSION } from '../harness/agave.js';
 import { fundTipsAndPayer, startLandfallServe } from '../test/agave/landfall.js';
-import { legacyTx, transfer, web3Base58 } from '../test/helpers/transactions.js';
+import { legacyTx, transfer, web3Base58 } from '../harness/transactions.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, warnIfBusy, type Suite, type SuiteResult } from './lib/suite.js';
 
 /** A steady stream a bot might send, then a burst (Landfall's half, 50/s, within the whale plan's 150/s). */

@@ -26,11 +26,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_PLANS, type PlanTable } from '../src/accounts/plans.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { LANDFALL_BIN, startClusterNodes, type ClusterNode } from '../test/helpers/cluster-nodes.js';
-import { SendLoad, startClusterEnv, statusOn, type ClusterEnv } from '../test/helpers/cluster-load.js';
-import { startNatsCluster, type NatsCluster } from '../test/helpers/nats-cluster.js';
+import { LANDFALL_BIN, startClusterNodes, type ClusterNode } from '../harness/cluster-nodes.js';
+import { SendLoad, startClusterEnv, statusOn, type ClusterEnv } from '../harness/cluster-load.js';
+import { startNatsCluster, type NatsCluster } from '../harness/nats-cluster.js';
 import { cpuBetween, readCpu } from './lib/proc-cpu.js';
-import { maxInWindow, perWindow } from '../test/helpers/windows.js';
+import { maxInWindow, perWindow } from '../harness/windows.js';
 import { spawnChild, type Child } from './lib/child.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, target, targetsTable, warnIfBusy, type Suite, type SuiteResult, type Target } from './lib/suite.js';
 

@@ -3,13 +3,15 @@
  *
  *   npm run bench              # every suite
  *   npm run bench -- native    # the named suites only
+ *   npm run bench -- --docs    # only rebuild the docs blocks from bench/results/*.json
  *
  * Each suite is a module exporting `suite: Suite` (`bench/lib/suite.ts`): `{ name, title, run(),
  * readmeTable(result) }`. For each suite run, the result is written to
  * `bench/results/<name>.json`; then every suite that has a results file gets its block — the
  * lines between `<!-- bench:<name>:start -->` and `<!-- bench:<name>:end -->`, in whichever page
- * of `docs/` holds them — rebuilt from that JSON (a missing block is appended to
- * `docs/performance.md` under the suite's title). Nothing else in the pages is touched.
+ * of `docs/` (or the README) holds them — rebuilt from that JSON (a missing block is appended to
+ * `docs/performance.md` under the suite's title), and a suite with `details` a second block,
+ * `<name>-details`, the same way. Nothing else in the pages is touched.
  *
  * To add a suite: create `bench/<name>.ts` exporting `suite`, and list it in `SUITES` below.
  */
@@ -33,11 +35,14 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   agave: async () => (await import('./agave.js')).suite,
   cluster: async () => (await import('./cluster.js')).suite,
   'ack-log': async () => (await import('./ack-log.js')).suite,
+  targets: async () => (await import('./targets.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS_DIR = fileURLToPath(new URL('./results/', import.meta.url));
 const DOCS = `${ROOT}docs/`;
+/** The README: its performance section is the targets suite's block. */
+const README = `${ROOT}README.md`;
 /** Where a block no page holds yet is appended. */
 const PERFORMANCE_PAGE = `${DOCS}performance.md`;
 
@@ -65,7 +70,8 @@ function pageOf(name: string, pages: Map<string, string>): string {
 
 /** Rebuild the blocks of every suite that has a results file, in the pages that hold them. */
 async function updateDocs(): Promise<void> {
-  const pages = new Map(readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => [`${DOCS}${f}`, readFileSync(`${DOCS}${f}`, 'utf8')]));
+  const files = [README, ...readdirSync(DOCS).filter((f) => f.endsWith('.md')).map((f) => `${DOCS}${f}`)];
+  const pages = new Map(files.map((f) => [f, readFileSync(f, 'utf8')]));
   const before = new Map(pages);
   for (const [name, load] of Object.entries(SUITES)) {
     const file = resultsPath(name);
@@ -75,6 +81,10 @@ async function updateDocs(): Promise<void> {
     const suite = await load();
     const page = pageOf(name, pages);
     pages.set(page, replaceBlock(pages.get(page)!, name, suite.title, suite.readmeTable(result)));
+    if (suite.details) {
+      const detailsPage = pageOf(`${name}-details`, pages);
+      pages.set(detailsPage, replaceBlock(pages.get(detailsPage)!, `${name}-details`, `${suite.title}: details`, suite.details(result)));
+    }
   }
   for (const [path, text] of pages) {
     if (text === before.get(path)) continue;
@@ -85,6 +95,11 @@ async function updateDocs(): Promise<void> {
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2).filter((a) => a !== '--');
+  if (args.includes('--docs')) {
+    // Rebuild the blocks from the results files only (after changing how a suite renders them).
+    await updateDocs();
+    return;
+  }
   const unknown = args.filter((a) => !(a in SUITES));
   if (unknown.length > 0) {
     console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${Object.keys(SUITES).join(', ')}`);

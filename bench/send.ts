@@ -33,13 +33,13 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { INSTRUMENT, spawnChild, type Child } from './lib/child.js';
 import {
+  childServer,
   fmtBound,
   fmtCores,
   fmtUs,
   fractionPhase,
   landfallServer,
   loadMs,
-  loopDelaysOf,
   maxPhase,
   OPEN_CONNECTIONS,
   PROBE_MS,
@@ -48,7 +48,6 @@ import {
   WARMUP_MS,
   type Phase,
   type Server,
-  type ServerStats,
 } from './lib/phase.js';
 import { clockTicks } from './lib/proc-cpu.js';
 import type { LoopDelay, ThreadLoopDelay } from './lib/process-stats.js';
@@ -183,7 +182,7 @@ async function inspectCost(stack: Stack): Promise<SendResult['inspect']> {
 // ---- the peer ------------------------------------------------------------------------------
 
 /** The peer, with the stack's tip addresses and (the current) bench key, kept for its whole life. */
-async function startPeerServer(stack: Stack): Promise<{ server: Server; child: Child }> {
+export async function startPeerServer(stack: Stack): Promise<{ server: Server; child: Child }> {
   const child = await spawnChild('peer', new URL('./peer/host.ts', import.meta.url), INSTRUMENT);
   const apiKey = stack.apiKey;
   const { url } = await child.call<{ url: string }>('start', {
@@ -191,17 +190,7 @@ async function startPeerServer(stack: Stack): Promise<{ server: Server; child: C
     tipAddresses: stack.tipAddresses,
     account: { apiKey, id: stack.accountId, keyName: 'default', minTipLamports: BigInt(TIP_LAMPORTS), maxTps: UNLIMITED_TPS },
   });
-  const server: Server = {
-    name: 'peer',
-    url,
-    apiKey,
-    pid: child.pid,
-    reset: () => child.call('reset'),
-    snapshot: () => child.call<ServerStats>('snapshot'),
-    settle: async () => ({ ms: 0, complete: true }),
-    loopDelays: loopDelaysOf(() => child),
-  };
-  return { server, child };
+  return { server: childServer(child, url, apiKey), child };
 }
 
 // ---- run ------------------------------------------------------------------------------------

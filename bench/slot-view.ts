@@ -9,10 +9,10 @@
  * (slotsUpdates + slotSubscribe + polling), one with `slotsUpdates: false`. Each notes
  * performance.now() when its view moves to a slot (`onSlot`); for every slot both saw, the gain is
  * the second's time minus the first's. Same process, same event loop, two WebSockets: the only
- * difference is the events each follows. Needs the validator (see test/helpers/agave.ts).
+ * difference is the events each follows. Needs the validator (see harness/agave.ts).
  */
 import { LeaderTracker } from '../src/delivery/leaders.js';
-import { findAgaveValidator, startAgaveValidator, AGAVE_VERSION } from '../test/helpers/agave.js';
+import { findAgaveValidator, startAgaveValidator, AGAVE_VERSION } from '../harness/agave.js';
 import { finishMachineInfo, machineInfo, warnIfBusy, type MachineInfo, type Suite, type SuiteResult } from './lib/suite.js';
 
 export interface SlotViewResult extends SuiteResult {

@@ -36,7 +36,8 @@ import { Store, type StatusRecord } from '../src/store/store.js';
 import type { LoadResult } from './hosts/loadgen.js';
 import { fmtCores, fmtUs, loadMs, WARMUP_MS, type CoresUsed } from './lib/phase.js';
 import type { LoopDelay, Memory } from './lib/process-stats.js';
-import { benchPlans, LOAD_CLUSTER, startCluster, startLandfall, startLoadgen, tempDir, writeItems } from './lib/stack.js';
+import { tempDir } from '../harness/tmp.js';
+import { benchPlans, LOAD_CLUSTER, startCluster, startLandfall, startLoadgen, writeItems } from './lib/stack.js';
 import {
   finishMachineInfo,
   fmtOps,
@@ -277,7 +278,7 @@ async function run(): Promise<StatusResult> {
   } finally {
     await loadgen.child.close();
     await cluster.child.close();
-    tmp.rm();
+    tmp.cleanup();
   }
 }
 

@@ -16,7 +16,7 @@
 import { Bench } from 'tinybench';
 import { TipFloor } from '../src/tracker/tip-floor.js';
 import { finishMachineInfo, fmtNs, machineInfo, machineLine, mdTable, pooledStats, samplesOf, warnIfBusy, type MachineInfo, type Suite, type SuiteResult, type TaskStats } from './lib/suite.js';
-import { mulberry32 } from '../test/helpers/wire.js';
+import { mulberry32 } from '../harness/wire.js';
 
 export interface TipFloorResult extends SuiteResult {
   suite: 'tip-floor';

@@ -35,7 +35,7 @@ import { hrtimeUs, TraceBook } from '../src/delivery/trace-book.js';
 import { base58Encode } from '../src/native.js';
 import { Store } from '../src/store/store.js';
 import { encodeTrace } from '../src/store/trace-codec.js';
-import { statusRecord } from '../test/helpers/records.js';
+import { statusRecord } from '../harness/records.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, warnIfBusy, type MachineInfo, type Suite, type SuiteResult } from './lib/suite.js';
 
 const TXS = 20_000;

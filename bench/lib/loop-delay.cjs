@@ -26,7 +26,8 @@ if (!isMainThread && parentPort) {
   } catch {
     // Not Linux: no thread id.
   }
-  const h = monitorEventLoopDelay({ resolution: 1 });
+  // 10 ms, as LOOP_DELAY_RESOLUTION_MS in process-stats.ts says why (a 1 ms timer is CPU of its own).
+  const h = monitorEventLoopDelay({ resolution: 10 });
   h.enable();
   const channel = new BroadcastChannel(CHANNEL);
   channel.unref();

@@ -120,6 +120,32 @@ export function loopDelaysOf(child: () => Child): ThreadLoopDelaysOf {
   };
 }
 
+/**
+ * A server under test in a child process whose host answers `reset` and `snapshot` (the peer,
+ * the floor); `settle` waits for its leftover work (default: it leaves none).
+ */
+export function childServer(child: Child, url: string, apiKey: string, settle: () => Promise<Settle> = async () => ({ ms: 0, complete: true })): Server {
+  return {
+    name: child.name,
+    url,
+    apiKey,
+    pid: child.pid,
+    reset: () => child.call('reset'),
+    snapshot: () => child.call<ServerStats>('snapshot'),
+    settle,
+    loopDelays: loopDelaysOf(() => child),
+  };
+}
+
+/** Wait until `inFlight()` (transactions with rebroadcasts left) is 0, or `SETTLE_MS` passed. */
+export async function settleUntilIdle(inFlight: () => Promise<number>): Promise<Settle> {
+  const t0 = performance.now();
+  const deadline = t0 + SETTLE_MS;
+  let complete = false;
+  while (!(complete = (await inFlight()) === 0) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  return { ms: Math.round(performance.now() - t0), complete };
+}
+
 export interface LandfallServerOptions {
   /** A fresh service process (and data directory) before every phase. */
   fresh?: boolean;
@@ -146,13 +172,7 @@ export function landfallServer(stack: Stack, opts: LandfallServerOptions = {}): 
       const s = await stack.landfall.snapshot();
       return { service: s, memory: s.memory, cpuMs: s.cpuMs, loopDelay: s.loopDelay };
     },
-    async settle() {
-      const t0 = performance.now();
-      const deadline = t0 + SETTLE_MS;
-      let complete = false;
-      while (!(complete = (await stack.landfall.snapshot()).inFlight === 0) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      return { ms: Math.round(performance.now() - t0), complete };
-    },
+    settle: () => settleUntilIdle(async () => (await stack.landfall.snapshot()).inFlight),
     loopDelays: loopDelaysOf(() => stack.landfall.child),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Transactions for the load suites: real, distinct, landable transactions from one funded fee
  * payer, each a self-transfer of a unique amount (so no two share a signature) followed by a
- * System transfer tip to one of the service's tip addresses — the shape `test/helpers/stack.ts`
+ * System transfer tip to one of the service's tip addresses — the shape `harness/stack.ts`
  * sends, at the volume a load run needs.
  *
  * `@solana/web3.js` compiles one message per (blockhash, tip address); each transaction is that

@@ -6,10 +6,13 @@
  * The cluster executes what lands (`LOAD_CLUSTER`) or is a sink that only counts what arrives
  * (`SINK_CLUSTER`); the service can be restarted on a fresh data directory between phases
  * (`restartLandfall`), with its ingress thread count as an option.
+ *
+ * The tests' stack (`harness/stack.ts`) runs the service and cluster in the test's own process;
+ * this one puts each part in a process of its own, so each one's CPU can be read from `/proc` and
+ * none shares an event loop with another. Both build on the same harness (`harness/`).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { DEFAULT_PLANS, PLAN_ORDER, minTipLamports, type PlanTable } from '../../src/accounts/plans.js';
@@ -18,6 +21,7 @@ import { Rpc } from '../../src/chain/rpc.js';
 import type { LocalnetOptions } from '../../src/localnet/index.js';
 import type { LandfallSnapshot } from '../hosts/landfall.js';
 import type { LoadResult, LoadSpec } from '../hosts/loadgen.js';
+import { tempDir } from '../../harness/tmp.js';
 import { INSTRUMENT, spawnChild, type Child } from './child.js';
 import { TxSigner, type SignedTx } from './signed.js';
 
@@ -221,16 +225,10 @@ export interface StackOptions {
   landfall?: LandfallOptions;
 }
 
-/** A temporary directory, removed by `rm`. */
-export function tempDir(prefix: string): { dir: string; rm: () => void } {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  return { dir, rm: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
 /** Cluster, service, load generator, a funded payer and an account: ready to send. */
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const tmp = tempDir('landfall-bench-');
-  const closers: Array<() => Promise<void> | void> = [tmp.rm];
+  const closers: Array<() => Promise<void> | void> = [tmp.cleanup];
   const close = async (): Promise<void> => {
     for (const c of closers.reverse()) await c();
     closers.length = 0;

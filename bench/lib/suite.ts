@@ -18,6 +18,11 @@ export interface Suite<R extends SuiteResult = SuiteResult> {
   run(): Promise<R>;
   /** Markdown placed between the suite's block markers (regenerated from the JSON). */
   readmeTable(result: R): string;
+  /**
+   * More of it, for a second block (`<name>-details`, appended to docs/performance.md when no
+   * page holds it), where `readmeTable` is the short one the README shows.
+   */
+  details?(result: R): string;
 }
 
 /** Fields every suite result carries, so the runner can check a results file is the suite's. */

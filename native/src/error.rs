@@ -143,3 +143,98 @@ impl fmt::Display for TxError {
 impl std::error::Error for TxError {}
 
 pub type Result<T> = std::result::Result<T, TxError>;
+
+/// An error on its way to JavaScript: the stable code `error.code` holds and the message. Every
+/// error type of the pure-Rust modules implements it, and a refusal made at the napi boundary
+/// is a [`Refusal`]; the napi layer turns any of them into a thrown error with one function
+/// ([`to_js`]), so a code is never spelt in two places.
+pub trait Coded {
+    fn code(&self) -> &'static str;
+    fn message(&self) -> String;
+}
+
+impl Coded for TxError {
+    fn code(&self) -> &'static str {
+        self.code.as_str()
+    }
+    fn message(&self) -> String {
+        TxError::message(self)
+    }
+}
+
+impl Coded for crate::bucket::BucketError {
+    fn code(&self) -> &'static str {
+        use crate::bucket::BucketError::*;
+        match self {
+            SlotOutOfRange => "BUCKET_SLOT_OUT_OF_RANGE",
+            InvalidRate => "BUCKET_INVALID_RATE",
+            InvalidCapacity => "BUCKET_INVALID_CAPACITY",
+        }
+    }
+    fn message(&self) -> String {
+        use crate::bucket::BucketError::*;
+        match self {
+            SlotOutOfRange => "bucket slot out of range",
+            InvalidRate => "rate must be a positive finite number",
+            InvalidCapacity => "capacity must be 1..16777215",
+        }
+        .to_owned()
+    }
+}
+
+impl Coded for crate::quic::QuicError {
+    fn code(&self) -> &'static str {
+        crate::quic::QuicError::code(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// A refusal decided at the napi boundary (a bad argument, a closed handle), or a failure of
+/// napi itself: a code and a message, nothing more to render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Refusal { code, message: message.into() }
+    }
+}
+
+impl Coded for Refusal {
+    fn code(&self) -> &'static str {
+        self.code
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+}
+
+/// A JS error whose `code` property is one of the stable codes above.
+#[cfg(feature = "node")]
+pub struct JsCode(pub(crate) &'static str);
+
+#[cfg(feature = "node")]
+impl AsRef<str> for JsCode {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+/// The one mapping from an internal error to a thrown JS error.
+#[cfg(feature = "node")]
+pub fn to_js(e: &impl Coded) -> napi::Error<JsCode> {
+    napi::Error::new(JsCode(e.code()), e.message())
+}
+
+/// A failure of napi itself (creating a promise or a threadsafe function): never the caller's
+/// input, so it gets the one internal code (named for the QUIC layer, the only one that makes
+/// promises and threadsafe functions).
+#[cfg(feature = "node")]
+pub fn internal(e: napi::Error) -> napi::Error<JsCode> {
+    to_js(&Refusal::new("QUIC_INTERNAL", e.reason.clone()))
+}

@@ -1,8 +1,9 @@
 //! Landfall native core.
 //!
 //! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, and the process-wide
-//! shared state `overlay`, `registry`, `usage`) know nothing of Node; the `node` and `node_quic`
-//! modules map them to JavaScript and are the only places that do.
+//! shared state `overlay`, `registry`, `usage`) know nothing of Node; the `node`, `node_quic` and
+//! `node_quic_server` modules map them to JavaScript and are the only places that do, each error
+//! through `error::to_js`.
 #![deny(clippy::all)]
 
 pub mod base58;
@@ -21,3 +22,5 @@ pub mod verify;
 mod node;
 #[cfg(feature = "node")]
 mod node_quic;
+#[cfg(feature = "localnet")]
+mod node_quic_server;

@@ -1,6 +1,6 @@
 //! The napi layer: converts JS input to Rust data once, at the boundary, calls the pure-Rust
 //! modules, and maps their results and errors to JS in exactly one place each
-//! (`to_inspection`, `js_error`).
+//! (`to_inspection`, `error::to_js`).
 
 use crate::bucket;
 use crate::error::{Code, TxError};
@@ -12,18 +12,8 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::sync::Arc;
 
-/// A JS error whose `code` property is one of the stable codes of `error.rs`.
-pub struct JsCode(pub(crate) &'static str);
-impl AsRef<str> for JsCode {
-    fn as_ref(&self) -> &str {
-        self.0
-    }
-}
-
-/// The one mapping from internal errors to thrown JS errors.
-fn js_error(e: &TxError) -> napi::Error<JsCode> {
-    napi::Error::new(JsCode(e.code.as_str()), e.message())
-}
+pub use crate::error::JsCode;
+use crate::error::to_js;
 
 /// Why a transaction was refused: a stable `code` and the precise, human-readable `message`.
 #[napi(object)]
@@ -168,7 +158,7 @@ fn decode_key(a: &str) -> Result<[u8; 32], JsCode> {
     let mut out = [0u8; 32];
     match crate::base58::decode_into(a, &mut out) {
         Some(32) => Ok(out),
-        _ => Err(js_error(&TxError::new(Code::Base58Invalid, "not a base58 32-byte address"))),
+        _ => Err(to_js(&TxError::new(Code::Base58Invalid, "not a base58 32-byte address"))),
     }
 }
 
@@ -271,19 +261,10 @@ pub fn base58_decode(text: String) -> Result<Buffer, JsCode> {
     bs58::decode(&text)
         .into_vec()
         .map(Buffer::from)
-        .map_err(|_| js_error(&TxError::new(Code::Base58Invalid, "invalid base58 text")))
+        .map_err(|_| to_js(&TxError::new(Code::Base58Invalid, "invalid base58 text")))
 }
 
 // ---- token buckets ---------------------------------------------------------------------
-
-fn bucket_error(e: bucket::BucketError) -> napi::Error<JsCode> {
-    let (code, msg) = match e {
-        bucket::BucketError::SlotOutOfRange => ("BUCKET_SLOT_OUT_OF_RANGE", "bucket slot out of range"),
-        bucket::BucketError::InvalidRate => ("BUCKET_INVALID_RATE", "rate must be a positive finite number"),
-        bucket::BucketError::InvalidCapacity => ("BUCKET_INVALID_CAPACITY", "capacity must be 1..16777215"),
-    };
-    napi::Error::new(JsCode(code), msg)
-}
 
 /// Number of bucket slots in the process-wide table.
 #[napi]
@@ -296,21 +277,21 @@ fn exact_u32(v: f64) -> Option<u32> {
 }
 
 fn slot_of(v: f64) -> Result<u32, JsCode> {
-    exact_u32(v).ok_or_else(|| bucket_error(bucket::BucketError::SlotOutOfRange))
+    exact_u32(v).ok_or_else(|| to_js(&bucket::BucketError::SlotOutOfRange))
 }
 
 /// Configure bucket `slot`: `rate` tokens per second, burst `capacity`. Live: takes after this
 /// call see the new limits; tokens already in use stay in use (capped at the new capacity).
 #[napi]
 pub fn bucket_configure(slot: f64, rate: f64, capacity: f64) -> Result<(), JsCode> {
-    let cap = exact_u32(capacity).ok_or_else(|| bucket_error(bucket::BucketError::InvalidCapacity))?;
-    bucket::configure(slot_of(slot)?, rate, cap).map_err(bucket_error)
+    let cap = exact_u32(capacity).ok_or_else(|| to_js(&bucket::BucketError::InvalidCapacity))?;
+    bucket::configure(slot_of(slot)?, rate, cap).map_err(|e| to_js(&e))
 }
 
 /// Refill bucket `slot` to capacity.
 #[napi]
 pub fn bucket_reset(slot: f64) -> Result<(), JsCode> {
-    bucket::reset(slot_of(slot)?).map_err(bucket_error)
+    bucket::reset(slot_of(slot)?).map_err(|e| to_js(&e))
 }
 
 /// Take `n` tokens, all or nothing. Fast path: returns the whole tokens remaining (≥ 0) when
@@ -398,7 +379,7 @@ fn exact_u53(v: f64) -> Option<u64> {
 #[napi]
 pub fn overlay_put(key: &[u8], value: &[u8]) -> Result<f64, JsCode> {
     // Tokens stay below 2^53 for centuries of puts, so the conversion is exact.
-    overlay::global().put(key, value).map(|t| t as f64).map_err(|e| js_error(&e))
+    overlay::global().put(key, value).map(|t| t as f64).map_err(|e| to_js(&e))
 }
 
 /// A copy of the overlay's value under `key`, or null.
@@ -429,7 +410,7 @@ pub const ACCOUNT_SLOTS: u32 = registry::CAPACITY as u32;
 /// shared lock). Throws `ACCOUNT_SLOTS_FULL` once `ACCOUNT_SLOTS` keys are registered.
 #[napi]
 pub fn account_slot(key: String) -> Result<u32, JsCode> {
-    registry::global().slot(&key).map_err(|e| js_error(&e))
+    registry::global().slot(&key).map_err(|e| to_js(&e))
 }
 
 /// The key registered at `index`, or null (so a persister that gets indexes can name them).
@@ -455,12 +436,12 @@ pub struct UsageCounts {
 
 fn usage_index(v: f64) -> Result<u32, JsCode> {
     exact_u32(v).filter(|&i| (i as usize) < usage::CAPACITY).ok_or_else(|| {
-        js_error(&TxError::new(Code::UsageIndexOutOfRange, "usage index must be an accountSlot index (a whole number below 32768)"))
+        to_js(&TxError::new(Code::UsageIndexOutOfRange, "usage index must be an accountSlot index (a whole number below 32768)"))
     })
 }
 
 fn usage_u32(what: &'static str, v: f64) -> Result<u32, JsCode> {
-    exact_u32(v).ok_or_else(|| js_error(&TxError::new(Code::UsageInvalidValue, what)))
+    exact_u32(v).ok_or_else(|| to_js(&TxError::new(Code::UsageInvalidValue, what)))
 }
 
 /// Load the persisted usage of account `index` (`total`; `today` sends on UTC day `day`, days
@@ -471,10 +452,10 @@ fn usage_u32(what: &'static str, v: f64) -> Result<u32, JsCode> {
 pub fn usage_init(index: f64, total: f64, day: f64, today: f64) -> Result<bool, JsCode> {
     let index = usage_index(index)?;
     let total = exact_u53(total)
-        .ok_or_else(|| js_error(&TxError::new(Code::UsageInvalidValue, "total must be a whole number below 2^53")))?;
+        .ok_or_else(|| to_js(&TxError::new(Code::UsageInvalidValue, "total must be a whole number below 2^53")))?;
     let day = usage_u32("day must be a whole number of days since the epoch", day)?;
     let today = usage_u32("today must be a whole number below 2^32", today)?;
-    usage::TABLE.init(index, total, day, today).map_err(|e| js_error(&e))
+    usage::TABLE.init(index, total, day, today).map_err(|e| to_js(&e))
 }
 
 /// Count `n` sends of account `index` on UTC day `day`, lock-free: total += n; today += n on
@@ -488,7 +469,7 @@ pub fn usage_add(index: f64, n: f64, day: f64) -> Result<bool, JsCode> {
     let index = usage_index(index)?;
     let n = usage_u32("n must be a whole number below 2^32", n)?;
     let day = usage_u32("day must be a whole number of days since the epoch", day)?;
-    usage::TABLE.add(index, n, day).map_err(|e| js_error(&e))
+    usage::TABLE.add(index, n, day).map_err(|e| to_js(&e))
 }
 
 /// The usage of account `index` as seen on UTC day `day`, or null until `usageInit`.
@@ -498,7 +479,7 @@ pub fn usage_get(index: f64, day: f64) -> Result<Option<UsageCounts>, JsCode> {
     let day = usage_u32("day must be a whole number of days since the epoch", day)?;
     Ok(usage::TABLE
         .get(index, day)
-        .map_err(|e| js_error(&e))?
+        .map_err(|e| to_js(&e))?
         .map(|c| UsageCounts { total: c.total as f64, today: c.today }))
 }
 

@@ -1,44 +1,92 @@
-//! The napi layer of the QUIC TPU endpoint (`crate::quic`): `QuicClient` and `QuicServer` for
-//! JavaScript. Every argument is checked and converted to owned Rust data here, before anything
+//! The napi layer of the QUIC TPU client (`crate::quic::QuicClient`) for JavaScript, and the
+//! argument checks the server's layer (`node_quic_server`) shares. Every argument is checked and converted to owned Rust data here, before anything
 //! crosses to the QUIC runtime's threads; bad input throws an error with a stable `code`
 //! (`QUIC_INVALID_ADDRESS`, `QUIC_INVALID_IDENTITY`, `QUIC_INVALID_OPTION`, `QUIC_TX_EMPTY`,
 //! `QUIC_TX_TOO_LARGE`, `QUIC_CLOSED`, `QUIC_BIND_FAILED`, `QUIC_TLS`, `QUIC_INTERNAL`).
 //!
-//! Promises are settled from the runtime's threads through napi deferreds; received
-//! transactions reach JavaScript through a threadsafe function called non-blocking, so the QUIC
-//! runtime never waits on the event loop.
+//! Promises are settled from the runtime's threads through napi deferreds, so the QUIC runtime
+//! never waits on the event loop. Targets are "ip:port" strings, parsed on every call, or a
+//! [`TpuTargets`] handle parsed once (the hot path's: see its doc).
 
 use crate::base58;
-use crate::node::JsCode;
+use crate::error::{internal, to_js, JsCode, Refusal};
 use crate::quic::{self, runtime, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
 use napi::bindgen_prelude::*;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The one construction of a thrown QUIC error.
+/// A refusal of the QUIC layer's napi boundary, thrown.
 fn fail(code: &'static str, message: impl Into<String>) -> napi::Error<JsCode> {
-    napi::Error::new(JsCode(code), message.into())
+    to_js(&Refusal::new(code, message))
 }
 
-fn quic_error(e: &QuicError) -> napi::Error<JsCode> {
-    fail(e.code(), e.to_string())
-}
-
-fn internal(e: napi::Error) -> napi::Error<JsCode> {
-    fail("QUIC_INTERNAL", e.reason.clone())
-}
-
-fn parse_addr(text: &str) -> Result<SocketAddr, JsCode> {
+pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, JsCode> {
     text.parse()
         .map_err(|_| fail("QUIC_INVALID_ADDRESS", format!("`{text}` is not an \"ip:port\" socket address")))
 }
 
-fn parse_addrs(texts: &[String]) -> Result<Vec<SocketAddr>, JsCode> {
-    texts.iter().map(|t| parse_addr(t)).collect()
+/// TPU addresses parsed once. The hot path sends each transaction to the same few leaders
+/// for a whole slot, so the JS side builds one handle per leader set (a slot's route) and
+/// passes it to `sendFirst` / `sendMany` / `prewarm` instead of the strings: a call then
+/// neither copies the strings out of V8 nor parses them again (measured in `docs/native.md`,
+/// "Targets").
+#[napi]
+pub struct TpuTargets {
+    parsed: Parsed,
+}
+
+/// Targets as the sends use them: the addresses and the text each was given as (results name
+/// a target by its text, so two spellings of one address stay apart).
+#[derive(Clone)]
+struct Parsed {
+    addrs: Arc<[SocketAddr]>,
+    texts: Arc<[String]>,
+}
+
+impl Parsed {
+    fn new(texts: Vec<String>) -> Result<Self, JsCode> {
+        let addrs = texts.iter().map(|t| parse_addr(t)).collect::<Result<Arc<[_]>, _>>()?;
+        Ok(Parsed { addrs, texts: texts.into() })
+    }
+
+    /// The text `addr` was given as.
+    fn name(&self, addr: SocketAddr) -> String {
+        self.addrs.iter().position(|a| *a == addr).map_or_else(|| addr.to_string(), |i| self.texts[i].clone())
+    }
+}
+
+#[napi]
+impl TpuTargets {
+    /// Parse "ip:port" targets once; throws `QUIC_INVALID_ADDRESS` naming the first bad one.
+    #[napi(constructor)]
+    pub fn new(targets: Vec<String>) -> Result<Self, JsCode> {
+        Ok(TpuTargets { parsed: Parsed::new(targets)? })
+    }
+
+    /// How many targets.
+    #[napi(getter)]
+    pub fn length(&self) -> u32 {
+        self.parsed.addrs.len() as u32
+    }
+
+    /// The targets, as given.
+    #[napi]
+    pub fn targets(&self) -> Vec<String> {
+        self.parsed.texts.to_vec()
+    }
+}
+
+/// What the send calls take as targets: "ip:port" strings, or a [`TpuTargets`] handle.
+type Targets<'a> = Either<Vec<String>, ClassInstance<'a, TpuTargets>>;
+
+fn parse_targets(targets: Targets<'_>) -> Result<Parsed, JsCode> {
+    match targets {
+        Either::A(texts) => Parsed::new(texts),
+        Either::B(handle) => Ok(handle.parsed.clone()),
+    }
 }
 
 /// The one check of a transaction's size before it is queued; `index` names it in a batch.
@@ -53,7 +101,7 @@ fn check_tx(tx: &[u8], index: Option<usize>) -> Result<(), JsCode> {
     Ok(())
 }
 
-fn parse_seed(identity: &[u8]) -> Result<[u8; 32], JsCode> {
+pub(crate) fn parse_seed(identity: &[u8]) -> Result<[u8; 32], JsCode> {
     identity.try_into().map_err(|_| {
         fail(
             "QUIC_INVALID_IDENTITY",
@@ -63,17 +111,17 @@ fn parse_seed(identity: &[u8]) -> Result<[u8; 32], JsCode> {
 }
 
 /// An optional JS number as a whole number in `0..=max`, or `default` when absent.
-fn whole(name: &str, value: Option<f64>, default: u64, max: u64) -> Result<u64, JsCode> {
+pub(crate) fn whole(name: &str, value: Option<f64>, default: u64, max: u64) -> Result<u64, JsCode> {
     let Some(v) = value else { return Ok(default) };
     if v.is_finite() && v.fract() == 0.0 && (0.0..=max as f64).contains(&v) {
         Ok(v as u64)
     } else {
-        Err(quic_error(&QuicError::InvalidConfig(format!("{name} must be a whole number in 0..={max} (got {v})"))))
+        Err(to_js(&QuicError::InvalidConfig(format!("{name} must be a whole number in 0..={max} (got {v})"))))
     }
 }
 
 /// An optional millisecond option as a Duration (range checks are the config's own).
-fn millis(name: &str, value: Option<f64>, default: Duration) -> Result<Duration, JsCode> {
+pub(crate) fn millis(name: &str, value: Option<f64>, default: Duration) -> Result<Duration, JsCode> {
     let ms = whole(name, value, u64::try_from(default.as_millis()).unwrap_or(u64::MAX), 3_600_000)?;
     Ok(Duration::from_millis(ms))
 }
@@ -214,7 +262,7 @@ impl QuicClient {
             backoff_max: millis("backoffMaxMs", opts.backoff_max_ms, d.backoff_max)?,
             unused_close: d.unused_close,
         };
-        let inner = quic::QuicClient::new(&seed, cfg).map_err(|e| quic_error(&e))?;
+        let inner = quic::QuicClient::new(&seed, cfg).map_err(|e| to_js(&e))?;
         let identity = base58::encode(&inner.identity());
         Ok(QuicClient { inner: Some(inner), identity })
     }
@@ -233,17 +281,18 @@ impl QuicClient {
     /// unidirectional stream each. Resolves with one result per target, in order; never
     /// rejects for network failures (they are results). Throws for bad arguments.
     #[napi(ts_return_type = "Promise<SendResult[]>")]
-    pub fn send<'env>(&self, env: &'env Env, targets: Vec<String>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
+    pub fn send<'env>(&self, env: &'env Env, #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'env>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         check_tx(tx, None)?;
-        let addrs = parse_addrs(&targets)?;
+        let targets = parse_targets(targets)?;
         let tx = Bytes::copy_from_slice(tx);
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
         // Queued here, on the JS thread: the writes start without waiting for a runtime task.
-        let dispatched = client.dispatch(&addrs, tx);
+        let dispatched = client.dispatch(&targets.addrs, tx);
         runtime().spawn(async move {
             let outcomes = dispatched.outcomes().await;
-            deferred.resolve(move |_| Ok(targets.into_iter().zip(outcomes).map(to_send_result).collect::<Vec<_>>()));
+            let results: Vec<SendResult> = targets.texts.iter().cloned().zip(outcomes).map(to_send_result).collect();
+            deferred.resolve(move |_| Ok(results));
         });
         Ok(promise)
     }
@@ -261,32 +310,28 @@ impl QuicClient {
     pub fn send_first<'env>(
         &self,
         env: &'env Env,
-        targets: Vec<String>,
+        #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'env>,
         tx: &[u8],
         deadline_ms: Option<f64>,
     ) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         check_tx(tx, None)?;
-        let addrs = parse_addrs(&targets)?;
+        let targets = parse_targets(targets)?;
         let budget = match deadline_ms {
             None => None,
             Some(ms) if ms.is_finite() && ms.fract() == 0.0 && (1.0..=60_000.0).contains(&ms) => Some(Duration::from_millis(ms as u64)),
-            Some(ms) => return Err(quic_error(&QuicError::InvalidConfig(format!("deadlineMs must be a whole number in 1..=60000 (got {ms})")))),
+            Some(ms) => return Err(to_js(&QuicError::InvalidConfig(format!("deadlineMs must be a whole number in 1..=60000 (got {ms})")))),
         };
         let tx = Bytes::copy_from_slice(tx);
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
         let dispatched = match budget {
-            Some(budget) => client.dispatch_by(&addrs, tx, budget),
-            None => client.dispatch(&addrs, tx),
+            Some(budget) => client.dispatch_by(&targets.addrs, tx, budget),
+            None => client.dispatch(&targets.addrs, tx),
         };
         runtime().spawn(async move {
             let first = dispatched.first_written().await;
-            // Name outcomes by the target text given (two spellings of one address stay apart).
-            let name = move |o: &quic::SendOutcome| {
-                addrs.iter().position(|a| *a == o.addr).map_or_else(|| o.addr.to_string(), |i| targets[i].clone())
-            };
-            let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(name(o)));
-            let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((name(&o), o))).collect();
+            let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(targets.name(o.addr)));
+            let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((targets.name(o.addr), o))).collect();
             let elapsed_us = first.elapsed_us as f64;
             deferred.resolve(move |_| Ok(FirstSend { target, elapsed_us, failures }));
         });
@@ -302,12 +347,17 @@ impl QuicClient {
     /// checked before anything is queued; throws `QUIC_TX_EMPTY` / `QUIC_TX_TOO_LARGE` naming
     /// the index.
     #[napi(ts_return_type = "Promise<Uint16Array>")]
-    pub fn send_many<'env>(&self, env: &'env Env, targets: Vec<String>, txs: Vec<Uint8Array>) -> Result<Object<'env>, JsCode> {
+    pub fn send_many<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'env>,
+        txs: Vec<Uint8Array>,
+    ) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         for (i, tx) in txs.iter().enumerate() {
             check_tx(tx, Some(i))?;
         }
-        let addrs = parse_addrs(&targets)?;
+        let addrs = parse_targets(targets)?.addrs;
         // Copied once, here, on the JS thread: nothing JavaScript owns crosses to the runtime.
         let txs: Vec<Bytes> = txs.iter().map(|tx| Bytes::copy_from_slice(tx)).collect();
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
@@ -339,9 +389,9 @@ impl QuicClient {
 
     /// Open connections to `targets` ahead of the first send; returns at once.
     #[napi]
-    pub fn prewarm(&self, targets: Vec<String>) -> Result<(), JsCode> {
+    pub fn prewarm(&self, #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'_>) -> Result<(), JsCode> {
         let client = self.client()?;
-        client.prewarm(&parse_addrs(&targets)?);
+        client.prewarm(&parse_targets(targets)?.addrs);
         Ok(())
     }
 
@@ -390,197 +440,6 @@ fn to_peer_stats(p: quic::PeerStats) -> PeerStats {
     }
 }
 
-// ---- server ------------------------------------------------------------------------------
-
-/// Options of `new QuicServer(...)`. Limits default to what an Agave validator applies to an
-/// unstaked sender, per peer IP.
-#[napi(object)]
-pub struct QuicServerOptions {
-    /// "ip:port" to bind; port 0 picks a free port.
-    pub bind: String,
-    /// The server's 32-byte ed25519 secret seed.
-    pub identity: Uint8Array,
-    /// Streams a peer may start per 100 ms before its streams wait (default 20; 0 = no limit).
-    #[napi(js_name = "maxStreamsPer100ms")]
-    pub max_streams_per_100ms: Option<f64>,
-    /// Connections a peer may hold; one more is closed with code 4 (default 8).
-    pub max_connections_per_peer: Option<f64>,
-    /// New connections a peer may open per minute; one more is closed with code 2 (default 8;
-    /// 0 = no limit).
-    pub max_connections_per_ip_per_minute: Option<f64>,
-    /// Idle timeout, ms (default 60 000; a client's lower one wins).
-    pub idle_timeout_ms: Option<f64>,
-    /// Handshake timeout, ms (default 2000).
-    pub handshake_timeout_ms: Option<f64>,
-}
-
-/// One received transaction.
-#[napi(object)]
-pub struct ReceivedTransaction {
-    pub bytes: Buffer,
-    /// The sender's identity (base58) from its certificate, or null.
-    #[napi(ts_type = "string | null")]
-    pub peer: Either<String, Null>,
-    /// The sender's "ip:port".
-    pub remote_addr: String,
-    /// When the stream's end arrived: ms since the Unix epoch (fractional), before any
-    /// injected delay.
-    pub arrival_ms: f64,
-}
-
-/// Faults to inject. `setFaults` replaces them all: a field left out (or null) is off.
-#[napi(object)]
-pub struct QuicFaults {
-    /// Percentage (0–100) of UDP datagrams dropped, both directions.
-    pub packet_loss_pct: Option<f64>,
-    /// Delay before each received transaction is handed over, ms.
-    pub delay_ms: Option<f64>,
-    /// Accept each new connection's handshake, then close it with this code, reason "refused".
-    #[napi(ts_type = "number | null")]
-    pub refuse_code: Option<f64>,
-}
-
-/// Server counters since it was bound.
-#[napi(object)]
-pub struct ServerStats {
-    pub connections_open: f64,
-    pub connections_accepted: f64,
-    pub accepted_txs: f64,
-    pub rejected_oversize: f64,
-    pub rejected_empty: f64,
-    pub throttled: f64,
-    pub refused: f64,
-    pub rate_limited: f64,
-    pub too_many: f64,
-    pub stream_errors: f64,
-    pub datagrams_dropped: f64,
-}
-
-/// A QUIC TPU server that treats senders as an Agave validator treats unstaked ones.
-#[napi]
-pub struct QuicServer {
-    inner: Arc<quic::QuicServer>,
-    local_addr: String,
-    identity: String,
-}
-
-#[napi]
-impl QuicServer {
-    /// Bind and start accepting. `onTransaction` is called on this thread for every received
-    /// transaction; an exception it throws is an uncaught exception, as in any event listener.
-    /// Until `close()`, the server keeps the process alive, as an open `net.Server` does.
-    #[napi(constructor)]
-    pub fn new(opts: QuicServerOptions, on_transaction: Function<ReceivedTransaction, ()>) -> Result<Self, JsCode> {
-        let seed = parse_seed(&opts.identity)?;
-        let d = quic::ServerConfig::default();
-        let cfg = quic::ServerConfig {
-            bind: parse_addr(&opts.bind)?,
-            max_streams_per_100ms: whole("maxStreamsPer100ms", opts.max_streams_per_100ms, d.max_streams_per_100ms, 1_000_000)?,
-            max_connections_per_peer: whole("maxConnectionsPerPeer", opts.max_connections_per_peer, d.max_connections_per_peer as u64, 65_536)?
-                as usize,
-            max_connections_per_ip_per_minute: whole(
-                "maxConnectionsPerIpPerMinute",
-                opts.max_connections_per_ip_per_minute,
-                d.max_connections_per_ip_per_minute,
-                1_000_000,
-            )?,
-            idle_timeout: millis("idleTimeoutMs", opts.idle_timeout_ms, d.idle_timeout)?,
-            handshake_timeout: millis("handshakeTimeoutMs", opts.handshake_timeout_ms, d.handshake_timeout)?,
-            stream_read_timeout: d.stream_read_timeout,
-        };
-        let callback = on_transaction
-            .build_threadsafe_function::<quic::Received>()
-            .build_callback(|ctx| Ok(to_received(ctx.value)))
-            .map_err(internal)?;
-        let (inner, mut received) = quic::QuicServer::bind(&seed, cfg).map_err(|e| quic_error(&e))?;
-        // Owns the threadsafe function: it ends, and releases it (so it no longer holds the
-        // event loop open), when `close()` ends the channel.
-        runtime().spawn(async move {
-            while let Some(tx) = received.recv().await {
-                callback.call(tx, ThreadsafeFunctionCallMode::NonBlocking);
-            }
-        });
-        Ok(QuicServer {
-            local_addr: inner.local_addr().to_string(),
-            identity: base58::encode(&inner.identity()),
-            inner: Arc::new(inner),
-        })
-    }
-
-    /// The bound "ip:port" (with the real port when bound to port 0).
-    #[napi(getter)]
-    pub fn local_addr(&self) -> String {
-        self.local_addr.clone()
-    }
-
-    /// The server's identity public key, base58.
-    #[napi(getter)]
-    pub fn identity(&self) -> String {
-        self.identity.clone()
-    }
-
-    /// Replace the injected faults (see `QuicFaults`); applies at once.
-    #[napi]
-    pub fn set_faults(&self, faults: QuicFaults) -> Result<(), JsCode> {
-        let loss = faults.packet_loss_pct.unwrap_or(0.0);
-        if !(0.0..=100.0).contains(&loss) {
-            return Err(quic_error(&QuicError::InvalidConfig(format!("packetLossPct must be in 0..=100 (got {loss})"))));
-        }
-        let refuse_code = match faults.refuse_code {
-            None => None,
-            Some(c) => Some(whole("refuseCode", Some(c), 0, u64::from(u32::MAX))? as u32),
-        };
-        self.inner.set_faults(quic::Faults {
-            packet_loss_pct: loss,
-            delay_ms: whole("delayMs", faults.delay_ms, 0, 3_600_000)?,
-            refuse_code,
-        });
-        Ok(())
-    }
-
-    #[napi]
-    pub fn stats(&self) -> ServerStats {
-        let s = self.inner.stats();
-        ServerStats {
-            connections_open: s.connections_open as f64,
-            connections_accepted: s.connections_accepted as f64,
-            accepted_txs: s.accepted_txs as f64,
-            rejected_oversize: s.rejected_oversize as f64,
-            rejected_empty: s.rejected_empty as f64,
-            throttled: s.throttled as f64,
-            refused: s.refused as f64,
-            rate_limited: s.rate_limited as f64,
-            too_many: s.too_many as f64,
-            stream_errors: s.stream_errors as f64,
-            datagrams_dropped: s.datagrams_dropped as f64,
-        }
-    }
-
-    /// Close every connection (code 0), stop delivering, and resolve once the port is free
-    /// again. `stats()` keeps working; closing twice resolves at once.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn close<'env>(&self, env: &'env Env) -> Result<Object<'env>, JsCode> {
-        let (deferred, promise) = env.create_deferred().map_err(internal)?;
-        let server = self.inner.clone();
-        runtime().spawn(async move {
-            server.close().await;
-            deferred.resolve(|_| Ok(()));
-        });
-        Ok(promise)
-    }
-}
-
-fn to_received(r: quic::Received) -> ReceivedTransaction {
-    ReceivedTransaction {
-        bytes: Buffer::from(r.bytes.to_vec()),
-        peer: match r.peer {
-            Some(key) => Either::A(base58::encode(&key)),
-            None => Either::B(Null),
-        },
-        remote_addr: r.remote_addr.to_string(),
-        arrival_ms: r.arrival_ms,
-    }
-}
 
 /// The failure reasons of `sendMany`'s outcome words, by index (its low byte minus 2): the
 /// same strings `SendResult.reason` and `drainOutcomes` use.

@@ -1,9 +1,143 @@
 /**
- * The shapes of the Landfall API that the client and the service share: the tip floor's windows
- * and percentiles (tips and compute-unit prices), and the plan names. Defined here, in the client (which imports nothing from
- * the server so that it can be packed on its own: `packages/client`), and imported by the
- * service, so the two cannot drift apart.
+ * The JSON the Landfall API sends, one type per response shape, written once. The client hands
+ * these out; the service's renderers (`statusView`, `traceView`, the submission core, the account
+ * view, the tip floor) are typed with them; the OpenAPI document's schemas are checked against
+ * them by the compiler (`src/http/openapi.ts`: each schema's properties are exactly a type's
+ * fields, its `required` exactly the fields that are not optional). Defined here, in the client
+ * (which imports nothing from the server so that it can be packed on its own: `packages/client`),
+ * so the three cannot drift apart. Field names are the wire's snake_case (spec §2).
  */
+
+/** The plans, lowest first (the service's `PLAN_ORDER`; `test/unit/client-package.test.ts` checks they agree). */
+export type PlanName = 'starter' | 'growth' | 'pro' | 'whale';
+
+/** Every refusal of the REST API (DECISIONS.md "Error body"); the client throws it as `LandfallApiError`. */
+export interface ErrorBody {
+  success: false;
+  error: {
+    /** The HTTP status. */
+    code: number;
+    /** The spec's message for it ("Tip insufficient"). */
+    message: string;
+    /** The precise cause, for humans. */
+    reason: string;
+  };
+}
+
+/** `POST /v1/send` (spec §2.2), without the `success` flag (always true: a refusal is an error body). */
+export interface SendResult {
+  signature: string;
+  /** Cluster slot at submission. */
+  slot: number;
+}
+
+/** The body of `POST /v1/send`'s 200. */
+export type SendBody = { success: true } & SendResult;
+
+/** One item of `POST /v1/send/batch`'s `results` (spec §2.3). */
+export interface BatchItem {
+  /** Position in the input array. */
+  index: number;
+  /** null when the transaction was rejected before delivery. */
+  signature: string | null;
+  status: 'sent' | 'failed';
+  /** Present when failed: "<spec message>: <reason>". */
+  error?: string;
+}
+
+/** The body of `POST /v1/send/batch`'s 200: one result per input transaction, by index. */
+export interface BatchBody {
+  success: true;
+  results: BatchItem[];
+}
+
+/** `GET /v1/status/{signature}` (spec §2.4), plus `expired` once the transaction can no longer land, and why a failed one failed. */
+export interface StatusRecord {
+  signature: string;
+  status: 'sent' | 'confirmed' | 'failed';
+  submitted_at: string;
+  confirmed_at: string | null;
+  /** Request received to outcome observed, for confirmed and failed transactions. */
+  latency_ms: number | null;
+  slot: number | null;
+  api_key_name: string;
+  expired?: true;
+  /** With `expired`: the send's `deadlineSlot` passed before it landed (not its blockhash). */
+  deadline_passed?: true;
+  /** A failed transaction: the chain's error as the RPC node gives it (`{"InstructionError":[0,{"Custom":1}]}`). */
+  err?: unknown;
+  /** A failed transaction: `err` in Agave's words ("Error processing Instruction 0: custom program error: 0x1"). */
+  err_reason?: string;
+}
+
+/** A status change as `/v1/stream` pushes it: the status record, its tip and the slot at acceptance. */
+export interface StreamStatus extends StatusRecord {
+  type: 'status';
+  /** Lamports the transaction tips to the service. */
+  tip_lamports: number;
+  /** The cluster slot when the service accepted it (`slot − submit_slot`: slots to land). */
+  submit_slot: number;
+}
+
+/** One delivery attempt of a trace (`GET /v1/status/{signature}/trace`). */
+export interface DeliveryAttempt {
+  /** Microseconds from the request received to the outcome (a rebroadcast: to its round being sent). */
+  at_us: number;
+  slot: number;
+  /** 0: the first send; n: the n-th rebroadcast round. */
+  round: number;
+  /** Leader identity (base58), null when unknown. */
+  leader: string | null;
+  /** TPU QUIC address written to; null for held and released. */
+  tpu: string | null;
+  outcome: 'written' | 'pending' | 'refused' | 'backoff' | 'queue_full' | 'failed' | 'held' | 'released';
+  /** The validator's QUIC close code behind a refusal or back-off. */
+  close_code: number | null;
+  /** The send failure reason, null unless it failed. */
+  reason: string | null;
+}
+
+/** Every delivery attempt of one transaction, and what became of it (`GET /v1/status/{signature}/trace`). */
+export interface DeliveryTrace {
+  signature: string;
+  status: StatusRecord['status'];
+  expired?: true;
+  final_state: 'landed' | 'failed' | 'expired' | 'deadline_passed' | 'pending';
+  /** In words: "landed in slot N", "failed on chain in slot N: <reason>", "expired: blockhash past last valid block height N, reached K of M leaders", ... */
+  cause: string;
+  /** As in the status record. */
+  latency_ms: number | null;
+  /** As in the status record. */
+  err?: unknown;
+  leaders_reached: number;
+  leaders_tried: number;
+  /** In order, at most 64. */
+  attempts: DeliveryAttempt[];
+  /** Attempts past the cap, not kept. */
+  attempts_omitted: number;
+}
+
+/** The next plan up and what reaching it brings (`AccountRecord.next_tier`). */
+export interface NextTier {
+  plan: PlanName;
+  threshold_bp: number;
+  remaining_bp: number;
+  progress_percent: number;
+  benefits: { new_max_tps: number; new_tip_bp: number; tip_savings_percent: number };
+}
+
+/** `GET /v1/account` (spec §2.5). */
+export interface AccountRecord {
+  plan: PlanName;
+  plan_upgraded_at: string;
+  member_since: string;
+  limits: { max_tps: number; min_tip_bp: number };
+  usage: { service_points: number; transactions_total: number; transactions_today: number };
+  /** null on the top tier. */
+  next_tier: NextTier | null;
+  /** Lamports per point (BP), the service's conversion: min tip in lamports = min_tip_bp × this. */
+  lamports_per_point: number;
+}
 
 /** The percentiles reported. */
 export const TIP_PERCENTILES = [25, 50, 75, 95, 99] as const;
@@ -43,5 +177,12 @@ export interface TipFloorView {
   priority_fee: Record<TipWindowName, PriorityFeeWindow>;
 }
 
-/** The plans, lowest first (the service's `PLAN_ORDER`; `test/unit/client-package.test.ts` checks they agree). */
-export type PlanName = 'starter' | 'growth' | 'pro' | 'whale';
+/** The calling account's plan minimum in `GET /v1/tip-floor` (only with a key): tip at least this. */
+export interface PlanMinimum {
+  plan: PlanName;
+  min_tip_bp: number;
+  min_tip_lamports: number;
+}
+
+/** `GET /v1/tip-floor`: tip percentiles of what landed, and the caller's plan minimum when it sent a key. */
+export type TipFloorRecord = TipFloorView & { plan_minimum?: PlanMinimum };

@@ -1,7 +1,7 @@
 /**
  * A cluster of `nats-server` processes with JetStream, joined by routes, on loopback with free
  * ports — for `landfall cluster-demo` and the multi-node tests and bench
- * (`test/helpers/nats-cluster.ts`). Each server keeps its ports and store directory across
+ * (`harness/nats-cluster.ts`). Each server keeps its ports and store directory across
  * stop/restart, as a restarted server would. The binary is the pinned one from
  * `scripts/nats-server.mjs`.
  */

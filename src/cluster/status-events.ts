@@ -19,7 +19,9 @@
  * reconnects. The copy JetStream delivers later finds its records applied (nothing written).
  *
  * Applying (a durable consumer per node, named after it, from the stream's first event for a
- * new node): a record absent here is inserted whole; a pending one moves forward to a terminal
+ * new node; a message this process published itself comes back through it too, and is only
+ * acknowledged: its records were written here before it was published — `ownInFlight`): a
+ * record absent here is inserted whole; a pending one moves forward to a terminal
  * state; a terminal one never changes; the message is acknowledged once the local write
  * committed (a node killed before that gets it again). State derived from records is computed
  * by EACH node from its OWN local transitions, so it is exactly once per node with no
@@ -68,6 +70,11 @@ const PUBLISH_TIMEOUT_MS = 2_000;
  * and JetStream's copy of them waits out the election.
  */
 const REPLAY_MS = 2_000;
+/**
+ * msgIDs of this process's messages remembered until the consumer brings them back, at most
+ * (oldest forgotten first: such a message is then applied like any other, which is harmless).
+ */
+const OWN_IN_FLIGHT_MAX = 100_000;
 /** Live copies waiting for a reconnect at most (events; ~0.6 MB). */
 const LIVE_WAITING_MAX = 4_096;
 /**
@@ -194,6 +201,14 @@ export class StatusEvents {
   private replayRequests: Subscription | null = null;
   private messages: ConsumerMessages | null = null;
   private live: Subscription | null = null;
+  /**
+   * msgIDs of the messages this process published whose copy the consumer has not brought back
+   * yet. A node's own events come back through its consumer (it reads the whole stream, so a
+   * node restarted on an empty disk under its old name would get its records back); decoding
+   * and looking up every event of a message this process wrote itself bought nothing and cost
+   * the main thread most of its replication work per send (docs/several-nodes.md).
+   */
+  private readonly ownInFlight = new Set<string>();
   private closed = false;
   /** Dropped from a full outbox (they reach the other nodes only if re-published after a restart). */
   dropped = 0;
@@ -401,7 +416,10 @@ export class StatusEvents {
   /** One message to JetStream (its msgID: its first event's and its size). */
   private publishMessage(events: Outgoing[]): Promise<PubAck> {
     const data = encodeMessage(events.map((m) => m.data));
-    return this.o.link.js!.publish(statusSubject(this.o.link.node), data, { msgID: `${events[0]!.msgID}+${events.length}`, timeout: PUBLISH_TIMEOUT_MS });
+    const msgID = `${events[0]!.msgID}+${events.length}`;
+    this.ownInFlight.add(msgID);
+    if (this.ownInFlight.size > OWN_IN_FLIGHT_MAX) this.ownInFlight.delete(this.ownInFlight.values().next().value!);
+    return this.o.link.js!.publish(statusSubject(this.o.link.node), data, { msgID, timeout: PUBLISH_TIMEOUT_MS });
   }
 
   /**
@@ -464,6 +482,13 @@ export class StatusEvents {
 
   /** Apply a message's events; acknowledged once every write it caused committed. */
   private apply(m: JsMsg): void {
+    if (m.subject === statusSubject(this.o.link.node)) {
+      const id = m.headers?.get('Nats-Msg-Id');
+      if (id && this.ownInFlight.delete(id)) {
+        m.ack(); // this process wrote its records before publishing it
+        return;
+      }
+    }
     const events = decodeMessage(m.data);
     if (!events) {
       this.o.log.warn({ seq: m.seq }, 'cluster: unreadable status message skipped');

@@ -15,6 +15,7 @@
  * final state is read off the status record when the trace is shown (`traceView`).
  */
 import { describeTransactionError } from '../chain/tx-error.js';
+import type { DeliveryTrace } from '../client/wire.js';
 import type { StatusRecord } from '../store/records.js';
 
 /** What became of one attempt. */
@@ -168,7 +169,7 @@ export function finalState(rec: StatusRecord, t: Trace): FinalState {
 }
 
 /** The trace of `GET /v1/status/{signature}/trace`. */
-export function traceView(rec: StatusRecord, t: Trace): Record<string, unknown> {
+export function traceView(rec: StatusRecord, t: Trace): DeliveryTrace {
   const { reached, tried } = leadersReached(t);
   const final = finalState(rec, t);
   return {

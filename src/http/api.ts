@@ -4,13 +4,14 @@
  * store and accounts. Handlers throw `Refusal`s; `route` renders them.
  *
  * Layers (each only imports the ones below it, so there is no circle):
- *   api.ts (routes) → json-rpc.ts, stream.ts, openapi.ts → auth.ts, request.ts, types.ts
+ *   api.ts (handlers) → json-rpc.ts, stream.ts, openapi.ts → routes.ts (the routes table), auth.ts, request.ts, types.ts
  *   → submission/ → accounts/, store/, delivery/, native
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
 import { describeTransactionError } from '../chain/tx-error.js';
+import type { BatchBody, SendBody, StatusRecord as StatusJson, StreamStatus } from '../client/wire.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { traceView, type Trace } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
@@ -29,7 +30,8 @@ import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { dashboardRoutes } from './dashboard.js';
 import { registerRpcSubscriptions } from './rpc-subscriptions.js';
 import { OPENAPI } from './openapi.js';
-import { Ctx, DROP_IN_ROUTES, parseJson, requireJson, type Reply } from './request.js';
+import { ROUTES, type RouteEntry, type RouteId } from './routes.js';
+import { Ctx, parseJson, requireJson, type Reply } from './request.js';
 import { isLoopback } from './server.js';
 import { registerStream } from './stream.js';
 import { StreamSlots } from './stream-slots.js';
@@ -38,20 +40,13 @@ import type { Handler, Services } from './types.js';
 export { MAX_BATCH };
 export type { Services, Handler, Caller };
 
-export const SEND_BODY_LIMIT = 8 * 1024;
-export const BATCH_BODY_LIMIT = 256 * 1024;
+export { BATCH_BODY_LIMIT, SEND_BODY_LIMIT } from './routes.js';
 
 /** `Services` once `buildApp` has filled in the defaults. */
 export type Wired = Services & { telemetry: Telemetry; keys: KeyCache; core: SubmissionCore };
 
-/** One HTTP route: the pattern doubles as the metrics label, so the label set stays bounded. */
-export interface RouteSpec {
-  method: 'get' | 'post';
-  pattern: string;
-  /** Body size limit; null for routes without a body. */
-  body: number | null;
-  handler: Handler;
-}
+/** One HTTP route as registered: where (`RouteEntry`: the pattern doubles as the metrics label) and its handler. */
+export type RouteSpec = Pick<RouteEntry, 'method' | 'pattern' | 'body'> & { handler: Handler };
 
 /** Wrap a handler: capture the request, refuse unsafe framing, optionally start the body, render refusals. */
 export function route(t: Telemetry, spec: Pick<RouteSpec, 'pattern' | 'body' | 'handler'>) {
@@ -113,7 +108,7 @@ function sendHandler(s: Wired): Handler {
     const r = inspectTransaction(transaction, s.tips);
     if (r.ok) ctx.signature = r.tx.signature;
     const sent = await s.core.send(who, r, opts, ctx.receivedAt);
-    return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot }, headers: rateHeaders(sent.rate) };
+    return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot } satisfies SendBody, headers: rateHeaders(sent.rate) };
   };
 }
 
@@ -138,7 +133,7 @@ function batchHandler(s: Wired): Handler {
       return verdicts.map((v, i) => (typeof txs[i] === 'string' ? v : null));
     };
     const { results, rate } = await s.core.sendBatch(who, txs.length, verify, opts, ctx.receivedAt);
-    return { status: 200, body: { success: true, results }, headers: rateHeaders(rate) };
+    return { status: 200, body: { success: true, results } satisfies BatchBody, headers: rateHeaders(rate) };
   };
 }
 
@@ -148,7 +143,7 @@ function batchHandler(s: Wired): Handler {
  * The status record of spec §2.4 (+ `expired` once it can no longer land; + a failed
  * transaction's on-chain `err` and, in Agave's words, `err_reason`).
  */
-export function statusView(r: StatusRecord): Record<string, unknown> {
+export function statusView(r: StatusRecord): StatusJson {
   return {
     signature: r.signature,
     status: r.status,
@@ -168,7 +163,7 @@ export function statusView(r: StatusRecord): Record<string, unknown> {
  * acceptance, which a live view (the dashboard's tips against the floor, slots to land) needs and
  * could otherwise only get by spending its query budget.
  */
-export function streamView(r: StatusRecord): Record<string, unknown> {
+export function streamView(r: StatusRecord): Omit<StreamStatus, 'type'> {
   return { ...statusView(r), tip_lamports: Number(r.tipLamports), submit_slot: r.submitSlot };
 }
 
@@ -309,7 +304,24 @@ export function constant(status: number, body: string, contentType = 'applicatio
 }
 
 /** Where Solana's JSON-RPC is answered: over HTTP (POST) and, for subscriptions, WebSocket. */
-const RPC_PATHS = ['/', '/v1/rpc'] as const;
+const RPC_PATHS = [ROUTES.jsonRpc.pattern, ROUTES.jsonRpcV1.pattern] as const;
+
+/**
+ * The handler of every route of the routes table (`routes.ts`), or null for one this app does
+ * not serve: the compiler wants an entry for each, so no route is served undocumented.
+ */
+type RouteHandlers = Record<RouteId, Handler | null>;
+
+/** The dashboard's handlers (`dashboard.ts`), by the route of the table each serves. */
+function dashboardHandlers(): Pick<RouteHandlers, 'rootToDashboard' | 'dashboardNoSlash' | 'dashboard' | 'dashboardScript' | 'dashboardStyle'> {
+  const byPattern = new Map(dashboardRoutes().map((r) => [r.pattern, r.handler]));
+  const at = (id: RouteId): Handler => {
+    const h = byPattern.get(ROUTES[id].pattern);
+    if (h === undefined) throw new Error(`the dashboard serves no ${ROUTES[id].pattern}`);
+    return h;
+  };
+  return { rootToDashboard: at('rootToDashboard'), dashboardNoSlash: at('dashboardNoSlash'), dashboard: at('dashboard'), dashboardScript: at('dashboardScript'), dashboardStyle: at('dashboardStyle') };
+}
 
 /** Build the uWS app with every route. */
 export function buildApp(services: Services): uWS.TemplatedApp {
@@ -338,22 +350,32 @@ export function buildApp(services: Services): uWS.TemplatedApp {
   const ops = operationRoutes({ health: () => s.delivery.health(), store: () => s.store.health.view(), log: () => t.logHealth.view(), cluster: s.cluster, metricsText, metricsContentType: t.metrics.contentType, token: s.config.metricsToken, exposed: !isLoopback(s.config.host), startedAt });
   // With an admin listener, /metrics and /health's details are served there only (service.ts).
   const adminElsewhere = s.config.adminPort !== null;
-  const routes: RouteSpec[] = [
-    { method: 'post', pattern: '/v1/send', body: SEND_BODY_LIMIT, handler: sendHandler(s) },
-    { method: 'post', pattern: '/v1/send/batch', body: BATCH_BODY_LIMIT, handler: batchHandler(s) },
-    { method: 'get', pattern: '/v1/status/:signature', body: null, handler: statusHandler(s) },
-    { method: 'get', pattern: '/v1/status/:signature/trace', body: null, handler: traceHandler(s) },
-    { method: 'get', pattern: '/v1/account', body: null, handler: accountHandler(s) },
-    { method: 'get', pattern: '/v1/tip-addresses', body: null, handler: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })) },
-    { method: 'get', pattern: '/v1/tip-floor', body: null, handler: tipFloorHandler(s) },
-    ...RPC_PATHS.map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: rpc })),
-    ...[...DROP_IN_ROUTES].map((pattern): RouteSpec => ({ method: 'post', pattern, body: BATCH_BODY_LIMIT, handler: dropIn })),
-    { method: 'get', pattern: '/v1/openapi.json', body: null, handler: constant(200, JSON.stringify(OPENAPI)) },
-    adminElsewhere ? { method: 'get', pattern: '/health', body: null, handler: ops.bareHealth } : ops.health,
-    { method: 'get', pattern: '/ping', body: null, handler: constant(200, 'pong', 'text/plain') },
-    ...(adminElsewhere ? [] : [ops.metrics]),
-    ...dashboardRoutes(),
-  ];
+  const handlers: RouteHandlers = {
+    send: sendHandler(s),
+    sendBatch: batchHandler(s),
+    status: statusHandler(s),
+    trace: traceHandler(s),
+    account: accountHandler(s),
+    tipAddresses: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })),
+    tipFloor: tipFloorHandler(s),
+    jsonRpc: rpc,
+    jsonRpcV1: rpc,
+    jitoTransactions: dropIn,
+    jitoBundles: dropIn,
+    heliusSender: dropIn,
+    openapi: constant(200, JSON.stringify(OPENAPI)),
+    health: adminElsewhere ? ops.bareHealth : ops.health.handler,
+    ping: constant(200, 'pong', 'text/plain'),
+    metrics: adminElsewhere ? null : ops.metrics.handler,
+    ...dashboardHandlers(),
+    // Registered below, after the WebSocket route of its path.
+    stream: null,
+  };
+  const routes: RouteSpec[] = [];
+  for (const id of Object.keys(ROUTES) as RouteId[]) {
+    const handler = handlers[id];
+    if (handler !== null) routes.push({ ...ROUTES[id], handler });
+  }
   for (const r of routes) app[r.method](r.pattern, route(t, r));
   if (s.statusHub) {
     const slots = s.streamSlots ?? new StreamSlots();
@@ -367,7 +389,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     });
     // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
     // any other GET falls through its WebSocket route to this one (registered after it).
-    const plainGet: RouteSpec = { method: 'get', pattern: '/v1/stream', body: null, handler: streamWithoutUpgrade };
+    const plainGet: RouteSpec = { ...ROUTES.stream, handler: streamWithoutUpgrade };
     app.get(plainGet.pattern, route(t, plainGet));
     routes.push(plainGet); // for the 405 below
   }

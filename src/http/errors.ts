@@ -2,6 +2,7 @@
  * HTTP rendering of refusals: status lines and the error body (DECISIONS.md "Error body").
  * Which status and message a refusal gets is decided in `submission/refusals.ts`, not here.
  */
+import type { ErrorBody } from '../client/wire.js';
 
 export const STATUS_LINE: Record<number, string> = {
   200: '200 OK',
@@ -21,5 +22,5 @@ export const STATUS_LINE: Record<number, string> = {
 };
 
 export function errorBody(status: number, message: string, reason: string): string {
-  return JSON.stringify({ success: false, error: { code: status, message, reason } });
+  return JSON.stringify({ success: false, error: { code: status, message, reason } } satisfies ErrorBody);
 }

@@ -5,12 +5,38 @@
  * edit away; the e2e test validates the document against the OpenAPI 3.1 schema and validates
  * real responses of a running server (every success and every error status) against it.
  * Response objects are closed (`additionalProperties: false`): a field the server sends but the
- * document does not name fails that test. Messages and codes come from the same constants the
- * handlers throw (`MSG`, `RPC_CODES`), so the two cannot drift apart.
+ * document does not name fails that test.
+ *
+ * Generated where there is a source: the paths, methods, error statuses and error messages from
+ * the routes table (`routes.ts`) and the refusal table (`REFUSALS`); the JSON-RPC error prose
+ * from `RPC_CODES`; the response schemas are checked by the compiler against the wire types of
+ * `client/wire.ts` (which the server's renderers return and the client hands out). What is
+ * written here is the prose: summaries, descriptions, and what each refusal means.
  */
+import type {
+  AccountRecord,
+  BatchBody,
+  BatchItem,
+  DeliveryAttempt,
+  DeliveryTrace,
+  ErrorBody,
+  NextTier,
+  PlanMinimum,
+  PlanName,
+  PriorityFeeWindow,
+  SendBody,
+  StatusRecord,
+  StreamStatus,
+  TipFloorRecord,
+  TipFloorWindow,
+} from '../client/wire.js';
+import type { ClusterHealth } from '../cluster/health.js';
+import type { StoreHealthView } from '../store/store-health.js';
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
-import { MSG, RPC_CODES } from '../submission/refusals.js';
+import { REFUSALS, RPC_CODES, type RefusalCode } from '../submission/refusals.js';
+import type { LogHealthView } from '../telemetry/log-sink.js';
 import { TIP_PERCENTILES, TIP_WINDOWS } from '../tracker/tip-floor.js';
+import { BATCH_BODY_LIMIT, openApiPath, ROUTES, type RouteEntry, type RouteId } from './routes.js';
 import { MAX_SIGNATURE_STATUSES } from './json-rpc.js';
 import { CLOSE, MAX_STREAMS_PER_ACCOUNT } from './stream.js';
 
@@ -129,24 +155,20 @@ const RETRY_HEADERS = { ...RATE_HEADERS, 'Retry-After': ref('headers', 'RetryAft
 
 /** The error body for one HTTP status, with the spec messages that status can carry there. */
 function errorSchema(status: number, messages: string[]): Schema {
-  return {
-    type: 'object',
-    required: ['success', 'error'],
-    additionalProperties: false,
-    properties: {
+  return closed<ErrorBody>()(
+    {
       success: { const: false },
-      error: {
-        type: 'object',
-        required: ['code', 'message', 'reason'],
-        additionalProperties: false,
-        properties: {
+      error: closed<ErrorBody['error']>()(
+        {
           code: { const: status, description: 'The HTTP status' },
           message: { enum: messages, description: "The spec's message for this status" },
           reason: { type: 'string', minLength: 1, description: 'The precise cause, for humans' },
         },
-      },
+        ['code', 'message', 'reason'],
+      ),
     },
-  };
+    ['success', 'error'],
+  );
 }
 
 function errorResponse(status: number, messages: string[], description: string, headers: Record<string, Ref> = REQUEST_ID): Response {
@@ -169,25 +191,140 @@ const dropInKey: Security = [...anyKey, { jitoUuid: [] }, { jitoAuth: [] }, {}];
 /** `/metrics` and `/health`'s details: open unless `metricsToken` is configured. */
 const operationsKey: Security = [{}, { metricsToken: [] }];
 
+// ---- schemas checked against the wire types -------------------------------------------------
+
+/** The fields of T that are not optional. */
+type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
+/** A list of `U`s that the compiler accepts only when it names every member of `U`. */
+type Every<U, L extends readonly unknown[]> = L & ([Exclude<U, L[number]>] extends [never] ? unknown : { missing: Exclude<U, L[number]> });
+/** One schema per field of T, every field named, no other (an object literal's extra key is an error). */
+type Fields<T> = { [K in keyof T]-?: Schema };
+
+/**
+ * The closed object schema of the wire type T: `properties` names exactly T's fields and
+ * `required` exactly those that are not optional, or the document does not compile.
+ */
+function closed<T>() {
+  return <const R extends readonly RequiredKeys<T>[]>(properties: Fields<T>, required: Every<RequiredKeys<T>, R>, description?: string): Schema => ({
+    type: 'object',
+    ...(description !== undefined && { description }),
+    required: [...required] as string[],
+    additionalProperties: false,
+    properties,
+  });
+}
+
+/** An `enum` of the string union T, every member listed (checked by the compiler). */
+function enumOf<T>() {
+  return <const V extends readonly T[]>(values: Every<T, V>, description?: string): Schema => ({ enum: [...values], ...(description !== undefined && { description }) });
+}
+
+// ---- refusals: generated from the routes table and the refusal table ------------------------
+
+/**
+ * What each refusal means, for the document's error responses: an operation's error status is
+ * described by its route's refusals at that status (an operation's `notes` may say it for its
+ * route), and the message enum lists theirs (`REFUSALS`).
+ */
+const REFUSAL_DOCS: Record<RefusalCode, string> = {
+  TX_INVALID: 'malformed or not a valid transaction',
+  TX_SIGNATURE: 'unsigned, or a signature does not verify',
+  TX_BLOCKHASH_EXPIRED: 'expired blockhash',
+  TX_OPTIONS: 'bad options',
+  TX_PREFLIGHT: 'failed preflight',
+  TIP_REQUIRED: 'no tip to a tip address',
+  TIP_INSUFFICIENT: 'a tip below the plan minimum, the reason giving both amounts in BP and lamports',
+  SEND_RATE_LIMITED: "send budget (plan TPS) exhausted, or the account's cap of transactions in flight reached",
+  QUERY_RATE_LIMITED: 'query budget exhausted (one budget for status, trace, account and the JSON-RPC reads)',
+  DELIVERY_FAILED: 'the first send reached no leader, the chain view is stale or the store cannot record, Retry-After saying when to retry',
+  AUTH_UNAUTHORIZED: 'missing, malformed, invalid or revoked API key',
+  REQUEST_INVALID: 'the body is not what the endpoint takes',
+  REQUEST_TOO_LARGE:
+    'body over the limit: answered as soon as the declared or streamed size passes it (with `Connection: close`), then the ' +
+    'rest of the body is read and discarded, for at most 10 s and 64 MiB, before the connection is closed',
+  REQUEST_MEDIA_TYPE: 'Content-Type is not application/json',
+  REQUEST_METHOD: 'a known path with another method',
+  REQUEST_FRAMING: 'repeated or conflicting Content-Length / Transfer-Encoding (the connection is closed)',
+  STREAM_UPGRADE_REQUIRED: 'a plain GET: no Upgrade and no Sec-WebSocket-Key',
+  ROUTE_NOT_FOUND: 'no such route',
+  STATUS_SIGNATURE_INVALID: 'not 64 to 88 base58 characters',
+  STATUS_NOT_FOUND: 'not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)',
+  INTERNAL: 'an unexpected fault (a database fault, a bug)',
+};
+
+/** Refusals described once, as a component every operation that answers them refers to. */
+const COMPONENTS: Partial<Record<RefusalCode, string>> = {
+  AUTH_UNAUTHORIZED: 'Unauthorized',
+  REQUEST_TOO_LARGE: 'PayloadTooLarge',
+  REQUEST_MEDIA_TYPE: 'UnsupportedMediaType',
+  INTERNAL: 'InternalError',
+  ROUTE_NOT_FOUND: 'NotFound',
+  REQUEST_METHOD: 'MethodNotAllowed',
+  REQUEST_FRAMING: 'BadFraming',
+};
+
+/** The headers a refusal always carries (besides the request id). */
+function refusalHeaders(code: RefusalCode): Record<string, Ref> {
+  if (code === 'SEND_RATE_LIMITED' || code === 'QUERY_RATE_LIMITED') return RETRY_HEADERS;
+  if (code === 'STREAM_UPGRADE_REQUIRED') return UPGRADE_HEADERS;
+  if (code === 'REQUEST_METHOD') return ALLOW_HEADERS;
+  return REQUEST_ID;
+}
+const UPGRADE_HEADERS = { ...REQUEST_ID, Upgrade: ref('headers', 'UpgradeWebsocket') };
+const ALLOW_HEADERS = { ...REQUEST_ID, Allow: ref('headers', 'Allow') };
+
+const capitalized = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** What an operation says beyond its route: prose, and its successful responses. */
+type OperationDoc = Omit<Operation, 'operationId' | 'responses'> & {
+  responses: Record<string, Response | Ref>;
+  /** What a refusal means on this route, where it says more than `REFUSAL_DOCS`. */
+  notes?: Partial<Record<RefusalCode, string>>;
+};
+
+/**
+ * The error responses of a route: one per HTTP status among its refusals, with their messages;
+ * a lone refusal described as a component refers to it.
+ */
+function refusalResponses(route: RouteEntry, notes: Partial<Record<RefusalCode, string>> = {}): Record<string, Response | Ref> {
+  const byStatus = new Map<number, RefusalCode[]>();
+  for (const code of route.refusals) byStatus.set(REFUSALS[code].status, [...(byStatus.get(REFUSALS[code].status) ?? []), code]);
+  const out: Record<string, Response | Ref> = {};
+  for (const [status, codes] of byStatus) {
+    const messages = [...new Set(codes.map((c) => REFUSALS[c].message))];
+    const headers = refusalHeaders(codes[0]!);
+    if (codes.some((c) => refusalHeaders(c) !== headers)) throw new Error(`refusals of one status with different headers: ${codes.join(', ')}`);
+    const said = (c: RefusalCode) => notes[c] ?? REFUSAL_DOCS[c];
+    const component = COMPONENTS[codes[0]!];
+    if (route.dialect === 'json-rpc') {
+      out[status] = rpcErrorResponse(capitalized(codes.map((c) => `${said(c)} (error ${REFUSALS[c].rpc})`).join('; ')), headers);
+    } else if (codes.length === 1 && component !== undefined && notes[codes[0]!] === undefined) {
+      out[status] = ref('responses', component);
+    } else {
+      const each = (c: RefusalCode) => (messages.length > 1 ? `${REFUSALS[c].message}: ${said(c)}` : said(c));
+      out[status] = errorResponse(status, messages, capitalized(codes.map(each).join('; ')), headers);
+    }
+  }
+  return out;
+}
+
 // ---- JSON-RPC --------------------------------------------------------------------------------
 
 /** `POST /` and `POST /v1/rpc`: the same endpoint under two paths. */
-function rpcOperation(operationId: string, alias: string): Operation {
+function rpcOperation(alias: string): OperationDoc {
   return {
-    operationId,
     summary: `Solana JSON-RPC: sendTransaction, the reads around a send, getTipAccounts (same as ${alias})`,
     description: RPC_DESCRIPTION,
     tags: ['json-rpc'],
     security: optionalKey,
     requestBody: { required: true, content: json(schema('JsonRpcBody')) },
-    responses: rpcResponses(),
+    ...RPC_RESPONSES,
   };
 }
 
 /** The drop-in paths of existing sender clients: the same JSON-RPC endpoint in their dialect. */
-function dropInOperation(operationId: string, summary: string): Operation {
+function dropInOperation(summary: string): OperationDoc {
   return {
-    operationId,
     summary,
     description:
       'The JSON-RPC endpoint of `POST /` (see there) on the path existing sender clients post to, so that only their URL ' +
@@ -200,8 +337,29 @@ function dropInOperation(operationId: string, summary: string): Operation {
     tags: ['json-rpc'],
     security: dropInKey,
     requestBody: { required: true, content: json(schema('JsonRpcBody')) },
-    responses: rpcResponses(),
+    ...RPC_RESPONSES,
   };
+}
+
+/** What each JSON-RPC error code means, in the document's words. */
+const RPC_CODE_DOCS: Record<keyof typeof RPC_CODES, string> = {
+  parseError: 'parse error',
+  invalidRequest: 'invalid request',
+  methodNotFound: 'method not found',
+  invalidParams: 'invalid params or invalid transaction',
+  internalError: 'internal error',
+  preflightFailure: 'preflight failure (Agave\'s message "Transaction simulation failed: …", `data` = the simulation result)',
+  signatureVerificationFailure: 'signature verification failure',
+  unauthorized: 'unauthorized',
+  tipRequired: 'tip required',
+  tipInsufficient: 'tip insufficient',
+  rateLimited: 'rate limit exceeded',
+  deliveryFailed: 'delivery failed (`data` = {status, message, reason}: the REST error)',
+};
+
+/** "-32700 parse error, -32600 invalid request, …": every code of `RPC_CODES`, in its order. */
+function rpcCodeProse(): string {
+  return (Object.keys(RPC_CODES) as (keyof typeof RPC_CODES)[]).map((k) => `${RPC_CODES[k]} ${RPC_CODE_DOCS[k]}`).join(', ');
 }
 
 const RPC_DESCRIPTION =
@@ -221,27 +379,24 @@ const RPC_DESCRIPTION =
     'caller\'s transaction is confirmed or failed, a `slotNotification` per slot of the chain view. With these, web3.js ' +
     '`new Connection(url, { wsEndpoint })` and kit\'s `sendAndConfirmTransactionFactory` send and confirm against Landfall alone. Any other ' +
     'method answers -32601 naming the methods offered. The bundle methods answer -32601 (bundles are not offered). ' +
-    'Errors are JSON-RPC error objects: -32700 parse error, -32600 invalid request, -32601 method not found, -32602 ' +
-    'invalid params or invalid transaction, -32603 internal error, -32002 preflight failure (Agave\'s message ' +
-    '"Transaction simulation failed: …", `data` = the simulation result), -32003 signature verification failure, ' +
-    '-32050 unauthorized, -32051 tip required, -32052 tip insufficient, -32053 rate limit exceeded, -32054 delivery failed ' +
-    '(`data` = {status, message, reason}: the REST error). The HTTP status is 200, except for a single call refused as a ' +
+    `Errors are JSON-RPC error objects: ${rpcCodeProse()}. The HTTP status is 200, except for a single call refused as a ` +
     'whole request: 401 (key), 429 (budget, with Retry-After), 413, 415.';
 
-function rpcResponses(): Record<string, Response> {
-  return {
+/** The successful answers of every JSON-RPC path, and what its whole-request refusals mean there. */
+const RPC_RESPONSES: Pick<OperationDoc, 'responses' | 'notes'> = {
+  responses: {
     200: {
       description: 'A response object, or an array of them for a batch (notifications get none)',
       headers: REQUEST_ID,
       content: json({ oneOf: [schema('JsonRpcResponse'), { type: 'array', minItems: 1, maxItems: MAX_RPC_BATCH, items: schema('JsonRpcResponse') }] }),
     },
     204: { description: 'Only notifications (calls without id): nothing to answer', headers: REQUEST_ID },
-    401: rpcErrorResponse('sendTransaction with a missing, invalid or revoked key (error -32050)'),
-    413: rpcErrorResponse('Body over 256 KiB (error -32600)'),
-    415: rpcErrorResponse('Content-Type is not application/json (error -32600)'),
-    429: rpcErrorResponse('Send budget exhausted (error -32053)', RETRY_HEADERS),
-  };
-}
+  },
+  notes: {
+    AUTH_UNAUTHORIZED: 'a call that needs a key (sendTransaction, the reads) with a missing, invalid or revoked one',
+    REQUEST_TOO_LARGE: `body over ${BATCH_BODY_LIMIT / 1024} KiB`,
+  },
+};
 
 function rpcSchemas(): Record<string, Schema> {
   const id: Schema = { type: ['string', 'number', 'null'], description: 'Echoed as sent (any JSON string or number); null when the request could not be read' };
@@ -378,9 +533,9 @@ function rpcSchemas(): Record<string, Schema> {
 }
 
 /** The status record (spec §2.4 + `expired`): `GET /v1/status/{signature}` and the stream's pushes. */
-const STATUS_FIELDS: Record<string, Schema> = {
+const STATUS_FIELDS: Fields<StatusRecord> = {
   signature: schema('Signature'),
-  status: { enum: ['sent', 'confirmed', 'failed'] },
+  status: enumOf<StatusRecord['status']>()(['sent', 'confirmed', 'failed']),
   submitted_at: { type: 'string', format: 'date-time', description: 'UTC, milliseconds, Z' },
   confirmed_at: { type: ['string', 'null'], format: 'date-time', description: 'Set for both terminal states' },
   latency_ms: {
@@ -399,32 +554,24 @@ const STATUS_FIELDS: Record<string, Schema> = {
     examples: ['Transaction results in an account (1) with insufficient funds for rent', 'Error processing Instruction 0: custom program error: 0x1'],
   },
 };
-const STATUS_REQUIRED = ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'];
+const STATUS_REQUIRED = ['signature', 'status', 'submitted_at', 'confirmed_at', 'latency_ms', 'slot', 'api_key_name'] as const;
 
 /**
  * What the status and the trace share: one of the account's transactions by signature, the query
  * budget, and the status's 400 / 404 rules (spec §4.3); `ok` is the 200.
  */
-function bySignature(ok: Response): Pick<Operation, 'tags' | 'security' | 'parameters' | 'responses'> {
+function bySignature(ok: Response): Pick<OperationDoc, 'tags' | 'security' | 'parameters' | 'responses'> {
   return {
     tags: ['query'],
     security: anyKey,
     parameters: [{ name: 'signature', in: 'path', required: true, description: 'Base58 transaction signature', schema: schema('Signature') }],
-    responses: {
-      200: ok,
-      400: errorResponse(400, [MSG.invalidSignature], 'Not 64 to 88 base58 characters'),
-      401: ref('responses', 'Unauthorized'),
-      404: errorResponse(404, [MSG.notFound], 'Not submitted through this account (or not the base58 encoding of 64 bytes: no transaction has it)'),
-      429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted (one budget for status and trace)', RETRY_HEADERS),
-      500: ref('responses', 'InternalError'),
-    },
+    responses: { 200: ok },
   };
 }
 
 /** `GET /` and `GET /dashboard`: a browser is sent to the dashboard. */
-function toDashboard(operationId: string): Operation {
+function toDashboard(): OperationDoc {
   return {
-    operationId,
     summary: 'Redirect to the dashboard',
     tags: ['dashboard'],
     security: [],
@@ -438,14 +585,186 @@ function toDashboard(operationId: string): Operation {
  * One of the dashboard's static files (served by the API and by the admin listener). The page
  * asks for no key in its URL: it keeps the key in the tab and sends it as a header.
  */
-function dashboardFile(operationId: string, summary: string, media: string): Operation {
+function dashboardFile(summary: string, media: string): OperationDoc {
   return {
-    operationId,
     summary,
     tags: ['dashboard'],
     security: [],
     responses: { 200: { description: summary, headers: REQUEST_ID, content: { [media]: { schema: { type: 'string' } } } } },
   };
+}
+
+/** The refusals every operation refers to (`COMPONENTS`), described once. */
+function componentResponses(): Record<string, Response> {
+  const out: Record<string, Response> = {};
+  for (const [code, name] of Object.entries(COMPONENTS) as [RefusalCode, string][]) {
+    out[name] = errorResponse(REFUSALS[code].status, [REFUSALS[code].message], capitalized(REFUSAL_DOCS[code]), refusalHeaders(code));
+  }
+  return out;
+}
+
+/** The prose of every route of the routes table (the compiler wants one for each). */
+const OPERATIONS: Record<RouteId, OperationDoc> = {
+  send: {
+    summary: 'Submit one signed transaction',
+    tags: ['send'],
+    security: bearer,
+    requestBody: { required: true, content: json(schema('SendRequest')) },
+    responses: {
+      200: { description: 'Delivered to at least one leader', headers: RATE_HEADERS, content: json(schema('SendResult')) },
+    },
+  },
+  sendBatch: {
+    summary: `Submit up to ${MAX_BATCH} signed transactions; each fails alone, inside a 200`,
+    tags: ['send'],
+    security: bearer,
+    requestBody: { required: true, content: json(schema('BatchRequest')) },
+    responses: {
+      200: { description: 'One result per input transaction, by index', headers: RATE_HEADERS, content: json(schema('BatchResult')) },
+    },
+    notes: {
+      REQUEST_INVALID: `transactions missing, empty or over ${MAX_BATCH}`,
+      SEND_RATE_LIMITED: 'fewer send tokens left than transactions in the batch (a batch of N takes N)',
+    },
+  },
+  status: {
+    summary: "The service's telemetry for one of the account's transactions",
+    ...bySignature({ description: 'The status record', headers: RATE_HEADERS, content: json(schema('StatusRecord')) }),
+  },
+  trace: {
+    summary: 'Every delivery attempt of one of the account\'s transactions, and what became of it',
+    description:
+      'Each attempt to put the transaction in front of a leader, in order: the first send (round 0) and each rebroadcast round, with the time since the request was received, the slot, the leader and its TPU address, and the outcome; anti-MEV holds and releases are attempts too. Then the final state with its cause in words. Same authentication, query budget and 404 rules as the status. Kept as long as the status record. At most 64 attempts are kept; `attempts_omitted` counts the rest.',
+    ...bySignature({ description: 'The delivery trace', headers: RATE_HEADERS, content: json(schema('DeliveryTrace')) }),
+  },
+  account: {
+    summary: 'Plan, limits, usage and next-tier progress of the calling account',
+    tags: ['query'],
+    security: anyKey,
+    responses: {
+      200: { description: 'The account record', headers: RATE_HEADERS, content: json(schema('Account')) },
+    },
+  },
+  tipAddresses: {
+    summary: 'The addresses a transaction may tip (no key needed)',
+    tags: ['send'],
+    security: [],
+    responses: {
+      200: { description: 'The tip addresses', headers: REQUEST_ID, content: json(schema('TipAddresses')) },
+    },
+  },
+  tipFloor: {
+    summary: 'Tip percentiles of the transactions Landfall saw land (no key needed)',
+    description:
+      'Percentiles (nearest rank) of the total tip of every transaction the tracker saw land (confirmed) in the last ' +
+      'minute, 10 minutes and hour, in lamports and in points (BP = floor(lamports / lamports_per_point)). `1m` is the ' +
+      'last 60 seconds; `10m` and `1h` count whole minutes (the current one so far and the 10 or 60 before it). Computed at ' +
+      'most once a second from per-second and per-minute histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
+      'the bin of the nearest-rank sample, so it is never below the true percentile and at most 1/64 above it. Kept in ' +
+      "memory: a restart starts it empty. With a key (header, `api-key` or `api_key`) the answer also has the caller's " +
+      'plan minimum; a wrong key is 401. Draws on no budget. Beside the tips, `priority_fee` gives the same percentiles ' +
+      'of the compute-unit price (micro-lamports per CU, 0 for a transaction without SetComputeUnitPrice) those landings ' +
+      'paid: priority-fee guidance from what Landfall actually landed (the client\'s `computeUnitPriceInstruction` sets it).',
+    tags: ['query'],
+    security: optionalKey,
+    responses: {
+      200: { description: 'The tip floor; `plan_minimum` only when a key was given', headers: REQUEST_ID, content: json(schema('TipFloor')) },
+    },
+  },
+  jsonRpc: rpcOperation('/v1/rpc'),
+  rootToDashboard: toDashboard(),
+  dashboardNoSlash: toDashboard(),
+  dashboard: dashboardFile('The dashboard page (bot view with an API key, operator view with the metrics token)', 'text/html'),
+  dashboardScript: dashboardFile("The dashboard's script", 'text/javascript'),
+  dashboardStyle: dashboardFile("The dashboard's stylesheet", 'text/css'),
+  jsonRpcV1: rpcOperation('/'),
+  jitoTransactions: dropInOperation("Jito block-engine layout: sendTransaction (jito-js-rpc's sendTxn)"),
+  jitoBundles: dropInOperation('Jito block-engine layout: getTipAccounts; the bundle methods answer that bundles are not offered'),
+  heliusSender: dropInOperation('Helius Sender layout: sendTransaction'),
+  stream: {
+    summary: 'Live status stream (WebSocket)',
+    description:
+      'A WebSocket upgrade: the server upgrades a GET that carries a 24-character `Sec-WebSocket-Key`; without any ' +
+      'handshake headers it answers `426` (with `Upgrade: websocket`), with an unusable key `400`. ' +
+      'Authenticate on the upgrade (Authorization header, `api-key` or `api_key` query parameter) ' +
+      'or with a first text message `{"type":"auth","api_key":"<key>"}` within 5 s. The server sends `{"type":"ready"}`, ' +
+      'then one `StreamStatus` message per status change of the account\'s transactions (`sent` on acceptance, then ' +
+      '`confirmed`, `failed`, or `expired: true`). Refusals close the socket: ' +
+      `${CLOSE.badMessage} bad first message, ${CLOSE.unauthorized} missing or invalid key, ${CLOSE.slowConsumer} slow consumer ` +
+      `(too much unread data), ${CLOSE.tooManyStreams} more than ${MAX_STREAMS_PER_ACCOUNT} streams for the account.`,
+    tags: ['query'],
+    security: optionalKey,
+    parameters: [
+      { name: 'Upgrade', in: 'header', required: false, description: 'websocket (RFC 6455); the server decides on the key alone', schema: { type: 'string' } },
+      {
+        name: 'Sec-WebSocket-Key',
+        in: 'header',
+        required: true,
+        description: 'RFC 6455 handshake key: base64 of 16 random bytes (the server checks its length)',
+        schema: { type: 'string', minLength: 24, maxLength: 24 },
+      },
+    ],
+    responses: {
+      101: {
+        description: 'Switching to the WebSocket protocol; messages are `StreamReady` then `StreamStatus` (JSON text frames)',
+        headers: {
+          Upgrade: { description: 'websocket', schema: { const: 'websocket' } },
+          'Sec-WebSocket-Accept': { description: 'RFC 6455 handshake answer', schema: { type: 'string' } },
+        },
+      },
+    },
+    notes: { REQUEST_INVALID: 'a handshake (Upgrade or Sec-WebSocket-Key sent) without a 24-character key' },
+  },
+  health: {
+    summary: 'Liveness and chain-sync state',
+    description:
+      'The status code (200 in sync, 503 stale) needs no credentials. The details (uptime, slot) are left out when ' +
+      '`metricsToken` is configured and the request does not carry it, and on the API port when `adminPort` is ' +
+      'configured (they are served on the admin listener).',
+    tags: ['operations'],
+    security: operationsKey,
+    responses: {
+      200: { description: 'Serving, chain view fresh', headers: REQUEST_ID, content: json(schema('Health')) },
+      503: { description: 'Serving, but the store cannot commit (sends are refused) or the chain view is stale', headers: REQUEST_ID, content: json(schema('Health')) },
+    },
+  },
+  ping: {
+    summary: 'Cheap keep-alive',
+    tags: ['operations'],
+    security: [],
+    responses: { 200: { description: 'pong', headers: REQUEST_ID, content: { 'text/plain': { schema: { const: 'pong' } } } } },
+  },
+  metrics: {
+    summary: 'Prometheus metrics (text exposition format 0.0.4)',
+    description:
+      'Open by default only on a loopback address: on any other address it needs `metricsToken` (404 without it). ' +
+      'With `metricsToken` configured it needs `Authorization: Bearer <metricsToken>` (401 otherwise); with `adminPort` ' +
+      'configured it is served only on the admin listener (404 on the API port). A render is served again for up to ' +
+      'a second (its last line, a comment, gives its time).',
+    tags: ['operations'],
+    security: operationsKey,
+    responses: {
+      200: { description: 'The metrics', headers: REQUEST_ID, content: { 'text/plain': { schema: { type: 'string' } } } },
+    },
+    notes: { AUTH_UNAUTHORIZED: '`metricsToken` is configured and the request does not carry it' },
+  },
+  openapi: {
+    summary: 'This document',
+    tags: ['operations'],
+    security: [],
+    responses: { 200: { description: 'OpenAPI 3.1', headers: REQUEST_ID, content: json({ type: 'object' }) } },
+  },
+};
+
+/** Every route of the routes table, with its prose and the error responses of its refusals. */
+function paths(): Record<string, PathItem> {
+  const out: Record<string, PathItem> = {};
+  for (const id of Object.keys(ROUTES) as RouteId[]) {
+    const route: RouteEntry = ROUTES[id];
+    const { responses, notes, ...doc } = OPERATIONS[id];
+    (out[openApiPath(route.pattern)] ??= {})[route.method] = { operationId: id, ...doc, responses: { ...responses, ...refusalResponses(route, notes) } };
+  }
+  return out;
 }
 
 // ---- the document ----------------------------------------------------------------------------
@@ -478,209 +797,7 @@ export const OPENAPI: OpenApiDocument = {
     { name: 'operations', description: 'Health, keep-alive, metrics, this document' },
     { name: 'dashboard', description: 'The dashboard served by the service (GET / redirects a browser to it)' },
   ],
-  paths: {
-    '/v1/send': {
-      post: {
-        operationId: 'send',
-        summary: 'Submit one signed transaction',
-        tags: ['send'],
-        security: bearer,
-        requestBody: { required: true, content: json(schema('SendRequest')) },
-        responses: {
-          200: { description: 'Delivered to at least one leader', headers: RATE_HEADERS, content: json(schema('SendResult')) },
-          400: errorResponse(400, [MSG.invalidTransaction], 'Malformed, unsigned, expired blockhash, bad options, or failed preflight'),
-          401: ref('responses', 'Unauthorized'),
-          402: errorResponse(402, [MSG.tipRequired, MSG.tipInsufficient], 'No tip to a tip address, or below the plan minimum (reason: both amounts in BP and lamports)'),
-          413: ref('responses', 'PayloadTooLarge'),
-          415: ref('responses', 'UnsupportedMediaType'),
-          429: errorResponse(429, [MSG.rateLimited], 'Send budget (plan TPS) exhausted', RETRY_HEADERS),
-          500: errorResponse(500, [MSG.deliveryFailed, MSG.internal], 'The first send reached no leader, or an internal error'),
-        },
-      },
-    },
-    '/v1/send/batch': {
-      post: {
-        operationId: 'sendBatch',
-        summary: `Submit up to ${MAX_BATCH} signed transactions; each fails alone, inside a 200`,
-        tags: ['send'],
-        security: bearer,
-        requestBody: { required: true, content: json(schema('BatchRequest')) },
-        responses: {
-          200: { description: 'One result per input transaction, by index', headers: RATE_HEADERS, content: json(schema('BatchResult')) },
-          400: errorResponse(400, [MSG.invalidRequest, MSG.invalidTransaction], `transactions missing, empty or over ${MAX_BATCH} (Invalid request), or bad options (Invalid transaction)`),
-          401: ref('responses', 'Unauthorized'),
-          413: ref('responses', 'PayloadTooLarge'),
-          415: ref('responses', 'UnsupportedMediaType'),
-          429: errorResponse(429, [MSG.rateLimited], 'Fewer send tokens left than transactions in the batch (a batch of N takes N)', RETRY_HEADERS),
-          500: ref('responses', 'InternalError'),
-        },
-      },
-    },
-    '/v1/status/{signature}': {
-      get: {
-        operationId: 'status',
-        summary: "The service's telemetry for one of the account's transactions",
-        ...bySignature({ description: 'The status record', headers: RATE_HEADERS, content: json(schema('StatusRecord')) }),
-      },
-    },
-    '/v1/status/{signature}/trace': {
-      get: {
-        operationId: 'trace',
-        summary: 'Every delivery attempt of one of the account\'s transactions, and what became of it',
-        description:
-          'Each attempt to put the transaction in front of a leader, in order: the first send (round 0) and each rebroadcast round, with the time since the request was received, the slot, the leader and its TPU address, and the outcome; anti-MEV holds and releases are attempts too. Then the final state with its cause in words. Same authentication, query budget and 404 rules as the status. Kept as long as the status record. At most 64 attempts are kept; `attempts_omitted` counts the rest.',
-        ...bySignature({ description: 'The delivery trace', headers: RATE_HEADERS, content: json(schema('DeliveryTrace')) }),
-      },
-    },
-    '/v1/account': {
-      get: {
-        operationId: 'account',
-        summary: 'Plan, limits, usage and next-tier progress of the calling account',
-        tags: ['query'],
-        security: anyKey,
-        responses: {
-          200: { description: 'The account record', headers: RATE_HEADERS, content: json(schema('Account')) },
-          401: ref('responses', 'Unauthorized'),
-          429: errorResponse(429, [MSG.queryRateLimited], 'Query budget exhausted', RETRY_HEADERS),
-          500: ref('responses', 'InternalError'),
-        },
-      },
-    },
-    '/v1/tip-addresses': {
-      get: {
-        operationId: 'tipAddresses',
-        summary: 'The addresses a transaction may tip (no key needed)',
-        tags: ['send'],
-        security: [],
-        responses: {
-          200: { description: 'The tip addresses', headers: REQUEST_ID, content: json(schema('TipAddresses')) },
-        },
-      },
-    },
-    '/v1/tip-floor': {
-      get: {
-        operationId: 'tipFloor',
-        summary: 'Tip percentiles of the transactions Landfall saw land (no key needed)',
-        description:
-          'Percentiles (nearest rank) of the total tip of every transaction the tracker saw land (confirmed) in the last ' +
-          'minute, 10 minutes and hour, in lamports and in points (BP = floor(lamports / lamports_per_point)). `1m` is the ' +
-          'last 60 seconds; `10m` and `1h` count whole minutes (the current one so far and the 10 or 60 before it). Computed at ' +
-          'most once a second from per-second and per-minute histograms (64 bins per power of two): a percentile is the largest tip seen in ' +
-          'the bin of the nearest-rank sample, so it is never below the true percentile and at most 1/64 above it. Kept in ' +
-          "memory: a restart starts it empty. With a key (header, `api-key` or `api_key`) the answer also has the caller's " +
-          'plan minimum; a wrong key is 401. Draws on no budget. Beside the tips, `priority_fee` gives the same percentiles ' +
-          'of the compute-unit price (micro-lamports per CU, 0 for a transaction without SetComputeUnitPrice) those landings ' +
-          'paid: priority-fee guidance from what Landfall actually landed (the client\'s `computeUnitPriceInstruction` sets it).',
-        tags: ['query'],
-        security: optionalKey,
-        responses: {
-          200: { description: 'The tip floor; `plan_minimum` only when a key was given', headers: REQUEST_ID, content: json(schema('TipFloor')) },
-          401: ref('responses', 'Unauthorized'),
-        },
-      },
-    },
-    '/': { post: rpcOperation('jsonRpc', '/v1/rpc'), get: toDashboard('rootToDashboard') },
-    '/dashboard': { get: toDashboard('dashboardNoSlash') },
-    '/dashboard/': { get: dashboardFile('dashboard', 'The dashboard page (bot view with an API key, operator view with the metrics token)', 'text/html') },
-    '/dashboard/app.js': { get: dashboardFile('dashboardScript', "The dashboard's script", 'text/javascript') },
-    '/dashboard/app.css': { get: dashboardFile('dashboardStyle', "The dashboard's stylesheet", 'text/css') },
-    '/v1/rpc': { post: rpcOperation('jsonRpcV1', '/') },
-    '/api/v1/transactions': { post: dropInOperation('jitoTransactions', "Jito block-engine layout: sendTransaction (jito-js-rpc's sendTxn)") },
-    '/api/v1/bundles': { post: dropInOperation('jitoBundles', "Jito block-engine layout: getTipAccounts; the bundle methods answer that bundles are not offered") },
-    '/fast': { post: dropInOperation('heliusSender', 'Helius Sender layout: sendTransaction') },
-    '/v1/stream': {
-      get: {
-        operationId: 'stream',
-        summary: 'Live status stream (WebSocket)',
-        description:
-          'A WebSocket upgrade: the server upgrades a GET that carries a 24-character `Sec-WebSocket-Key`; without any ' +
-          'handshake headers it answers `426` (with `Upgrade: websocket`), with an unusable key `400`. ' +
-          'Authenticate on the upgrade (Authorization header, `api-key` or `api_key` query parameter) ' +
-          'or with a first text message `{"type":"auth","api_key":"<key>"}` within 5 s. The server sends `{"type":"ready"}`, ' +
-          'then one `StreamStatus` message per status change of the account\'s transactions (`sent` on acceptance, then ' +
-          '`confirmed`, `failed`, or `expired: true`). Refusals close the socket: ' +
-          `${CLOSE.badMessage} bad first message, ${CLOSE.unauthorized} missing or invalid key, ${CLOSE.slowConsumer} slow consumer ` +
-          `(too much unread data), ${CLOSE.tooManyStreams} more than ${MAX_STREAMS_PER_ACCOUNT} streams for the account.`,
-        tags: ['query'],
-        security: optionalKey,
-        parameters: [
-          { name: 'Upgrade', in: 'header', required: false, description: 'websocket (RFC 6455); the server decides on the key alone', schema: { type: 'string' } },
-          {
-            name: 'Sec-WebSocket-Key',
-            in: 'header',
-            required: true,
-            description: 'RFC 6455 handshake key: base64 of 16 random bytes (the server checks its length)',
-            schema: { type: 'string', minLength: 24, maxLength: 24 },
-          },
-        ],
-        responses: {
-          101: {
-            description: 'Switching to the WebSocket protocol; messages are `StreamReady` then `StreamStatus` (JSON text frames)',
-            headers: {
-              Upgrade: { description: 'websocket', schema: { const: 'websocket' } },
-              'Sec-WebSocket-Accept': { description: 'RFC 6455 handshake answer', schema: { type: 'string' } },
-            },
-          },
-          400: errorResponse(400, [MSG.invalidRequest], 'A handshake (Upgrade or Sec-WebSocket-Key sent) without a 24-character key'),
-          426: errorResponse(426, [MSG.upgradeRequired], 'A plain GET: no Upgrade and no Sec-WebSocket-Key', {
-            ...REQUEST_ID,
-            Upgrade: ref('headers', 'UpgradeWebsocket'),
-          }),
-        },
-      },
-    },
-    '/health': {
-      get: {
-        operationId: 'health',
-        summary: 'Liveness and chain-sync state',
-        description:
-          'The status code (200 in sync, 503 stale) needs no credentials. The details (uptime, slot) are left out when ' +
-          '`metricsToken` is configured and the request does not carry it, and on the API port when `adminPort` is ' +
-          'configured (they are served on the admin listener).',
-        tags: ['operations'],
-        security: operationsKey,
-        responses: {
-          200: { description: 'Serving, chain view fresh', headers: REQUEST_ID, content: json(schema('Health')) },
-          503: { description: 'Serving, but the store cannot commit (sends are refused) or the chain view is stale', headers: REQUEST_ID, content: json(schema('Health')) },
-        },
-      },
-    },
-    '/ping': {
-      get: {
-        operationId: 'ping',
-        summary: 'Cheap keep-alive',
-        tags: ['operations'],
-        security: [],
-        responses: { 200: { description: 'pong', headers: REQUEST_ID, content: { 'text/plain': { schema: { const: 'pong' } } } } },
-      },
-    },
-    '/metrics': {
-      get: {
-        operationId: 'metrics',
-        summary: 'Prometheus metrics (text exposition format 0.0.4)',
-        description:
-          'Open by default only on a loopback address: on any other address it needs `metricsToken` (404 without it). ' +
-          'With `metricsToken` configured it needs `Authorization: Bearer <metricsToken>` (401 otherwise); with `adminPort` ' +
-          'configured it is served only on the admin listener (404 on the API port). A render is served again for up to ' +
-          'a second (its last line, a comment, gives its time).',
-        tags: ['operations'],
-        security: operationsKey,
-        responses: {
-          200: { description: 'The metrics', headers: REQUEST_ID, content: { 'text/plain': { schema: { type: 'string' } } } },
-          401: errorResponse(401, [MSG.unauthorized], '`metricsToken` is configured and the request does not carry it'),
-        },
-      },
-    },
-    '/v1/openapi.json': {
-      get: {
-        operationId: 'openapi',
-        summary: 'This document',
-        tags: ['operations'],
-        security: [],
-        responses: { 200: { description: 'OpenAPI 3.1', headers: REQUEST_ID, content: json({ type: 'object' }) } },
-      },
-    },
-  },
+  paths: paths(),
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: '`Authorization: Bearer <API key>` (every authenticated endpoint)' },
@@ -700,20 +817,7 @@ export const OPENAPI: OpenApiDocument = {
       UpgradeWebsocket: { description: 'The protocol to upgrade to', required: true, schema: { const: 'websocket' } },
     },
     parameters: {},
-    responses: {
-      Unauthorized: errorResponse(401, [MSG.unauthorized], 'Missing, malformed, invalid or revoked API key'),
-      PayloadTooLarge: errorResponse(
-        413,
-        [MSG.payloadTooLarge],
-        'Body over the limit: answered as soon as the declared or streamed size passes it (with `Connection: close`), then the ' +
-          'rest of the body is read and discarded, for at most 10 s and 64 MiB, before the connection is closed',
-      ),
-      UnsupportedMediaType: errorResponse(415, [MSG.unsupportedMediaType], 'Content-Type is not application/json'),
-      InternalError: errorResponse(500, [MSG.internal], 'An internal error (a database fault, a bug)'),
-      NotFound: errorResponse(404, [MSG.notFound], 'No such route'),
-      MethodNotAllowed: errorResponse(405, [MSG.methodNotAllowed], 'A known path with another method', { ...REQUEST_ID, Allow: ref('headers', 'Allow') }),
-      BadFraming: errorResponse(400, [MSG.invalidRequest], 'Repeated or conflicting Content-Length / Transfer-Encoding (the connection is closed)'),
-    },
+    responses: componentResponses(),
     schemas: {
       Signature: {
         type: 'string',
@@ -751,16 +855,14 @@ export const OPENAPI: OpenApiDocument = {
         additionalProperties: false,
         properties: { transaction: schema('Base64Transaction'), options: { oneOf: [schema('SendOptions'), { type: 'null', description: 'Every default' }] } },
       },
-      SendResult: {
-        type: 'object',
-        required: ['success', 'signature', 'slot'],
-        additionalProperties: false,
-        properties: {
+      SendResult: closed<SendBody>()(
+        {
           success: { const: true },
           signature: schema('Signature'),
           slot: { type: 'integer', minimum: 0, description: 'Cluster slot at submission' },
         },
-      },
+        ['success', 'signature', 'slot'],
+      ),
       BatchRequest: {
         type: 'object',
         required: ['transactions'],
@@ -776,57 +878,44 @@ export const OPENAPI: OpenApiDocument = {
           options: { oneOf: [schema('SendOptions'), { type: 'null', description: 'Every default' }] },
         },
       },
-      BatchItem: {
-        type: 'object',
-        required: ['index', 'signature', 'status'],
-        additionalProperties: false,
-        properties: {
+      BatchItem: closed<BatchItem>()(
+        {
           index: { type: 'integer', minimum: 0, description: 'Position in the input array' },
           signature: { oneOf: [schema('Signature'), { type: 'null' }], description: 'null when the transaction was rejected before delivery' },
-          status: { enum: ['sent', 'failed'] },
+          status: enumOf<BatchItem['status']>()(['sent', 'failed']),
           error: { type: 'string', description: 'Present when failed: "<spec message>: <reason>"' },
         },
-      },
-      BatchResult: {
-        type: 'object',
-        required: ['success', 'results'],
-        additionalProperties: false,
-        properties: { success: { const: true }, results: { type: 'array', items: schema('BatchItem') } },
-      },
-      StatusRecord: { type: 'object', required: STATUS_REQUIRED, additionalProperties: false, properties: STATUS_FIELDS },
-      DeliveryAttempt: {
-        type: 'object',
-        required: ['at_us', 'slot', 'round', 'leader', 'tpu', 'outcome', 'close_code', 'reason'],
-        additionalProperties: false,
-        properties: {
+        ['index', 'signature', 'status'],
+      ),
+      BatchResult: closed<BatchBody>()({ success: { const: true }, results: { type: 'array', items: schema('BatchItem') } }, ['success', 'results']),
+      StatusRecord: closed<StatusRecord>()(STATUS_FIELDS, STATUS_REQUIRED),
+      DeliveryAttempt: closed<DeliveryAttempt>()(
+        {
           at_us: { type: 'integer', minimum: 0, description: 'Microseconds from the request received to the outcome (a rebroadcast: to the round being sent)' },
           slot: { type: 'integer', minimum: 0, description: 'Cluster slot of the attempt' },
           round: { type: 'integer', minimum: 0, description: '0: the first send; n: the n-th rebroadcast round' },
           leader: { type: ['string', 'null'], description: 'Leader identity (base58); null when unknown' },
           tpu: { type: ['string', 'null'], description: 'TPU QUIC address written to ("ip:port"); null for held and released' },
-          outcome: {
-            enum: ['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released'],
-            description:
-              'written: the stream was written on a live connection. pending: queued to a second leader, outcome not awaited (the first send answers once one leader has it). refused: the validator closed the connection or stopped the stream (close_code). backoff: not attempted, the leader refused or failed recently (close_code: its code). queue_full: not attempted, the connection\'s queue was full. failed: another failure (reason). held: held for anti-MEV, the leader is blocklisted. released: released from the hold at a permitted leader.',
-          },
+          outcome: enumOf<DeliveryAttempt['outcome']>()(
+            ['written', 'pending', 'refused', 'backoff', 'queue_full', 'failed', 'held', 'released'],
+            'written: the stream was written on a live connection. pending: queued to a second leader, outcome not awaited (the first send answers once one leader has it). refused: the validator closed the connection or stopped the stream (close_code). backoff: not attempted, the leader refused or failed recently (close_code: its code). queue_full: not attempted, the connection\'s queue was full. failed: another failure (reason). held: held for anti-MEV, the leader is blocklisted. released: released from the hold at a permitted leader.',
+          ),
           close_code: { type: ['integer', 'null'], minimum: 0, description: "The validator's QUIC close code behind a refusal or back-off (1 dropped, 2 disallowed, 4 too many, 5 invalid stream)" },
           reason: { type: ['string', 'null'], description: 'The send failure reason (connect_failed, handshake_timeout, backoff, deadline, ...); null unless it failed' },
         },
-      },
+        ['at_us', 'slot', 'round', 'leader', 'tpu', 'outcome', 'close_code', 'reason'],
+      ),
       ChainError: {
         description:
           'A failed transaction only: the on-chain error exactly as the RPC node reports it (`getSignatureStatuses` `err`), a string for a fieldless error or an object',
         examples: [{ InsufficientFundsForRent: { account_index: 1 } }, { InstructionError: [0, { Custom: 1 }] }, 'InsufficientFundsForFee'],
       },
-      DeliveryTrace: {
-        type: 'object',
-        required: ['signature', 'status', 'final_state', 'cause', 'latency_ms', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
-        additionalProperties: false,
-        properties: {
+      DeliveryTrace: closed<DeliveryTrace>()(
+        {
           signature: schema('Signature'),
-          status: { enum: ['sent', 'confirmed', 'failed'], description: 'As in the status record' },
+          status: { ...STATUS_FIELDS.status, description: 'As in the status record' },
           expired: { const: true, description: 'As in the status record' },
-          final_state: { enum: ['landed', 'failed', 'expired', 'deadline_passed', 'pending'] },
+          final_state: enumOf<DeliveryTrace['final_state']>()(['landed', 'failed', 'expired', 'deadline_passed', 'pending']),
           cause: {
             type: 'string',
             description: '"landed in slot N", "failed on chain in slot N: <the error in Agave\'s words>", "expired: blockhash past last valid block height N, reached K of M leaders", or "pending: not landed yet, reached K of M leaders"',
@@ -839,31 +928,22 @@ export const OPENAPI: OpenApiDocument = {
           attempts: { type: 'array', maxItems: 64, items: schema('DeliveryAttempt'), description: 'In order; empty for a transaction accepted a moment ago' },
           attempts_omitted: { type: 'integer', minimum: 0, description: 'Attempts made past the cap of 64, not kept' },
         },
-      },
-      Account: {
-        type: 'object',
-        required: ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier', 'lamports_per_point'],
-        additionalProperties: false,
-        properties: {
+        ['signature', 'status', 'final_state', 'cause', 'latency_ms', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
+      ),
+      Account: closed<AccountRecord>()(
+        {
           plan: schema('Plan'),
           plan_upgraded_at: schema('LocalTimestamp'),
           member_since: schema('LocalTimestamp'),
-          limits: {
-            type: 'object',
-            required: ['max_tps', 'min_tip_bp'],
-            additionalProperties: false,
-            properties: { max_tps: { type: 'number', minimum: 0 }, min_tip_bp: { type: 'number', minimum: 0 } },
-          },
-          usage: {
-            type: 'object',
-            required: ['service_points', 'transactions_total', 'transactions_today'],
-            additionalProperties: false,
-            properties: {
+          limits: closed<AccountRecord['limits']>()({ max_tps: { type: 'number', minimum: 0 }, min_tip_bp: { type: 'number', minimum: 0 } }, ['max_tps', 'min_tip_bp']),
+          usage: closed<AccountRecord['usage']>()(
+            {
               service_points: { type: 'integer', minimum: 0 },
               transactions_total: { type: 'integer', minimum: 0 },
               transactions_today: { type: 'integer', minimum: 0 },
             },
-          },
+            ['service_points', 'transactions_total', 'transactions_today'],
+          ),
           next_tier: { oneOf: [schema('NextTier'), { type: 'null' }], description: 'null on the top tier (whale)' },
           lamports_per_point: {
             type: 'integer',
@@ -871,58 +951,48 @@ export const OPENAPI: OpenApiDocument = {
             description: "The service's conversion (additive field): points = floor(tip lamports / lamports_per_point), so the minimum tip in lamports is min_tip_bp × lamports_per_point",
           },
         },
-      },
-      NextTier: {
-        type: 'object',
-        required: ['plan', 'threshold_bp', 'remaining_bp', 'progress_percent', 'benefits'],
-        additionalProperties: false,
-        properties: {
+        ['plan', 'plan_upgraded_at', 'member_since', 'limits', 'usage', 'next_tier', 'lamports_per_point'],
+      ),
+      NextTier: closed<NextTier>()(
+        {
           plan: schema('Plan'),
           threshold_bp: { type: 'number', minimum: 0 },
           remaining_bp: { type: 'number', minimum: 0 },
           progress_percent: { type: 'number', minimum: 0, maximum: 100 },
-          benefits: {
-            type: 'object',
-            required: ['new_max_tps', 'new_tip_bp', 'tip_savings_percent'],
-            additionalProperties: false,
-            properties: { new_max_tps: { type: 'number' }, new_tip_bp: { type: 'number' }, tip_savings_percent: { type: 'number' } },
-          },
+          benefits: closed<NextTier['benefits']>()(
+            { new_max_tps: { type: 'number' }, new_tip_bp: { type: 'number' }, tip_savings_percent: { type: 'number' } },
+            ['new_max_tps', 'new_tip_bp', 'tip_savings_percent'],
+          ),
         },
-      },
-      Plan: { enum: ['starter', 'growth', 'pro', 'whale'] },
+        ['plan', 'threshold_bp', 'remaining_bp', 'progress_percent', 'benefits'],
+      ),
+      Plan: enumOf<PlanName>()(['starter', 'growth', 'pro', 'whale']),
       TipPercentiles: {
         type: 'object',
         required: TIP_PERCENTILES.map((p) => `p${p}`),
         additionalProperties: false,
         properties: Object.fromEntries(TIP_PERCENTILES.map((p) => [`p${p}`, { type: 'integer', minimum: 0 }])),
       },
-      TipFloorWindow: {
-        type: 'object',
-        required: ['landed', 'lamports', 'bp'],
-        additionalProperties: false,
-        properties: {
+      TipFloorWindow: closed<TipFloorWindow>()(
+        {
           landed: { type: 'integer', minimum: 0, description: 'Transactions seen landed (confirmed) in the window' },
           lamports: { oneOf: [schema('TipPercentiles'), { type: 'null' }], description: 'Tip percentiles in lamports; null when nothing landed' },
           bp: { oneOf: [schema('TipPercentiles'), { type: 'null' }], description: 'The same in points: floor(lamports / lamports_per_point)' },
         },
-      },
-      PriorityFeeWindow: {
-        type: 'object',
-        required: ['landed', 'micro_lamports_per_cu'],
-        additionalProperties: false,
-        properties: {
+        ['landed', 'lamports', 'bp'],
+      ),
+      PriorityFeeWindow: closed<PriorityFeeWindow>()(
+        {
           landed: { type: 'integer', minimum: 0, description: 'Landed transactions whose compute-unit price is known (accepted since the service started)' },
           micro_lamports_per_cu: {
             oneOf: [schema('TipPercentiles'), { type: 'null' }],
             description: 'Compute-unit price percentiles in micro-lamports per CU; null when none landed',
           },
         },
-      },
-      TipFloor: {
-        type: 'object',
-        required: ['as_of', 'lamports_per_point', 'windows', 'priority_fee'],
-        additionalProperties: false,
-        properties: {
+        ['landed', 'micro_lamports_per_cu'],
+      ),
+      TipFloor: closed<TipFloorRecord>()(
+        {
           as_of: { type: 'string', format: 'date-time', description: 'When the view was computed (UTC)' },
           lamports_per_point: { type: 'integer', minimum: 1 },
           windows: {
@@ -938,15 +1008,14 @@ export const OPENAPI: OpenApiDocument = {
             additionalProperties: false,
             properties: Object.fromEntries(Object.keys(TIP_WINDOWS).map((w) => [w, schema('PriorityFeeWindow')])),
           },
-          plan_minimum: {
-            type: 'object',
-            description: "The calling account's plan minimum (only with a key): tip at least this",
-            required: ['plan', 'min_tip_bp', 'min_tip_lamports'],
-            additionalProperties: false,
-            properties: { plan: schema('Plan'), min_tip_bp: { type: 'number', minimum: 0 }, min_tip_lamports: { type: 'integer', minimum: 0 } },
-          },
+          plan_minimum: closed<PlanMinimum>()(
+            { plan: schema('Plan'), min_tip_bp: { type: 'number', minimum: 0 }, min_tip_lamports: { type: 'integer', minimum: 0 } },
+            ['plan', 'min_tip_bp', 'min_tip_lamports'],
+            "The calling account's plan minimum (only with a key): tip at least this",
+          ),
         },
-      },
+        ['as_of', 'lamports_per_point', 'windows', 'priority_fee'],
+      ),
       LocalTimestamp: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}$', description: 'UTC, ISO-8601 without zone designator' },
       TipAddresses: {
         type: 'object',
@@ -963,44 +1032,39 @@ export const OPENAPI: OpenApiDocument = {
         properties: {
           status: { enum: ['ok', 'unsynced', 'store_unavailable'], description: 'store_unavailable first when both are wrong' },
           uptime_s: { type: 'integer', minimum: 0 },
-          store: {
-            type: 'object',
-            description: 'Whether the store can commit; while it cannot, sends are refused (500 Delivery failed, Retry-After)',
-            required: ['available', 'reason', 'since', 'free_bytes', 'refused_writes'],
-            additionalProperties: false,
-            properties: {
+          store: closed<StoreHealthView>()(
+            {
               available: { type: 'boolean' },
               reason: { type: ['string', 'null'], description: 'why it cannot commit (disk at its reserve, a failed commit); null while available' },
               since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while available' },
               free_bytes: { type: ['integer', 'null'], minimum: 0, description: "free space on the data directory's filesystem at the last check" },
               refused_writes: { type: 'integer', minimum: 0, description: 'writes refused or failed since it became unavailable' },
             },
-          },
-          log: {
-            type: 'object',
-            description: 'Whether log lines are written; while they cannot be (a full log filesystem), they are dropped and counted and the service serves on',
-            required: ['writing', 'dropped_lines', 'failing_since'],
-            additionalProperties: false,
-            properties: {
+            ['available', 'reason', 'since', 'free_bytes', 'refused_writes'],
+            'Whether the store can commit; while it cannot, sends are refused (500 Delivery failed, Retry-After)',
+          ),
+          log: closed<LogHealthView>()(
+            {
               writing: { type: 'boolean' },
               dropped_lines: { type: 'integer', minimum: 0, description: 'log lines dropped since the start (every thread)' },
               failing_since: { type: ['string', 'null'], format: 'date-time', description: 'UTC; null while lines are written' },
             },
-          },
-          cluster: {
-            type: 'object',
-            description: 'A node of several (config nats): its link to NATS JetStream and what it shares; absent on a single node',
-            required: ['node', 'nats', 'mode', 'nodes', 'budget', 'replication_backlog'],
-            additionalProperties: false,
-            properties: {
+            ['writing', 'dropped_lines', 'failing_since'],
+            'Whether log lines are written; while they cannot be (a full log filesystem), they are dropped and counted and the service serves on',
+          ),
+          cluster: closed<ClusterHealth>()(
+            {
               node: { type: 'string', description: 'this node' },
-              nats: { enum: ['up', 'down'] },
-              mode: { enum: ['clustered', 'degraded'], description: 'degraded: NATS unreachable, serving from local state, catching up when it returns' },
+              nats: enumOf<ClusterHealth['nats']>()(['up', 'down']),
+              mode: enumOf<ClusterHealth['mode']>()(['clustered', 'degraded'], 'degraded: NATS unreachable, serving from local state, catching up when it returns'),
               nodes: { type: 'array', items: { type: 'string' }, description: 'live nodes, this one included' },
-              budget: { enum: ['shared', 'local-share'], description: "local-share: the account budgets fall back to rate / known nodes" },
+              budget: enumOf<ClusterHealth['budget']>()(['shared', 'local-share'], 'local-share: the account budgets fall back to rate / known nodes'),
               replication_backlog: { type: 'integer', minimum: 0, description: 'status events not yet acknowledged by JetStream' },
+              nats_error: { type: 'string', description: 'while degraded: why NATS refused or failed this node last (authorization, TLS, permissions, unreachable), when there is such a reason' },
             },
-          },
+            ['node', 'nats', 'mode', 'nodes', 'budget', 'replication_backlog'],
+            'A node of several (config nats): its link to NATS JetStream and what it shares; absent on a single node',
+          ),
           chain: {
             type: 'object',
             required: ['synced', 'slot', 'slot_age_ms'],
@@ -1014,18 +1078,16 @@ export const OPENAPI: OpenApiDocument = {
         },
       },
       StreamReady: { type: 'object', required: ['type'], additionalProperties: false, properties: { type: { const: 'ready' } } },
-      StreamStatus: {
-        type: 'object',
-        description: 'A StatusRecord with "type": "status", and two facts a live view needs that the status record lacks: the tip and the slot at acceptance',
-        required: ['type', ...STATUS_REQUIRED, 'tip_lamports', 'submit_slot'],
-        additionalProperties: false,
-        properties: {
+      StreamStatus: closed<StreamStatus>()(
+        {
           type: { const: 'status' },
           ...STATUS_FIELDS,
           tip_lamports: { type: 'integer', minimum: 0, description: "Lamports the transaction tips to the service's tip addresses" },
           submit_slot: { type: 'integer', minimum: 0, description: 'Cluster slot when the service accepted it (slot − submit_slot: slots to land)' },
         },
-      },
+        ['type', ...STATUS_REQUIRED, 'tip_lamports', 'submit_slot'],
+        'A StatusRecord with "type": "status", and two facts a live view needs that the status record lacks: the tip and the slot at acceptance',
+      ),
       ...rpcSchemas(),
     },
   },

@@ -1,8 +1,7 @@
 /**
  * Messages between the main thread and the ingress worker threads, all in one place. None is
  * sent per transaction on the latency path: chain snapshots go out once per slot, accepted
- * transactions come back in one message per event-loop turn of a worker (after their responses
- * were written), status pushes go only to the workers holding a stream of that account.
+ * transactions come back coalesced (after their responses were written; `handoff.ts`), status pushes go only to the workers holding a stream of that account.
  */
 import type { Config } from '../config.js';
 import type { ChainSnapshot } from '../delivery/chain-view.js';

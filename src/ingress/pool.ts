@@ -119,8 +119,14 @@ export class IngressPool {
   private onMessage(from: Thread, m: FromWorker): void {
     switch (m.type) {
       case 'accepted': {
-        const batch: Accepted[] = m.batch.map((a) => ({ ...a, wire: Buffer.from(a.wire.buffer, a.wire.byteOffset, a.wire.byteLength) }));
-        const records = batch.map((a) => a.record);
+        // The clone is this thread's own: its wire bytes arrive as a Uint8Array, made a Buffer in place.
+        const batch = m.batch;
+        const records: StatusRecord[] = new Array(batch.length);
+        for (let i = 0; i < batch.length; i++) {
+          const a = batch[i]!;
+          a.wire = Buffer.from(a.wire.buffer, a.wire.byteOffset, a.wire.byteLength);
+          records[i] = a.record;
+        }
         // Before the engine: its tracker may settle one at once (a landing seen before this
         // message), and the hooks (a cluster's status events) must hear the acceptance first.
         this.opts.onAccepted?.(records, batch);

@@ -8,8 +8,8 @@
  *   overlay, and the QUIC client with its connections: process-wide native state;
  * - accounts, keys and status records: the one LMDB environment, opened in this thread;
  * - the chain view: a replica refreshed by the main thread's snapshot once per slot.
- * Sent back to the main thread, batched per event-loop turn after the responses are written:
- * the accepted transactions (for the one rebroadcast scheduler and the one tracker).
+ * Sent back to the main thread, coalesced after the responses are written (`handoff.ts`): the
+ * accepted transactions (for the one rebroadcast scheduler and the one tracker).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { Accounts } from '../accounts/accounts.js';
@@ -35,6 +35,7 @@ import { Telemetry } from '../telemetry/telemetry.js';
 import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
 import type { SimulationResult } from '../chain/rpc.js';
 import type { Trace } from '../delivery/trace.js';
+import { AcceptedHandoff } from './handoff.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
 
 const port = parentPort!;
@@ -45,8 +46,7 @@ const post = (m: FromWorker) => port.postMessage(m);
 
 /** `Delivery` on an ingress thread: the replica answers, the first send is written from here. */
 class IngressDelivery implements Delivery {
-  private batch: Accepted[] = [];
-  private flushScheduled = false;
+  readonly handoff = new AcceptedHandoff((batch) => post({ type: 'accepted', batch }));
   private readonly rpc: Rpc;
 
   constructor(
@@ -80,16 +80,7 @@ class IngressDelivery implements Delivery {
   }
   accepted(a: Accepted): void {
     hub.publish(a.record); // this thread's streams at once; the others through the main thread
-    this.batch.push(a);
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    // After this turn's responses are written: one message for everything accepted in it.
-    setImmediate(() => {
-      this.flushScheduled = false;
-      const batch = this.batch;
-      this.batch = [];
-      post({ type: 'accepted', batch });
-    });
+    this.handoff.add(a);
   }
   health(): ChainHealth {
     return { synced: this.view.synced(), slot: this.view.currentSlot(), slotAgeMs: this.view.slotAgeMs() };
@@ -132,7 +123,10 @@ function answer(id: number, value: unknown): void {
 /** `/metrics` asked here: the main thread gathers every thread's values and answers. */
 const metricsText = (): Promise<string> => ask((id) => ({ type: 'metrics-request', id }));
 /** A trace asked here: the main thread's engine holds those of the transactions in flight. */
-const liveTrace = (signature: string): Promise<Trace | null> => ask((id) => ({ type: 'trace-request', id, signature }));
+const liveTrace = (signature: string): Promise<Trace | null> => {
+  delivery.handoff.flush(); // the main thread holds its trace only once it has it
+  return ask((id) => ({ type: 'trace-request', id, signature }));
+};
 
 let server: RunningServer | null = null;
 let app: ReturnType<typeof buildApp> | null = null;
@@ -161,6 +155,7 @@ port.on('message', (m: ToWorker) => {
       answer(m.id, m.trace);
       break;
     case 'close':
+      delivery.handoff.flush(); // what was accepted here is rebroadcast and tracked
       server?.close();
       server = null;
       // Every open connection too: a worker whose loop still holds a uWS socket never exits.

@@ -15,6 +15,7 @@
  * Every refusal is a `Refusal` with a code from `refusals.ts`; front ends render it.
  */
 import type { Accounts } from '../accounts/accounts.js';
+import type { BatchItem, SendResult } from '../client/wire.js';
 import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type PlanName, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
@@ -49,19 +50,8 @@ export interface SubmissionDeps {
   onAccepted?: (plan: PlanName) => void;
 }
 
-/** The outcome of one accepted transaction. */
-export interface Sent {
-  signature: string;
-  slot: number;
-}
-
-/** One item of a batch, as spec §2.3 reports it. */
-export interface BatchItem {
-  index: number;
-  signature: string | null;
-  status: 'sent' | 'failed';
-  error?: string;
-}
+/** The outcome of one accepted transaction: the body of `POST /v1/send` (less `success`), as the client reads it. */
+export type Sent = SendResult;
 
 /** The 429 of a refused take from `budget`, with its headers. */
 export function rateRefusal(d: RateDecision, budget: Budget): Refusal {

@@ -7,7 +7,12 @@
  * - `logsSubscribe` with `mentions: [tip address]` at `confirmed` commitment, one subscription
  *   per tip address: every transaction of ours that lands mentions one.
  * - Every `sweepMs`, `getSignatureStatuses` in batches of 256 for whatever the push has not
- *   settled (a missed notification, a reconnect gap, a restart).
+ *   settled (a missed notification, a reconnect gap, a restart). While the push is live, the poll
+ *   is its safety net and backs off per transaction (`nextPollGap`: at 1, 2, 4, 8, 12, … s of
+ *   age, not every second): a transaction that never lands (a sink, a dead blockhash) was polled
+ *   ~60 times in its blockhash's lifetime, most of the main thread's tracker work. Every watched
+ *   transaction is polled every sweep while the push is off, down, refused, or back for less
+ *   than `PUSH_SETTLE_MS` (the notifications of a gap are never replayed).
  *
  * Latency is measured from the monotonic clock: request received (process.hrtime) → outcome
  * observed here. After a restart the monotonic origin is gone and the wall clock is used instead
@@ -52,6 +57,15 @@ const ESTIMATE_SLACK_BLOCKS = 32;
 export const DEADLINE_GRACE_SLOTS = 2;
 /** How long an outcome seen before its `watch` call is remembered. */
 const EARLY_OUTCOME_MS = 120_000;
+/** While the push is live, a transaction's polls back off to one every this many ms at most. */
+export const MAX_POLL_GAP_MS = 4_000;
+/** After the push (re)connects, every sweep polls everything this long (its subscriptions are being made again). */
+const PUSH_SETTLE_MS = 2_000;
+
+/** The wait before the next poll of a transaction after one that found nothing: doubled, capped. */
+export function nextPollGap(gap: number): number {
+  return Math.min(gap * 2, MAX_POLL_GAP_MS);
+}
 
 interface Watched {
   signature: string;
@@ -69,6 +83,10 @@ interface Watched {
   nonce: NonceCheck | null;
   /** `deadline_slot`, or null. */
   deadline: number | null;
+  /** performance.now() from which the poll looks at it again (while the push is live). */
+  nextPoll: number;
+  /** The wait after its last poll (`nextPollGap`). */
+  pollGap: number;
 }
 
 interface NonceCheck {
@@ -139,18 +157,30 @@ export class Tracker {
   private readonly pubsub: PubSub | null;
   private readonly timer: NodeJS.Timeout;
   private sweeping = false;
+  /** performance.now() when the push connected; -Infinity while it is down (or off, or refused). */
+  private pushUpAt = -Infinity;
   readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0, nonceChecks: 0, nonceExpired: 0 };
 
   constructor(private readonly opts: TrackerOptions) {
-    const pubsub = opts.push === false ? null : new PubSub(opts.wsUrl);
+    let refused = false;
+    const pubsub = opts.push === false ? null : new PubSub(opts.wsUrl, { onState: (up) => (this.pushUpAt = up && !refused ? performance.now() : -Infinity) });
     this.pubsub = pubsub;
     for (const tip of pubsub ? opts.tipAddresses : []) {
-      pubsub!.subscribe('logsSubscribe', [{ mentions: [tip] }, { commitment: 'confirmed' }], (r, slot) => {
-        const v = (r as { value?: { signature?: string; err?: unknown } }).value;
-        if (typeof v?.signature === 'string' && slot !== undefined) {
-          this.observe(v.signature, { slot, err: v.err ?? null, observedAt: process.hrtime.bigint(), source: 'push' });
-        }
-      });
+      pubsub!.subscribe(
+        'logsSubscribe',
+        [{ mentions: [tip] }, { commitment: 'confirmed' }],
+        (r, slot) => {
+          const v = (r as { value?: { signature?: string; err?: unknown } }).value;
+          if (typeof v?.signature === 'string' && slot !== undefined) {
+            this.observe(v.signature, { slot, err: v.err ?? null, observedAt: process.hrtime.bigint(), source: 'push' });
+          }
+        },
+        // A node without the subscription: the poll is the only source.
+        () => {
+          refused = true;
+          this.pushUpAt = -Infinity;
+        },
+      );
     }
     this.timer = setInterval(() => void this.sweep(), opts.sweepMs ?? 1_000);
     this.timer.unref();
@@ -190,6 +220,8 @@ export class Tracker {
           ? { account: nonceAccount, blockhash: rec.recentBlockhash, due: performance.now() + (this.opts.nonceFirstCheckMs ?? 1_000) }
           : null,
       deadline: rec.deadlineSlot ?? null,
+      nextPoll: 0,
+      pollGap: this.opts.pollAfterMs ?? 1_000,
     };
     this.watching.set(rec.signature, w);
     if (w.nonce) this.nonces.add(w);
@@ -304,17 +336,30 @@ export class Tracker {
     }
   }
 
+  /** The push is on, connected, not refused, and has been for `PUSH_SETTLE_MS`: the poll may back off. */
+  private pushLive(now: number): boolean {
+    return this.pubsub !== null && this.pubsub.connected && now - this.pushUpAt >= PUSH_SETTLE_MS;
+  }
+
   private async pollStatuses(): Promise<void> {
     const open: Watched[] = [];
-    const cutoff = performance.now() - (this.opts.pollAfterMs ?? 1_000);
+    const now = performance.now();
+    const cutoff = now - (this.opts.pollAfterMs ?? 1_000);
+    // Due by the next sweep's half-way point: a poll is never put off a whole sweep for a few ms.
+    const due = this.pushLive(now) ? now + (this.opts.sweepMs ?? 1_000) / 2 : Infinity;
     for (const w of this.watching.values()) {
       if (w.outcome) this.settle(w, w.outcome);
-      else if (w.since <= cutoff && this.opts.poll !== false) open.push(w);
+      else if (w.since <= cutoff && w.nextPoll <= due && this.opts.poll !== false) open.push(w);
     }
     for (let i = 0; i < open.length; i += STATUS_BATCH) {
       const batch = open.slice(i, i + STATUS_BATCH);
       const { value } = await this.opts.rpc.getSignatureStatuses(batch.map((w) => w.signature));
       this.applyStatuses(batch, value);
+      const polledAt = performance.now();
+      for (const w of batch) {
+        w.nextPoll = polledAt + w.pollGap;
+        w.pollGap = nextPollGap(w.pollGap);
+      }
     }
   }
 

@@ -2,18 +2,18 @@
  * Landfall against a real Agave validator (`solana-test-validator` 4.2.2: real leader schedule,
  * gossip, TPU QUIC limits for an unstaked peer, banking stage, `logsSubscribe`,
  * `getSignatureStatuses`, `simulateTransaction`). One validator on a temporary ledger with free
- * ports (test/helpers/agave.ts), `landfall serve --rpc … --ws …` in a child process as a user runs
+ * ports (harness/agave.ts), `landfall serve --rpc … --ws …` in a child process as a user runs
  * it, real web3.js transactions. Runs whenever a validator binary is found; prints one line when
  * none is. Bounded: every wait has a limit.
  */
 import { Connection, Keypair, LAMPORTS_PER_SOL, NONCE_ACCOUNT_LENGTH, NonceAccount, SystemProgram, VersionedTransaction } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
-import { agaveMissingReason, startAgaveValidator, type AgaveValidator } from '../helpers/agave.js';
-import { waitFor } from '../helpers/localnet.js';
-import { fetchMetric } from '../helpers/metrics.js';
-import { accountView, blockhash, send, sendBatch, settled, status, tipped } from '../helpers/stack.js';
-import { legacyTx, nonceAdvance, transfer } from '../helpers/transactions.js';
+import { agaveMissingReason, startAgaveValidator, type AgaveValidator } from '../../harness/agave.js';
+import { waitFor } from '../../harness/localnet.js';
+import { fetchMetric } from '../../harness/metrics.js';
+import { accountView, blockhash, send, sendBatch, settled, status, tipped } from '../../harness/stack.js';
+import { legacyTx, nonceAdvance, transfer } from '../../harness/transactions.js';
 import { fundTipsAndPayer, startLandfallServe, type LandfallChild } from './landfall.js';
 
 const missing = agaveMissingReason();

@@ -2,7 +2,7 @@
  * The local cluster answers like Agave (issue 15, item 2): every JSON-RPC method and PubSub
  * subscription the local cluster implements (src/localnet/rpc-methods.ts, pubsub.ts) is called
  * the same way on the local cluster and on a real Agave 4.2.2 test validator, error cases
- * included, and the answers are compared by shape (test/helpers/shape.ts): keys, types, nesting,
+ * included, and the answers are compared by shape (harness/shape.ts): keys, types, nesting,
  * and exactly where they must match — JSON-RPC envelopes, error codes, error messages, transaction
  * errors, HTTP statuses. Values that must differ between two chains (slots, hashes, keys, log
  * texts' numbers) are compared by type only.
@@ -13,11 +13,11 @@
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
-import { agaveMissingReason, findAgaveValidator, startAgaveValidator, type AgaveValidator } from '../helpers/agave.js';
-import { confirmed, post, waitFor } from '../helpers/localnet.js';
-import { shapeDiff } from '../helpers/shape.js';
-import { Client, type Frame } from '../helpers/ws-client.js';
-import { customInstruction, legacyTx, randomBlockhash, transfer, web3Base58 } from '../helpers/transactions.js';
+import { agaveMissingReason, findAgaveValidator, startAgaveValidator, type AgaveValidator } from '../../harness/agave.js';
+import { confirmed, post, waitFor } from '../../harness/localnet.js';
+import { shapeDiff } from '../../harness/shape.js';
+import { Client, type Frame } from '../../harness/ws-client.js';
+import { customInstruction, legacyTx, randomBlockhash, transfer, web3Base58 } from '../../harness/transactions.js';
 
 /**
  * Differences that stay, by path pattern, each with why the local cluster cannot (or should not)

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import type { Config } from '../../src/config.js';
 import type { PlanName } from '../../src/accounts/plans.js';
-import { waitFor } from '../helpers/localnet.js';
-import { fetchMetric } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
-import type { Endpoint, TipTarget } from '../helpers/stack.js';
+import { waitFor } from '../../harness/localnet.js';
+import { fetchMetric } from '../../harness/metrics.js';
+import { tempDir } from '../../harness/tmp.js';
+import type { Endpoint, TipTarget } from '../../harness/stack.js';
 
 const BIN = new URL('../../bin/landfall.js', import.meta.url).pathname;
 

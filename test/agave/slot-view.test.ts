@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
-import { agaveMissingReason, startAgaveValidator, type AgaveValidator } from '../helpers/agave.js';
-import { rpc, waitFor } from '../helpers/localnet.js';
+import { agaveMissingReason, startAgaveValidator, type AgaveValidator } from '../../harness/agave.js';
+import { rpc, waitFor } from '../../harness/localnet.js';
 
 const missing = agaveMissingReason();
 if (missing !== null) console.log(missing);

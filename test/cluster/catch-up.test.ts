@@ -5,10 +5,10 @@
  * points and usage) — and then serves every account and status as the nodes that saw them happen.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterNode } from '../helpers/cluster-nodes.js';
-import { accountOn, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
-import { waitFor } from '../helpers/localnet.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import type { ClusterNode } from '../../harness/cluster-nodes.js';
+import { accountOn, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../../harness/cluster-load.js';
+import { waitFor } from '../../harness/localnet.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 
 const SENDS = 8;
 

@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS, pointsForTip } from '../../src/accounts/plans.js';
 import { decodeStatus, signatureOfKey } from '../../src/store/status-codec.js';
 import { Store } from '../../src/store/store.js';
-import { accountOn, SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
-import type { ClusterNode } from '../helpers/cluster-nodes.js';
-import { waitFor } from '../helpers/localnet.js';
+import { accountOn, SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../../harness/cluster-load.js';
+import type { ClusterNode } from '../../harness/cluster-nodes.js';
+import { waitFor } from '../../harness/localnet.js';
 
 const LAMPORTS_PER_POINT = 1000;
 /** b is killed as the number of its acknowledgements passes this. */

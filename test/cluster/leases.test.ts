@@ -12,7 +12,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import { Leases, NODES_BUCKET, openNodesBucket, type NodeLease } from '../../src/cluster/leases.js';
-import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
+import { startNatsCluster, type NatsCluster } from '../../harness/nats-cluster.js';
 
 const HEARTBEAT = 100;
 const DEAD_AFTER = 400;

@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
-import { SendLoad, startClusterEnv, type ClusterEnv } from '../helpers/cluster-load.js';
-import { waitFor } from '../helpers/localnet.js';
-import { maxInWindow, perWindow } from '../helpers/windows.js';
+import { SendLoad, startClusterEnv, type ClusterEnv } from '../../harness/cluster-load.js';
+import { waitFor } from '../../harness/localnet.js';
+import { maxInWindow, perWindow } from '../../harness/windows.js';
 
 const RATE = 20;
 const LOAD_MS = 5_000;

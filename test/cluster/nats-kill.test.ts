@@ -18,9 +18,10 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { STATUS_STREAM } from '../../src/cluster/link.js';
 import { NODES_BUCKET } from '../../src/cluster/leases.js';
-import { logLines, type ClusterNode } from '../helpers/cluster-nodes.js';
-import { SendLoad, startClusterEnv, type Ack, type ClusterEnv } from '../helpers/cluster-load.js';
-import { waitFor } from '../helpers/localnet.js';
+import { type ClusterNode } from '../../harness/cluster-nodes.js';
+import { logLines } from '../../harness/log-lines.js';
+import { SendLoad, startClusterEnv, type Ack, type ClusterEnv } from '../../harness/cluster-load.js';
+import { waitFor } from '../../harness/localnet.js';
 
 /** Load before the kill (the normal-running lag), and after it (longer than a raft election, 4–9 s). */
 const BEFORE_MS = 3_000;

@@ -11,9 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ClusterNode } from '../helpers/cluster-nodes.js';
-import { SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type Ack, type ClusterEnv } from '../helpers/cluster-load.js';
-import { waitFor } from '../helpers/localnet.js';
+import type { ClusterNode } from '../../harness/cluster-nodes.js';
+import { SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type Ack, type ClusterEnv } from '../../harness/cluster-load.js';
+import { waitFor } from '../../harness/localnet.js';
 
 /** Wait (bounded) until every signature is readable on every node; returns the ones that are not. */
 async function missingAnywhere(nodes: ClusterNode[], key: string, acks: Ack[], timeoutMs: number): Promise<string[]> {

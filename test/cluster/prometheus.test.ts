@@ -10,10 +10,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTool, missingTool } from '../../scripts/debian-tools.mjs';
-import { SendLoad, startClusterEnv, type ClusterEnv } from '../helpers/cluster-load.js';
-import { waitFor } from '../helpers/localnet.js';
-import { freePort } from '../helpers/nats-cluster.js';
-import { tempDir } from '../helpers/tmp.js';
+import { SendLoad, startClusterEnv, type ClusterEnv } from '../../harness/cluster-load.js';
+import { waitFor } from '../../harness/localnet.js';
+import { freePort } from '../../harness/nats-cluster.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const RULES = join(ROOT, 'deploy', 'prometheus', 'landfall.rules.yml');

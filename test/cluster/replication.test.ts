@@ -13,11 +13,11 @@
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
-import type { ClusterNode } from '../helpers/cluster-nodes.js';
-import { accountOn, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
-import { waitFor } from '../helpers/localnet.js';
-import { freshMetricsText, metricSum } from '../helpers/metrics.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import type { ClusterNode } from '../../harness/cluster-nodes.js';
+import { accountOn, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../../harness/cluster-load.js';
+import { waitFor } from '../../harness/localnet.js';
+import { freshMetricsText, metricSum } from '../../harness/metrics.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 
 const LAMPORTS_PER_POINT = 1000;
 /** Growth after a few sends' points, so the upgrade happens during the test (once). */

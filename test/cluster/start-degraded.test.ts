@@ -5,10 +5,10 @@
  * created through it then usable on the node.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startChildLocalnet, type ChildLocalnet } from '../helpers/child-localnet.js';
-import { startClusterNodes, type ClusterNodes } from '../helpers/cluster-nodes.js';
-import { waitFor } from '../helpers/localnet.js';
-import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
+import { startChildLocalnet, type ChildLocalnet } from '../../harness/child-localnet.js';
+import { startClusterNodes, type ClusterNodes } from '../../harness/cluster-nodes.js';
+import { waitFor } from '../../harness/localnet.js';
+import { startNatsCluster, type NatsCluster } from '../../harness/nats-cluster.js';
 
 let chain: ChildLocalnet;
 let nats: NatsCluster;

@@ -17,10 +17,10 @@ import { LandfallError } from '../../src/errors.js';
 import { utcDay } from '../../src/native.js';
 import type { StatusRecord } from '../../src/store/records.js';
 import { Store } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../../harness/localnet.js';
+import { startNatsCluster, type NatsCluster } from '../../harness/nats-cluster.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const quiet = { info: () => {}, warn: () => {} };
 const ACCOUNT = 'acc_7YzZ5xkWQ3rPm2hT9vLn';

@@ -10,10 +10,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Keypair } from '@solana/web3.js';
-import { LOAD_TIP, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
-import { logLines, type ClusterNode } from '../helpers/cluster-nodes.js';
-import { waitFor } from '../helpers/localnet.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import { LOAD_TIP, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../../harness/cluster-load.js';
+import { type ClusterNode } from '../../harness/cluster-nodes.js';
+import { logLines } from '../../harness/log-lines.js';
+import { waitFor } from '../../harness/localnet.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 
 const NEVER_LANDING = 12;
 const TAKEOVER_MS = 20_000;

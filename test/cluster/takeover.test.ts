@@ -11,9 +11,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../helpers/cluster-load.js';
-import { logLines } from '../helpers/cluster-nodes.js';
-import { waitFor } from '../helpers/localnet.js';
+import { SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../../harness/cluster-load.js';
+import { logLines } from '../../harness/log-lines.js';
+import { waitFor } from '../../harness/localnet.js';
 
 /** The documented replication window: an acknowledged send older than this survives its node's kill -9. */
 const REPLICATION_WINDOW_MS = 1_000;

@@ -1,7 +1,7 @@
 /**
  * Issue 20, part 1: NATS that only our nodes can write. One real nats-server with JetStream,
  * TLS that requires client certificates (a throwaway CA made with openssl) and users with
- * permissions (`test/helpers/nats-secure.ts`, the ones `docs/trust-boundary.md` shows): node a
+ * permissions (`harness/nats-secure.ts`, the ones `docs/trust-boundary.md` shows): node a
  * (an nkey), node b (user and password), the admin (user and password, given in the URL), and
  * `loose`, a user allowed to publish on any node's subject (a deployment without per-node
  * permissions). Landfall nodes are child processes on one local Solana cluster.
@@ -26,16 +26,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeEvent, encodeMessage } from '../../src/cluster/status-events.js';
 import { statusSubject } from '../../src/cluster/link.js';
 import type { StatusRecord } from '../../src/store/records.js';
-import { startChildLocalnet, type ChildLocalnet } from '../helpers/child-localnet.js';
-import { accountOn, SendLoad, statusOn, type ClusterEnv } from '../helpers/cluster-load.js';
-import { LANDFALL_BIN, startClusterNodes, type ClusterNode, type ClusterNodes } from '../helpers/cluster-nodes.js';
-import { fundedKeypair, waitFor } from '../helpers/localnet.js';
-import { fetchMetric } from '../helpers/metrics.js';
-import { startNatsCluster, type NatsCluster } from '../helpers/nats-cluster.js';
-import { adminPermissions, makeTlsFiles, natsServerConfig, nodePermissions, operatorMode, type NatsUser, type TlsFiles } from '../helpers/nats-secure.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
-import { makeTipAddresses } from '../helpers/transactions.js';
+import { startChildLocalnet, type ChildLocalnet } from '../../harness/child-localnet.js';
+import { accountOn, SendLoad, statusOn, type ClusterEnv } from '../../harness/cluster-load.js';
+import { LANDFALL_BIN, startClusterNodes, type ClusterNode, type ClusterNodes } from '../../harness/cluster-nodes.js';
+import { fundedKeypair, waitFor } from '../../harness/localnet.js';
+import { fetchMetric } from '../../harness/metrics.js';
+import { startNatsCluster, type NatsCluster } from '../../harness/nats-cluster.js';
+import { adminPermissions, makeTlsFiles, natsServerConfig, nodePermissions, operatorMode, type NatsUser, type TlsFiles } from '../../harness/nats-secure.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
+import { makeTipAddresses } from '../../harness/transactions.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const secret = (what: string) => `${what}-${randomBytes(12).toString('hex')}`;

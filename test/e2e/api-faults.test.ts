@@ -13,9 +13,9 @@ import { buildApp } from '../../src/http/api.js';
 import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
-import { makeTipAddresses, web3Base58 } from '../helpers/transactions.js';
-import { unreachableDelivery } from '../helpers/guard-delivery.js';
-import { tempDir } from '../helpers/tmp.js';
+import { makeTipAddresses, web3Base58 } from '../../harness/transactions.js';
+import { unreachableDelivery } from '../../harness/guard-delivery.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

@@ -17,9 +17,9 @@ import { sentRecord } from '../../src/store/records.js';
 import { listen, type RunningServer } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
-import { legacyTx, makeLookupTable, makeTipAddresses, simpleTip, transfer, v0Tx, web3Base58 } from '../helpers/transactions.js';
-import { unreachableDelivery } from '../helpers/guard-delivery.js';
-import { tempDir } from '../helpers/tmp.js';
+import { legacyTx, makeLookupTable, makeTipAddresses, simpleTip, transfer, v0Tx, web3Base58 } from '../../harness/transactions.js';
+import { unreachableDelivery } from '../../harness/guard-delivery.js';
+import { tempDir } from '../../harness/tmp.js';
 
 
 let tmp: ReturnType<typeof tempDir>;

@@ -12,8 +12,8 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { account, payer, startStack, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
+import { account, payer, startStack, type Stack } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const BOTS = join(ROOT, 'test/client-package');

@@ -29,9 +29,9 @@ import {
   priorityFee,
   type LandfallClientOptions,
 } from '../../src/client/index.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, blockhash, payer, startStack, type Stack } from '../helpers/stack.js';
-import { web3Base58 } from '../helpers/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, blockhash, payer, startStack, type Stack } from '../../harness/stack.js';
+import { web3Base58 } from '../../harness/transactions.js';
 
 describe('typed client', () => {
   let s: Stack;

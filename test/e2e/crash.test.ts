@@ -16,10 +16,10 @@ import { DEFAULT_PLANS, pointsForTip } from '../../src/accounts/plans.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { decodeStatus, signatureOfKey } from '../../src/store/status-codec.js';
 import { Store, type StatusRecord } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { BIN, serveChild, type ServeChild } from '../helpers/serve-child.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { BIN, serveChild, type ServeChild } from '../../harness/serve-child.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 
 /** The service is killed as the load's acknowledgement number this arrives. */
 const KILL_AFTER_ACKS = 300;

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTool, missingTool } from '../../scripts/debian-tools.mjs';
-import { waitFor } from '../helpers/localnet.js';
-import { metricSum } from '../helpers/metrics.js';
-import { account, accountView, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
+import { waitFor } from '../../harness/localnet.js';
+import { metricSum } from '../../harness/metrics.js';
+import { account, accountView, payer, send, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
 
 const browserPath = findTool('chromium');
 const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-results', 'dashboard');

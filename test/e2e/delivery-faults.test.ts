@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
 
 let s: Stack | undefined;
 afterEach(async () => {

@@ -7,9 +7,9 @@
  */
 import { LAMPORTS_PER_SOL, Keypair } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { transfer } from '../helpers/transactions.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, accountView, nextSlot, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
+import { transfer } from '../../harness/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, accountView, nextSlot, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../../harness/stack.js';
 
 describe('delivery on the local cluster', () => {
   let s: Stack;

@@ -14,9 +14,9 @@ import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { JitoJsonRpcClient } from 'jito-js-rpc';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RPC_CODES } from '../../src/http/json-rpc.js';
-import { account, payer, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
-import { transfer, web3Base58 } from '../helpers/transactions.js';
+import { account, payer, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
+import { transfer, web3Base58 } from '../../harness/transactions.js';
 
 let s: Stack;
 let bot: { id: string; key: string };

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settings } from '../../examples/settings.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
-import { account, startStack, status, type Stack } from '../helpers/stack.js';
+import { account, startStack, status, type Stack } from '../../harness/stack.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -12,9 +12,9 @@ import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, payer, startStack, tipped, type Stack } from '../helpers/stack.js';
-import { web3Base58 } from '../helpers/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, payer, startStack, tipped, type Stack } from '../../harness/stack.js';
+import { web3Base58 } from '../../harness/transactions.js';
 
 const CONNECTIONS = 16;
 

@@ -8,8 +8,8 @@ import { Connection, Keypair, LAMPORTS_PER_SOL, SendTransactionError } from '@so
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BATCH_BODY_LIMIT } from '../../src/http/api.js';
 import { MAX_RPC_BATCH, methodNotOffered, RPC_CODES } from '../../src/http/json-rpc.js';
-import { account, payer, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import { account, payer, settled, startStack, status, tipped, type Stack } from '../../harness/stack.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 
 let s: Stack;
 let bot: { id: string; key: string };

@@ -11,10 +11,10 @@ import { join } from 'node:path';
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANONYMOUS_LINES, SUMMARY_MS } from '../../src/telemetry/request-log.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, payer, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
-import { transfer, web3Base58 } from '../helpers/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, payer, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
+import { transfer, web3Base58 } from '../../harness/transactions.js';
 
 let s: Stack;
 let logDir: ReturnType<typeof tempDir>;

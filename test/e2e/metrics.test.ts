@@ -6,11 +6,11 @@
  */
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/localnet.js';
+import { waitFor } from '../../harness/localnet.js';
 import { METRICS_MAX_AGE_MS } from '../../src/telemetry/rendered-text.js';
-import { renderedAt } from '../helpers/metrics.js';
-import { account, nextSlot, payer, send, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
-import { transfer } from '../helpers/transactions.js';
+import { renderedAt } from '../../harness/metrics.js';
+import { account, nextSlot, payer, send, settled, startStack, status, tipped, type Stack } from '../../harness/stack.js';
+import { transfer } from '../../harness/transactions.js';
 
 let s: Stack;
 let bot: { id: string; key: string };

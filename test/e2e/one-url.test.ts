@@ -28,8 +28,8 @@ import { Connection, Keypair, LAMPORTS_PER_SOL, SystemProgram, Transaction } fro
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { methodNotOffered } from '../../src/http/json-rpc.js';
-import { account, payer, startStack, type Stack } from '../helpers/stack.js';
-import { transfer, web3Base58 } from '../helpers/transactions.js';
+import { account, payer, startStack, type Stack } from '../../harness/stack.js';
+import { transfer, web3Base58 } from '../../harness/transactions.js';
 
 let s: Stack;
 let bot: { id: string; key: string };

@@ -20,10 +20,10 @@ import { BATCH_BODY_LIMIT, buildApp, SEND_BODY_LIMIT } from '../../src/http/api.
 import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
-import { unreachableDelivery } from '../helpers/guard-delivery.js';
-import { account, payer, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, makeTipAddresses, transfer, web3Base58 } from '../helpers/transactions.js';
+import { unreachableDelivery } from '../../harness/guard-delivery.js';
+import { account, payer, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, makeTipAddresses, transfer, web3Base58 } from '../../harness/transactions.js';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -107,6 +107,19 @@ async function call(path: string, method: 'get' | 'post', url: string, init: Req
   return { status: r.status, body };
 }
 
+/**
+ * Until the service's chain view is fresh. The local cluster runs on this test's thread, and the
+ * document's schemas compile there too (the first test): on a busy machine its slots stall
+ * meanwhile, and a send right after would be refused as stale (500), a health check 503.
+ */
+async function synced(): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await fetch(`${s.svc.url}/health`)).status === 200) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the chain view did not become fresh within 10 s');
+}
+
 const json = (key?: string) => ({ 'content-type': 'application/json', ...(key && { authorization: `Bearer ${key}` }) });
 const post = (body: unknown, key?: string): RequestInit => ({ headers: json(key), body: typeof body === 'string' ? body : JSON.stringify(body) });
 
@@ -160,6 +173,7 @@ describe('the OpenAPI document', () => {
 
 describe('real responses match the document', () => {
   it('REST: every success and error status of send, batch, status, account and tip addresses', async () => {
+    await synced();
     const whale = account(s, 'whale');
     const starter = account(s, 'starter');
     const from = await payer(s);
@@ -233,6 +247,7 @@ describe('real responses match the document', () => {
   });
 
   it('operations: health, ping, metrics, the document itself; 404 and 405 as their components', async () => {
+    await synced();
     expect((await call('/health', 'get', '/health')).body.status).toBe('ok');
     expect((await call('/ping', 'get', '/ping')).body).toBe('pong');
     expect((await call('/metrics', 'get', '/metrics')).body).toMatch(/^# HELP /);

@@ -7,8 +7,8 @@
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService } from '../../src/service.js';
-import { startStack, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
+import { startStack, type Stack } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
 
 let s: Stack;
 const dirs: Array<ReturnType<typeof tempDir>> = [];

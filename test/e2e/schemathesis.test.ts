@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document and the server agree: schemathesis (property-based, installed by the
- * project into a git-ignored venv, see test/helpers/schemathesis.ts) generates requests from
+ * project into a git-ignored venv, see harness/schemathesis.ts) generates requests from
  * `GET /v1/openapi.json`, valid and invalid, sends them to a real running service (real LMDB,
  * local cluster, an ingress thread) and checks every response: no 5xx, every status, content type,
  * header and body as documented, schema-invalid input refused, schema-valid input accepted
@@ -11,9 +11,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { account, startStack, type Stack } from '../helpers/stack.js';
-import { runSchemathesis, schemathesis, type StRun } from '../helpers/schemathesis.js';
-import { tempDir } from '../helpers/tmp.js';
+import { account, startStack, type Stack } from '../../harness/stack.js';
+import { runSchemathesis, schemathesis, type StRun } from '../../harness/schemathesis.js';
+import { tempDir } from '../../harness/tmp.js';
 
 /** Test cases per operation and phase, and the seed (printed by schemathesis on a failure). */
 const EXAMPLES = '25';

@@ -8,8 +8,8 @@ import { Keypair } from '@solana/web3.js';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_TIMEOUT_MS, CLOSE, MAX_MESSAGE_BYTES, MAX_STREAMS_PER_ACCOUNT, UWS_MAX_PAYLOAD } from '../../src/http/stream.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, payer, send, startStack, tipped, type Stack } from '../helpers/stack.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, payer, send, startStack, tipped, type Stack } from '../../harness/stack.js';
 
 interface Client {
   ws: WebSocket;

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { waitFor } from '../helpers/localnet.js';
-import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../../harness/localnet.js';
+import { tempDir } from '../../harness/tmp.js';
 
 /** The built command (`npm run build:ts`): ingress worker threads cannot run under a `-e` TypeScript loader. */
 const BIN = fileURLToPath(new URL('../../bin/landfall.js', import.meta.url));

@@ -13,9 +13,9 @@ import { Keypair, LAMPORTS_PER_SOL, SystemInstruction, SystemProgram, Transactio
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { addTip, LandfallApiError, LandfallClient } from '../../src/client/index.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, accountView, blockhash, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
-import { transfer } from '../helpers/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, accountView, blockhash, payer, send, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
+import { transfer } from '../../harness/transactions.js';
 
 const LAMPORTS_PER_POINT = 2_500;
 

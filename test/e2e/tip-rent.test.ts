@@ -13,10 +13,10 @@ import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { startService, type Service } from '../../src/service.js';
 import { loadTipAddresses } from '../../src/tips.js';
-import { waitFor } from '../helpers/localnet.js';
-import { send, settled } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, transfer } from '../helpers/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { send, settled } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, transfer } from '../../harness/transactions.js';
 
 const RENT_EXEMPT_ZERO_BYTES = 890_880;
 

@@ -9,9 +9,9 @@ import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { LandfallApiError, LandfallClient } from '../../src/client/index.js';
-import { transfer } from '../helpers/transactions.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../helpers/stack.js';
+import { transfer } from '../../harness/transactions.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, nextSlot, payer, send, settled, startStack, tipped, type Stack } from '../../harness/stack.js';
 
 async function trace(s: Stack, key: string, signature: string) {
   const r = await fetch(`${s.svc.url}/v1/status/${signature}/trace`, { headers: { authorization: `Bearer ${key}` } });

@@ -22,13 +22,13 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { FIRST_SEND_BUDGET_MS } from '../../src/delivery/first-send.js';
 import { startService, type Service } from '../../src/service.js';
-import { startChildLocalnet, type ChildLocalnet } from '../helpers/child-localnet.js';
-import { rpc, waitFor } from '../helpers/localnet.js';
-import { fetchMetric } from '../helpers/metrics.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
+import { startChildLocalnet, type ChildLocalnet } from '../../harness/child-localnet.js';
+import { rpc, waitFor } from '../../harness/localnet.js';
+import { fetchMetric } from '../../harness/metrics.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 
-/** The QUIC client's alive window (native/src/quic/client.rs, `ClientConfig::alive_window`). */
+/** The QUIC client's alive window (native/src/quic/config.rs, `ClientConfig::alive_window`). */
 const ALIVE_WINDOW_MS = 1_500;
 /** A request's whole answer: the first-send budget plus HTTP, auth, inspect and record on a shared 2-core machine. */
 const ANSWER_WITHIN_MS = FIRST_SEND_BUDGET_MS + 500;

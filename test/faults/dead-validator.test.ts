@@ -13,10 +13,10 @@
  * written to a live leader (which received it).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { waitFor } from '../helpers/localnet.js';
-import { account, payer, send, startStack, tipped, type Stack } from '../helpers/stack.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, payer, send, startStack, tipped, type Stack } from '../../harness/stack.js';
 
-/** The QUIC client's alive window (native/src/quic/client.rs, `ClientConfig::alive_window`). */
+/** The QUIC client's alive window (native/src/quic/config.rs, `ClientConfig::alive_window`). */
 const ALIVE_WINDOW_MS = 1_500;
 
 let s: Stack;

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const BIN = fileURLToPath(new URL('../../bin/landfall.js', import.meta.url));
 /** The demo's start-up takes a few seconds; an exit is waited for this long at most. */

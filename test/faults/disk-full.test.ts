@@ -17,10 +17,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusKey } from '../../src/store/status-codec.js';
 import { reserveFor } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { freshMetricsText } from '../helpers/metrics.js';
-import { account, payer, send, sendBatch, settled, startStack, status, tipped, type Stack, health } from '../helpers/stack.js';
-import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
+import { waitFor } from '../../harness/localnet.js';
+import { fetchMetric } from '../../harness/metrics.js';
+import { account, payer, send, sendBatch, settled, startStack, status, tipped, type Stack, health } from '../../harness/stack.js';
+import { mountTmpfs, type Tmpfs } from '../../harness/tmpfs.js';
 
 const SIZE = 64 << 20;
 
@@ -45,14 +45,6 @@ afterAll(async () => {
   if (!('error' in fs)) fs.unmount();
 });
 
-
-/** One unlabelled value from `/metrics`. */
-async function metric(st: Stack, name: string): Promise<number> {
-  const text = await freshMetricsText(st.svc.url);
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  if (!line) throw new Error(`no ${name} in /metrics`);
-  return Number(line.slice(name.length + 1));
-}
 
 async function rpcSend(st: Stack, key: string, base64: string) {
   const r = await fetch(`${st.svc.url}/?api-key=${key}`, {
@@ -147,8 +139,8 @@ describe('disk full', () => {
     expect(h.body.store).toMatchObject({ available: false, reason: expect.stringMatching(/reserve/), since: expect.any(String) });
     expect(h.body.store.free_bytes).toBeLessThan(reserveFor(SIZE));
     expect(h.body.store.refused_writes).toBeGreaterThan(0);
-    expect(await metric(st, 'landfall_store_available')).toBe(0);
-    expect(await metric(st, 'landfall_store_free_bytes')).toBeLessThan(reserveFor(SIZE));
+    expect(await fetchMetric(st.svc.url, 'landfall_store_available', {}, true)).toBe(0);
+    expect(await fetchMetric(st.svc.url, 'landfall_store_free_bytes', {}, true)).toBeLessThan(reserveFor(SIZE));
 
     // Nothing refused was sent (a few slots for anything in flight to arrive).
     await new Promise((r) => setTimeout(r, 500));
@@ -163,7 +155,7 @@ describe('disk full', () => {
         `available again ${Date.now() - freedAt} ms after space returned`,
     );
     expect((await health(st)).body.store).toMatchObject({ available: true, reason: null, since: null });
-    expect(await metric(st, 'landfall_store_available')).toBe(1);
+    expect(await fetchMetric(st.svc.url, 'landfall_store_available', {}, true)).toBe(1);
     const after = await tipped(st, from, 300_000);
     const r = await sendRaw(st, bot.key, after.base64);
     expect(r.status).toBe(200);

@@ -29,11 +29,12 @@ import { LINGER_BYTES, LINGER_MS } from '../../src/http/request.js';
 import { listen } from '../../src/http/server.js';
 import { TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
-import { unreachableDelivery } from '../helpers/guard-delivery.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, startStack, type Stack } from '../helpers/stack.js';
-import { tempDir } from '../helpers/tmp.js';
-import { makeTipAddresses } from '../helpers/transactions.js';
+import { unreachableDelivery } from '../../harness/guard-delivery.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, startStack, type Stack } from '../../harness/stack.js';
+import { logLines } from '../../harness/log-lines.js';
+import { tempDir } from '../../harness/tmp.js';
+import { makeTipAddresses } from '../../harness/transactions.js';
 
 const TOKEN = 'metrics-token-for-the-test-0123456789';
 /** uWS closes an idle connection 8–12 s after its last response (measured); a wait bound above it. */
@@ -140,11 +141,9 @@ function sequential(requests: string[]): Promise<string[]> {
   });
 }
 
-function logLines(): any[] {
-  return readFileSync(logFile, 'utf8')
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l));
+/** The service's log lines so far. */
+function logged(): any[] {
+  return logLines(readFileSync(logFile, 'utf8'));
 }
 
 describe('framing headers (defect 7: request smuggling)', () => {
@@ -359,8 +358,8 @@ describe('a header with a control character', () => {
     // A request a handler saw gets a log line with its id: this one got none.
     const probe = await fetch(`${s.svc.url}/nope`, { headers: { 'x-request-id': `${id}-after` } });
     await probe.arrayBuffer();
-    await waitFor('the probe request logged', () => (logLines().some((l) => l.req === `${id}-after`) ? true : undefined));
-    expect(logLines().filter((l) => l.req === id)).toEqual([]);
+    await waitFor('the probe request logged', () => (logged().some((l) => l.req === `${id}-after`) ? true : undefined));
+    expect(logged().filter((l) => l.req === id)).toEqual([]);
   });
 });
 
@@ -393,7 +392,7 @@ describe('keys where keys do not belong', () => {
     expect(echoed.headers.get('x-request-id')).toBe(key);
 
     const lines = await waitFor('the request lines', () => {
-      const all = logLines().filter((l) => l.req !== undefined);
+      const all = logged().filter((l) => l.req !== undefined);
       const mine = all.filter((l) => ids.includes(l.req) || l.req === 'lf_[REDACTED]');
       return mine.length === ids.length + 1 ? mine : undefined;
     });
@@ -428,7 +427,7 @@ describe('key secrets where keys do not belong', () => {
     expect(glued.headers.get('x-request-id')).toBe(`Bearer${key}`);
 
     const lines = await waitFor('the request lines', () => {
-      const mine = logLines().filter((l) => ids.includes(l.req) || l.req === 'Bearerlf_[REDACTED]');
+      const mine = logged().filter((l) => ids.includes(l.req) || l.req === 'Bearerlf_[REDACTED]');
       return mine.length === ids.length + 1 ? mine : undefined;
     });
     const text = readFileSync(logFile, 'utf8');

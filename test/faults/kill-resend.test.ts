@@ -19,11 +19,12 @@ import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.j
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { Store } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { BIN, serveChild, type ServeChild } from '../helpers/serve-child.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, transfer, web3Base58 } from '../helpers/transactions.js';
-import { freshMetricsText } from '../helpers/metrics.js';
+import { waitFor } from '../../harness/localnet.js';
+import { BIN, serveChild, type ServeChild } from '../../harness/serve-child.js';
+import { status } from '../../harness/stack.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
+import { freshMetricsText } from '../../harness/metrics.js';
 
 const N = 10;
 
@@ -47,11 +48,6 @@ afterAll(async () => {
 async function serve(): Promise<string> {
   service = await serveChild({ dataDir: join(tmp.dir, 'data'), rpcUrl: net.rpcUrl, wsUrl: net.wsUrl, config: { ingressThreads: 1 } });
   return service.url;
-}
-
-async function statusOf(url: string, key: string, signature: string): Promise<{ status: number; body: any }> {
-  const r = await fetch(`${url}/v1/status/${signature}`, { headers: { authorization: `Bearer ${key}` } });
-  return { status: r.status, body: await r.json() };
 }
 
 describe('kill -9 with resend', () => {
@@ -81,7 +77,7 @@ describe('kill -9 with resend', () => {
     // The whole path works, and the connections to the leaders are warm.
     const warm = build((await connection.getLatestBlockhash('confirmed')).blockhash);
     expect((await post(warm.base64)).status).toBe(200);
-    await waitFor('the warm-up transaction confirmed', async () => ((await statusOf(url, key, warm.signature)).body.status === 'confirmed' ? true : undefined), 20_000);
+    await waitFor('the warm-up transaction confirmed', async () => ((await status({ svc: { url } }, key, warm.signature)).body.status === 'confirmed' ? true : undefined), 20_000);
 
     // From now on nothing the service sends arrives.
     const { blockhash } = await connection.getLatestBlockhash('confirmed');
@@ -111,7 +107,7 @@ describe('kill -9 with resend', () => {
       await waitFor(
         `${tx.signature} confirmed after the restart`,
         async () => {
-          const r = await statusOf(url, key, tx.signature);
+          const r = await status({ svc: { url } }, key, tx.signature);
           if (r.body.expired) throw new Error(`${tx.signature} expired instead of landing: ${JSON.stringify(r.body)}`);
           return r.body.status === 'confirmed' ? true : undefined;
         },

@@ -10,10 +10,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/localnet.js';
-import { freshMetricsText } from '../helpers/metrics.js';
-import { startStack, type Stack, health } from '../helpers/stack.js';
-import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
+import { waitFor } from '../../harness/localnet.js';
+import { freshMetricsText } from '../../harness/metrics.js';
+import { startStack, type Stack, health } from '../../harness/stack.js';
+import { mountTmpfs, type Tmpfs } from '../../harness/tmpfs.js';
 
 const SIZE = 4 << 20;
 /** Requests sent while the filesystem is full: each writes a debug line (~200 bytes). */

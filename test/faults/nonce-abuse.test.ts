@@ -27,10 +27,10 @@ import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import type { StatusChange } from '../../src/tracker/tracker.js';
-import { confirmed, waitFor } from '../helpers/localnet.js';
-import { fetchMetric } from '../helpers/metrics.js';
-import { account, blockhash, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../helpers/stack.js';
-import { legacyTx, makeLookupTable, nonceAdvance, randomBlockhash, transfer, v0Tx, web3Base58 } from '../helpers/transactions.js';
+import { confirmed, waitFor } from '../../harness/localnet.js';
+import { fetchMetric } from '../../harness/metrics.js';
+import { account, blockhash, payer, send, sendBatch, settled, startStack, status, tipped, type Stack } from '../../harness/stack.js';
+import { legacyTx, makeLookupTable, nonceAdvance, randomBlockhash, transfer, v0Tx, web3Base58 } from '../../harness/transactions.js';
 
 /** `inFlightPerTps` for this file: caps of 4 (starter), 15 (growth), 75 (whale). */
 const PER_TPS = 0.5;

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CLOSE } from '../../src/http/stream.js';
-import { waitFor } from '../helpers/localnet.js';
-import { account, startStack, type Stack } from '../helpers/stack.js';
+import { waitFor } from '../../harness/localnet.js';
+import { account, startStack, type Stack } from '../../harness/stack.js';
 
 const BIN = join(new URL('../../', import.meta.url).pathname, 'bin/landfall.js');
 /** The promise of docs/failure-behaviour.md. */

@@ -15,9 +15,9 @@ import { overlay } from '../../src/native.js';
 import { parseSegment } from '../../src/store/ack-log.js';
 import { decodeStatus, resendOf, statusKey } from '../../src/store/status-codec.js';
 import { Store, StoreUnavailableError, type StatusRecord } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { statusRecord } from '../helpers/records.js';
-import { mountTmpfs, type Tmpfs } from '../helpers/tmpfs.js';
+import { waitFor } from '../../harness/localnet.js';
+import { statusRecord } from '../../harness/records.js';
+import { mountTmpfs, type Tmpfs } from '../../harness/tmpfs.js';
 
 const MiB = 1 << 20;
 

@@ -17,9 +17,9 @@ import { QuicClient } from '../../native/index.js';
 import { COMMAND_USAGE, summary, USAGE, type CommandName } from '../../src/cli/usage.js';
 import { freePort } from '../../src/cluster/nats-servers.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
-import { LANDFALL_BIN } from '../helpers/cluster-nodes.js';
-import { rpc, waitFor } from '../helpers/localnet.js';
-import { tempDir } from '../helpers/tmp.js';
+import { LANDFALL_BIN } from '../../harness/cluster-nodes.js';
+import { rpc, waitFor } from '../../harness/localnet.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

@@ -9,8 +9,8 @@ import { Connection, Keypair } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describe as describeCluster } from '../../src/cli/localnet.js';
 import { readFaultsFile, startLocalnet, type Fault, type Localnet } from '../../src/localnet/index.js';
-import { fundedKeypair, QuicClient, transferTx, waitFor } from '../helpers/localnet.js';
-import { tempDir } from '../helpers/tmp.js';
+import { fundedKeypair, QuicClient, transferTx, waitFor } from '../../harness/localnet.js';
+import { tempDir } from '../../harness/tmp.js';
 
 let net: Localnet;
 let connection: Connection;

@@ -5,8 +5,8 @@
 import { Connection, Keypair } from '@solana/web3.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
-import { fundedKeypair, transferTx, waitFor } from '../helpers/localnet.js';
-import { Client } from '../helpers/ws-client.js';
+import { fundedKeypair, transferTx, waitFor } from '../../harness/localnet.js';
+import { Client } from '../../harness/ws-client.js';
 
 let net: Localnet;
 let connection: Connection;

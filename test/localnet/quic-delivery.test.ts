@@ -20,8 +20,8 @@ import {
   waitFor,
   waitForSlot,
   windowStart,
-} from '../helpers/localnet.js';
-import { legacyTx, nonceAdvance, transfer, web3Base58 } from '../helpers/transactions.js';
+} from '../../harness/localnet.js';
+import { legacyTx, nonceAdvance, transfer, web3Base58 } from '../../harness/transactions.js';
 
 describe('at mainnet-like pace (100 ms slots)', () => {
   let net: Localnet;

@@ -17,8 +17,8 @@ import {
 } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
-import { confirmed, fundedKeypair, post, rpc, transferTx, waitFor, waitForSlot } from '../helpers/localnet.js';
-import { web3Base58 } from '../helpers/transactions.js';
+import { confirmed, fundedKeypair, post, rpc, transferTx, waitFor, waitForSlot } from '../../harness/localnet.js';
+import { web3Base58 } from '../../harness/transactions.js';
 
 let net: Localnet;
 let connection: Connection;

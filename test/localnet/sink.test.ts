@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Connection, Keypair } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
-import { fundedKeypair, leaderOf, QuicClient, rpc, transferTx, waitFor, waitForSlot, windowStart } from '../helpers/localnet.js';
+import { fundedKeypair, leaderOf, QuicClient, rpc, transferTx, waitFor, waitForSlot, windowStart } from '../../harness/localnet.js';
 
 describe('sink mode', () => {
   let net: Localnet;

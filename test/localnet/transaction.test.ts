@@ -15,7 +15,7 @@ import {
   v0Tx,
   web3Base58,
   type BuiltTx,
-} from '../helpers/transactions.js';
+} from '../../harness/transactions.js';
 
 function expectSameAsWeb3(tx: BuiltTx): void {
   const d = decodeTransaction(tx.bytes);

@@ -7,8 +7,8 @@ import { LandfallError } from '../../src/errors.js';
 import { utcDay } from '../../src/native.js';
 import { decodeStatus, statusKey } from '../../src/store/status-codec.js';
 import { Store } from '../../src/store/store.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
 
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;

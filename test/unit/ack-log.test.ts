@@ -10,8 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AckLog, parseSegment, readDeadLogs } from '../../src/store/ack-log.js';
 import { encodeStatus, statusKey } from '../../src/store/status-codec.js';
 import { Store, type StatusRecord } from '../../src/store/store.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {

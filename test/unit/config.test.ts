@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, loadConfig } from '../../src/config.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

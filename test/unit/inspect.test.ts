@@ -48,7 +48,7 @@ import {
   v0Tx,
   web3Base58,
   type BuiltTx,
-} from '../helpers/transactions.js';
+} from '../../harness/transactions.js';
 import {
   assemble,
   compactU16,
@@ -59,7 +59,7 @@ import {
   randomBytesFrom,
   referenceSanitize,
   shuffle,
-} from '../helpers/wire.js';
+} from '../../harness/wire.js';
 
 // ---- shared fixtures ---------------------------------------------------------------------
 

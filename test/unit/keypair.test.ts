@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { IDENTITY_FILE, loadIdentity } from '../../src/delivery/identity.js';
 import { ed25519PublicKey } from '../../src/keypair.js';
 import { loadTipAddresses, TIP_ACCOUNTS_FILE } from '../../src/tips.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

@@ -5,7 +5,7 @@
 import { AggregatorRegistry, Registry, type Metric } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { LabeledHistogram } from '../../src/telemetry/histogram.js';
-import { metricSum } from '../helpers/metrics.js';
+import { metricSum } from '../../harness/metrics.js';
 
 function histogram(): { h: LabeledHistogram; registry: Registry } {
   const h = new LabeledHistogram('t_seconds', 'test', ['route', 'code'], [0.1, 1]);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
-import { waitFor } from '../helpers/localnet.js';
+import { waitFor } from '../../harness/localnet.js';
 
 let net: Localnet;
 beforeAll(async () => {

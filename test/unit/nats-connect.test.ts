@@ -11,7 +11,7 @@ import { createUser, fromPublic } from '@nats-io/nkeys';
 import { AuthorizationError, type Auth, type ConnectionOptions } from '@nats-io/transport-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { natsConnectOptions, natsErrorReason } from '../../src/cluster/nats-connect.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

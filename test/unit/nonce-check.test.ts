@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rpc, type AccountInfo } from '../../src/chain/rpc.js';
 import { startLocalnet, type Localnet } from '../../src/localnet/index.js';
 import { nonceRefusal } from '../../src/tracker/nonce-check.js';
-import { confirmed, fundedKeypair } from '../helpers/localnet.js';
-import { randomBlockhash } from '../helpers/transactions.js';
+import { confirmed, fundedKeypair } from '../../harness/localnet.js';
+import { randomBlockhash } from '../../harness/transactions.js';
 
 let net: Localnet;
 let connection: Connection;

@@ -11,9 +11,9 @@ import { Worker } from 'node:worker_threads';
 import { createSocket, type Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QuicClient, QuicServer, sendOutcomeReasons, type ReceivedTransaction } from '../../native/index.js';
+import { QuicClient, QuicServer, sendOutcomeReasons, TpuTargets, type ReceivedTransaction } from '../../native/index.js';
 import type { FirstSend, OutcomeCount } from '../../src/native.js';
-import { expectCode } from '../helpers/expect-code.js';
+import { expectCode } from '../../harness/expect-code.js';
 
 const MAX_TX = 1232;
 const UNDIALABLE = '127.0.0.1:0';
@@ -175,6 +175,34 @@ describe('sendMany', () => {
     expectCode(() => client.sendFirst([s.addr], tx(1)), 'QUIC_CLOSED');
     expectCode(() => client.sendMany([s.addr], [tx(1)]), 'QUIC_CLOSED');
     expectCode(() => client.drainOutcomes(), 'QUIC_CLOSED');
+  });
+});
+
+describe('TpuTargets', () => {
+  it('parses targets once and every send call takes it in place of the strings, naming targets as given', async () => {
+    const a = startServer();
+    const b = startServer();
+    const client = newClient();
+    expectCode(() => new TpuTargets([a.addr, 'nope']), 'QUIC_INVALID_ADDRESS');
+    const targets = new TpuTargets([a.addr, UNDIALABLE, b.addr]);
+    expect(targets.length).toBe(3);
+    expect(targets.targets()).toEqual([a.addr, UNDIALABLE, b.addr]);
+    client.prewarm(targets);
+
+    const first = await client.sendFirst(targets, tx(1), 2000);
+    expect([a.addr, b.addr]).toContain(first.target);
+    expect(first.failures.map((f) => f.target)).not.toContain(first.target);
+    const words = await client.sendMany(targets, [tx(2)]);
+    expect([words[0]! & 0xff, words[2]! & 0xff]).toEqual([1, 1]);
+    expect(words[1]! & 0xff).not.toBe(1);
+    const results = await client.send(targets, tx(3));
+    expect(results.map((r) => [r.target, r.ok])).toEqual([
+      [a.addr, true],
+      [UNDIALABLE, false],
+      [b.addr, true],
+    ]);
+    // tx 1 (at least one of the two), tx 2 and tx 3 reached each live server.
+    expect((await a.next(2)).length + (await b.next(2)).length).toBeGreaterThanOrEqual(4);
   });
 });
 

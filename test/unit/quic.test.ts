@@ -7,12 +7,12 @@
  * process, so two tests with one identity would share a client.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Worker } from 'node:worker_threads';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { QuicClient, QuicServer, type ReceivedTransaction, type SendResult } from '../../native/index.js';
-import { expectCode } from '../helpers/expect-code.js';
+import { expectCode } from '../../harness/expect-code.js';
+import { startWorker } from '../../harness/worker.js';
 
 const MAX_TX = 1232;
 
@@ -208,41 +208,11 @@ describe('argument checks', () => {
 
 const WORKER = new URL('./fixtures/quic-worker.mjs', import.meta.url);
 
-interface WorkerHandle {
-  worker: Worker;
-  /** Resolves with the next message of the given kind. */
-  message: <T>(key: string) => Promise<T>;
-}
-
-function startWorker(workerData: Record<string, unknown>): WorkerHandle {
-  const worker = new Worker(WORKER, { workerData });
-  const inbox: Record<string, unknown>[] = [];
-  const waiting: Array<() => void> = [];
-  let failure: Error | undefined;
-  worker.on('message', (m: Record<string, unknown>) => {
-    inbox.push(m);
-    waiting.splice(0).forEach((w) => w());
-  });
-  worker.on('error', (e) => {
-    failure = e;
-    waiting.splice(0).forEach((w) => w());
-  });
-  const message = async <T>(key: string): Promise<T> => {
-    for (;;) {
-      if (failure) throw failure;
-      const i = inbox.findIndex((m) => key in m);
-      if (i >= 0) return inbox.splice(i, 1)[0] as T;
-      await new Promise<void>((r) => waiting.push(r));
-    }
-  };
-  return { worker, message };
-}
-
 describe('process-wide sharing', () => {
   it('two worker threads with the same identity share one endpoint: the server sees one connection', async () => {
     const { server, next } = startServer({ maxStreamsPer100ms: 0 });
     const identity = randomBytes(32);
-    const workers = [1, 2].map((tag) => startWorker({ identity, target: server.localAddr, count: 10, tag }));
+    const workers = [1, 2].map((tag) => startWorker(WORKER, { identity, target: server.localAddr, count: 10, tag }));
     try {
       await Promise.all(workers.map((w) => w.message('ready')));
       workers.forEach((w) => w.worker.postMessage('send'));

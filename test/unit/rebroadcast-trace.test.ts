@@ -15,9 +15,9 @@ import { packAttempt, type Attempt, type PackedAttempts } from '../../src/delive
 import { TraceBook } from '../../src/delivery/trace-book.js';
 import { base58Encode } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
-import { waitFor } from '../helpers/localnet.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../../harness/localnet.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const closers: Array<() => unknown> = [];
 afterEach(async () => {

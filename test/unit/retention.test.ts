@@ -4,7 +4,7 @@ import { base58Encode } from '../../src/native.js';
 import { sentRecord, type StatusRecord } from '../../src/store/records.js';
 import { startRetention } from '../../src/store/retention.js';
 import { RELEASE_GRACE_MS, Store } from '../../src/store/store.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../../harness/tmp.js';
 
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;

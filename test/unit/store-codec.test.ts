@@ -13,7 +13,7 @@ import {
   statusKey,
   submittedAtOf,
 } from '../../src/store/status-codec.js';
-import { randomSignature, statusRecord } from '../helpers/records.js';
+import { randomSignature, statusRecord } from '../../harness/records.js';
 
 const signature = randomSignature;
 const record = statusRecord;

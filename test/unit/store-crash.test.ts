@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
 import { COMMIT_WINDOW_MS, Store } from '../../src/store/store.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir } from '../../harness/tmp.js';
 
 const WRITER = fileURLToPath(new URL('./fixtures/store-writer.mjs', import.meta.url));
 /** The window, plus the commit itself and a loaded machine's late timers. */

@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { open } from 'lmdb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { base58Encode, overlay } from '../../src/native.js';
 import { isPending, type StatusRecord } from '../../src/store/records.js';
 import { statusKey } from '../../src/store/status-codec.js';
 import { RELEASE_GRACE_MS, Store } from '../../src/store/store.js';
-import { tempDir } from '../helpers/tmp.js';
-import { randomSignature, statusRecord } from '../helpers/records.js';
+import { tempDir } from '../../harness/tmp.js';
+import { startWorker } from '../../harness/worker.js';
+import { randomSignature, statusRecord } from '../../harness/records.js';
 
 let tmp: ReturnType<typeof tempDir>;
 const opened: Store[] = [];
@@ -233,40 +233,11 @@ describe('migration from the old layout', () => {
 const WORKER = new URL('./fixtures/store-worker.mjs', import.meta.url);
 const plain = (r: StatusRecord) => ({ ...r, tipLamports: String(r.tipLamports) });
 
-function startWorker(workerData: Record<string, unknown>): { worker: Worker; next: () => Promise<Record<string, unknown>>; exited: Promise<number> } {
-  const worker = new Worker(WORKER, { workerData });
-  const inbox: Record<string, unknown>[] = [];
-  const waiting: ((m: Record<string, unknown>) => void)[] = [];
-  let failed: Error | null = null;
-  worker.on('message', (m: Record<string, unknown>) => (waiting.length ? waiting.shift()!(m) : inbox.push(m)));
-  const rejects: ((e: Error) => void)[] = [];
-  const fail = (e: Error): void => {
-    failed ??= e;
-    for (const r of rejects.splice(0)) r(e);
-  };
-  worker.on('error', fail);
-  const exited = new Promise<number>((r) =>
-    worker.once('exit', (code) => {
-      fail(new Error(`worker exited (code ${code}) before answering`));
-      r(code);
-    }),
-  );
-  const next = (): Promise<Record<string, unknown>> => {
-    if (inbox.length) return Promise.resolve(inbox.shift()!);
-    if (failed) return Promise.reject(failed);
-    return new Promise((resolve, reject) => {
-      waiting.push(resolve);
-      rejects.push(reject);
-    });
-  };
-  return { worker, next, exited };
-}
-
 describe('read-your-writes across threads', () => {
   it('a record written on one thread is read on another before LMDB commits it', async () => {
     const store = openStore(tmp.dir, 5_000);
     const recs = Array.from({ length: 20 }, () => rec());
-    const w = startWorker({ mode: 'write', dir: tmp.dir, commitWindowMs: 5_000, records: recs.map(plain) });
+    const w = startWorker(WORKER, { mode: 'write', dir: tmp.dir, commitWindowMs: 5_000, records: recs.map(plain) });
     expect(await w.next()).toEqual({ written: 20 });
     for (const r of recs) {
       expect(committed(store, r.signature)).toBeUndefined();
@@ -277,7 +248,7 @@ describe('read-your-writes across threads', () => {
     // The other way round: the main thread writes, a worker reads before the commit.
     const mine = rec();
     store.insertStatus(mine);
-    const reader = startWorker({ mode: 'read', dir: tmp.dir, signatures: [mine.signature, recs[0]!.signature, signature()] });
+    const reader = startWorker(WORKER, { mode: 'read', dir: tmp.dir, signatures: [mine.signature, recs[0]!.signature, signature()] });
     expect((await reader.next()).records).toEqual([plain(mine), plain(recs[0]!), null]);
     expect(await reader.exited).toBe(0);
     // The writer closes: its window commits, its overlay entries are released, LMDB has them.
@@ -296,7 +267,7 @@ describe('read-your-writes across threads', () => {
     store.insertStatus(r);
     await store.flushed();
     const done = { ...r, status: 'confirmed' as const, confirmedAt: r.submittedAt + 400, latencyMs: 400, slot: 300_000_001 };
-    const w = startWorker({ mode: 'update', dir: tmp.dir, commitWindowMs: 5_000, record: plain(done) });
+    const w = startWorker(WORKER, { mode: 'update', dir: tmp.dir, commitWindowMs: 5_000, record: plain(done) });
     expect(await w.next()).toEqual({ updated: true });
     expect(store.getStatus(r.signature)).toEqual(done);
     expect([...store.pendingEntries()].map((p) => p.signature)).not.toContain(r.signature);

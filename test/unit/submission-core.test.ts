@@ -18,9 +18,9 @@ import { inspectTransaction, TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { SubmissionCore, type Caller } from '../../src/submission/core.js';
 import { Refusal } from '../../src/submission/refusals.js';
-import { randomBlockhash } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
-import { legacyTx, makeTipAddresses, transfer } from '../helpers/transactions.js';
+import { randomBlockhash } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
+import { legacyTx, makeTipAddresses, transfer } from '../../harness/transactions.js';
 
 const LPP = 1000;
 /** Small budgets, so a test can spend them: 3 sends a second, an in-flight cap of 2 × 3. */

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { TIP_PERCENTILES, TipFloor, tipBin, type Percentiles } from '../../src/tracker/tip-floor.js';
-import { mulberry32 } from '../helpers/wire.js';
+import { mulberry32 } from '../../harness/wire.js';
 
 /** A clock the test moves (ms). */
 function clock(start = 1_795_000_000_000) {

@@ -7,11 +7,11 @@
  * exact. The table is process-wide: every test uses its own slots.
  */
 import { describe, expect, it } from 'vitest';
-import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buckets } from '../../src/native.js';
 import { LandfallError } from '../../src/errors.js';
+import { startWorker } from '../../harness/worker.js';
 
 let nextSlot = 20_000;
 /** A slot no other test uses. */
@@ -263,29 +263,12 @@ interface WorkerResult {
   refused?: number;
 }
 
-function startWorker(workerData: Record<string, unknown>): { worker: Worker; done: Promise<WorkerResult>; ready: Promise<void> } {
-  const worker = new Worker(WORKER, { workerData });
-  let onReady: () => void = () => {};
-  const ready = new Promise<void>((resolve) => (onReady = resolve));
-  const done = new Promise<WorkerResult>((resolve, reject) => {
-    worker.on('message', (m: { ready?: boolean } & WorkerResult) => {
-      if (m.ready) onReady();
-      else resolve(m);
-    });
-    worker.on('error', reject);
-    worker.on('exit', (code) => {
-      if (code !== 0) reject(new Error(`worker exited with code ${code}`));
-    });
-  });
-  return { worker, done, ready };
-}
-
 describe('token buckets across threads', () => {
   it('a bucket drained in a worker thread is drained for the main thread, and the other way round', async () => {
     const s = slowBucket(50);
     expect(buckets.take(s, 20)).toBe(30);
-    const w = startWorker({ mode: 'drain', slot: s, n: 45 });
-    const r = await w.done;
+    const w = startWorker(WORKER, { mode: 'drain', slot: s, n: 45 });
+    const r = await w.message<WorkerResult>('granted');
     await w.worker.terminate();
     // The worker saw the 20 tokens the main thread used: only 30 were left for it.
     expect(r.granted).toBe(30);
@@ -302,9 +285,9 @@ describe('token buckets across threads', () => {
 
     const shared = new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT);
     const flags = new Int32Array(shared);
-    const workers = Array.from({ length: 4 }, () => startWorker({ mode: 'hammer', slot: s, shared }));
+    const workers = Array.from({ length: 4 }, () => startWorker(WORKER, { mode: 'hammer', slot: s, shared }));
     try {
-      await Promise.all(workers.map((w) => w.ready));
+      await Promise.all(workers.map((w) => w.message('ready')));
       expect(Atomics.load(flags, 0)).toBe(4);
 
       // The bucket is full (capacity) at t0; no worker takes before `go`.
@@ -314,7 +297,7 @@ describe('token buckets across threads', () => {
       await sleep(500);
       const tStop = performance.now();
       Atomics.store(flags, 2, 1);
-      const results = await Promise.all(workers.map((w) => w.done));
+      const results = await Promise.all(workers.map((w) => w.message<WorkerResult>('granted')));
       const t1 = performance.now();
 
       const granted = results.reduce((n, r) => n + r.granted, 0);

@@ -19,21 +19,36 @@
 //! process's, not a Node environment's: a worker thread that exits does not take the endpoint
 //! other threads are using with it.
 
+// The client's layers, each calling only the ones below it (so there are no cycles):
+//   client      QuicClient: the registry per identity, a queue and a worker per peer
+//   dispatched  awaiting what was queued: every outcome, or the first written one
+//   worker      a peer's task and shared state: acquire a connection, write, count
+//   dialer      handshakes, each in a task of its own; the close watcher
+//   peer        a peer's state machine (Idle, Dialing, Live, Backoff, Shut), pure
+//   unacked, gate, outcome, config   leaves: written-stream window, deadline, results, settings
 mod client;
+mod config;
+mod dialer;
+mod dispatched;
+mod gate;
 mod heard;
 mod lossy;
+mod outcome;
+mod peer;
 mod server;
 mod tls;
+mod unacked;
+mod worker;
 
-pub use client::{
-    tpu_client_config, ClientConfig, Dispatched, FailReason, FirstSend, OutcomeCount, PeerStats, QuicClient, SendOutcome,
-    WORD_FAILED_BASE, WORD_MAX_CODE, WORD_WRITTEN,
-};
+pub use client::QuicClient;
+pub use config::{tpu_client_config, ClientConfig};
+pub use dispatched::Dispatched;
+pub use outcome::{FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, WORD_FAILED_BASE, WORD_MAX_CODE, WORD_WRITTEN};
 pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
 pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// ALPN protocol id of the Solana TPU.
 pub const ALPN_TPU: &[u8] = b"solana-tpu";
@@ -129,4 +144,10 @@ fn unix_ms_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+/// A mutex's guard, poisoned or not: nothing here panics while holding a lock, and if something
+/// ever did, the data is still consistent (every critical section is a few assignments).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

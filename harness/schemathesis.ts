@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SCHEMATHESIS_DIR = join(ROOT, 'test', 'schemathesis');
 const REQUIREMENTS = join(SCHEMATHESIS_DIR, 'requirements.txt');
 const VENV = join(ROOT, '.venv', 'schemathesis');

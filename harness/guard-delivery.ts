@@ -1,4 +1,4 @@
-import type { Delivery } from '../../src/delivery/delivery.js';
+import type { Delivery } from '../src/delivery/delivery.js';
 
 /**
  * Not a mock of delivery: a guard for tests whose every request must be decided *before*

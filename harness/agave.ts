@@ -15,7 +15,7 @@ import { createServer } from 'node:net';
 import { createSocket } from 'node:dgram';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AGAVE_CACHE_BIN, AGAVE_VERSION, agaveMissingReason, findAgaveValidator } from '../../scripts/agave-validator.mjs';
+import { AGAVE_CACHE_BIN, AGAVE_VERSION, agaveMissingReason, findAgaveValidator } from '../scripts/agave-validator.mjs';
 
 export { AGAVE_CACHE_BIN, AGAVE_VERSION, agaveMissingReason, findAgaveValidator };
 

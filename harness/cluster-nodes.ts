@@ -10,12 +10,12 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { ClusterHealth } from '../../src/cluster/health.js';
+import type { ClusterHealth } from '../src/cluster/health.js';
 import { waitFor } from './localnet.js';
 import { freePort } from './nats-cluster.js';
 import { tempDir } from './tmp.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
+const ROOT = new URL('../', import.meta.url).pathname;
 export const LANDFALL_BIN = join(ROOT, 'bin/landfall.js');
 const UP_MS = 40_000;
 
@@ -67,18 +67,6 @@ export interface ClusterNodes {
   cli(...args: string[]): Promise<string>;
   /** Kill every node and remove the data directories. */
   close(): Promise<void>;
-}
-
-/** The JSON log lines of a node's output. */
-export function logLines(out: string): Record<string, unknown>[] {
-  return out.split('\n').flatMap((l) => {
-    try {
-      const v: unknown = JSON.parse(l);
-      return typeof v === 'object' && v !== null ? [v as Record<string, unknown>] : [];
-    } catch {
-      return [];
-    }
-  });
 }
 
 /** Start `names.length` nodes in parallel; resolves once every one answers /health with 200. */

@@ -4,8 +4,8 @@
  * binary from scripts/nats-server.mjs). Each server keeps its ports and store across
  * stop/restart, as a restarted server would.
  */
-import { ensureNatsServer } from '../../scripts/nats-server.mjs';
-import { freePort, startNatsServers, type NatsServers } from '../../src/cluster/nats-servers.js';
+import { ensureNatsServer } from '../scripts/nats-server.mjs';
+import { freePort, startNatsServers, type NatsServers } from '../src/cluster/nats-servers.js';
 import { tempDir } from './tmp.js';
 
 export { freePort };

@@ -1,7 +1,7 @@
 /** Status records for store and codec tests: random, well-formed signatures and blockhashes. */
 import { randomBytes } from 'node:crypto';
-import { base58Encode } from '../../src/native.js';
-import { sentRecord, type StatusRecord } from '../../src/store/records.js';
+import { base58Encode } from '../src/native.js';
+import { sentRecord, type StatusRecord } from '../src/store/records.js';
 
 export const randomSignature = (): string => base58Encode(randomBytes(64));
 export const randomBlockhash = (): string => base58Encode(randomBytes(32));

@@ -6,11 +6,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
-import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
-import { startLocalnet, type Localnet, type LocalnetOptions } from '../../src/localnet/index.js';
-import { startService, type Service } from '../../src/service.js';
-import { loadTipAddresses } from '../../src/tips.js';
-import type { PlanName } from '../../src/accounts/plans.js';
+import { DEFAULT_CONFIG, type Config } from '../src/config.js';
+import { startLocalnet, type Localnet, type LocalnetOptions } from '../src/localnet/index.js';
+import { startService, type Service } from '../src/service.js';
+import { loadTipAddresses } from '../src/tips.js';
+import type { PlanName } from '../src/accounts/plans.js';
 import { waitFor } from './localnet.js';
 import { tempDir } from './tmp.js';
 import { legacyTx, transfer, web3Base58, type BuiltTx } from './transactions.js';

@@ -4,8 +4,8 @@
  * transaction to it with the native QUIC client.
  */
 import { Connection, Keypair, LAMPORTS_PER_SOL, type ContactInfo, type PublicKey, type SignatureStatus } from '@solana/web3.js';
-import type { Localnet, Receipt } from '../../src/localnet/index.js';
-import { QuicClient } from '../../src/localnet/quic.js';
+import type { Localnet, Receipt } from '../src/localnet/index.js';
+import { QuicClient } from '../src/localnet/quic.js';
 import { legacyTx, transfer, web3Base58, type BuiltTx } from './transactions.js';
 
 export { QuicClient };

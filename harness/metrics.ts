@@ -1,16 +1,23 @@
 /** Reading the Prometheus text of `/metrics` in tests. */
-import { RENDERED_AT } from '../../src/telemetry/metrics.js';
+import { RENDERED_AT } from '../src/telemetry/metrics.js';
 import { waitFor } from './localnet.js';
 
-/** The sum of metric `name` over the label sets that match `labels`, in Prometheus text `text`. */
-export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+/**
+ * The sum of metric `name` over the label sets that match `labels`, in Prometheus text `text`;
+ * 0 when no line matches, or with `required` an error (a gauge the test expects to be there).
+ */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}, required = false): number {
   let sum = 0;
+  let matched = 0;
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
     const have = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
+    if (!Object.entries(labels).every(([k, v]) => have[k] === v)) continue;
+    sum += Number(m[3]);
+    matched++;
   }
+  if (required && matched === 0) throw new Error(`no ${name}${Object.keys(labels).length > 0 ? JSON.stringify(labels) : ''} in /metrics`);
   return sum;
 }
 
@@ -33,7 +40,10 @@ export function renderedAt(text: string): number {
   return i === -1 ? NaN : Number(text.slice(i + RENDERED_AT.length).trim());
 }
 
-/** One sample of `baseUrl`'s `/metrics` (rendered after the call): metric `name` summed over label sets matching `labels`. */
-export async function fetchMetric(baseUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
-  return metricSum(await freshMetricsText(baseUrl), name, labels);
+/**
+ * One sample of `baseUrl`'s `/metrics` (rendered after the call): metric `name` summed over label
+ * sets matching `labels` (`required`: an error when it is absent, see `metricSum`).
+ */
+export async function fetchMetric(baseUrl: string, name: string, labels: Record<string, string> = {}, required = false): Promise<number> {
+  return metricSum(await freshMetricsText(baseUrl), name, labels, required);
 }

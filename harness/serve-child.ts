@@ -5,10 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { logLines } from './cluster-nodes.js';
+import { logLines } from './log-lines.js';
 import { waitFor } from './localnet.js';
 
-const ROOT = new URL('../../', import.meta.url).pathname;
+const ROOT = new URL('../', import.meta.url).pathname;
 export const BIN = join(ROOT, 'bin/landfall.js');
 
 export interface ServeChild {

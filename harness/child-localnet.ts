@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './localnet.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface ChildLocalnet {
   readonly rpcUrl: string;

@@ -13,7 +13,8 @@ import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { INSTRUMENT, spawnChild, type Child } from './lib/child.js';
 import { loadMs, maxPhase, SINGLE_SEND, type Server } from './lib/phase.js';
-import { benchPlans, freePort, SINK_CLUSTER, startCluster, startLoadgen, tempDir, TIP_LAMPORTS, writeItems, type Stack } from './lib/stack.js';
+import { tempDir } from '../harness/tmp.js';
+import { benchPlans, freePort, SINK_CLUSTER, startCluster, startLoadgen, TIP_LAMPORTS, writeItems, type Stack } from './lib/stack.js';
 import { TxSigner } from './lib/signed.js';
 import { loopDelaysOf } from './lib/phase.js';
 
@@ -112,7 +113,7 @@ for (let r = 0; r < rounds; r++) {
 await (child as Child | null)?.close();
 await loadgen.child.close();
 await cluster.child.close();
-tmp.rm();
+tmp.cleanup();
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 for (const v of ['A', 'B']) {
   const rs = results[v]!;

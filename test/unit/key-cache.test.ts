@@ -9,8 +9,8 @@ import { Accounts } from '../../src/accounts/accounts.js';
 import { KeyCache } from '../../src/accounts/key-cache.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { Store } from '../../src/store/store.js';
-import { statusRecord } from '../helpers/records.js';
-import { tempDir } from '../helpers/tmp.js';
+import { statusRecord } from '../../harness/records.js';
+import { tempDir } from '../../harness/tmp.js';
 
 let tmp: ReturnType<typeof tempDir>;
 let store: Store;

@@ -31,6 +31,9 @@ export interface VerifiedTransaction {
   computeUnitLimit: number | undefined;
   computeUnitPrice: bigint | undefined;
   size: number;
+  /** Byte offsets in the wire of the first signature (64 bytes) and the recent blockhash (32). */
+  signatureOffset: number;
+  blockhashOffset: number;
   /** Wire bytes (present when the input was base64 text). */
   wire: Buffer | undefined;
 }
@@ -68,6 +71,8 @@ export function toResult(i: Inspection): InspectResult {
       computeUnitLimit: i.computeUnitLimit ?? undefined,
       computeUnitPrice: i.computeUnitPrice ?? undefined,
       size: i.size!,
+      signatureOffset: i.signatureOffset!,
+      blockhashOffset: i.blockhashOffset!,
       wire: i.wire ?? undefined,
     },
   };

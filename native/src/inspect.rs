@@ -18,6 +18,10 @@ pub struct Report {
     pub num_signatures: u8,
     pub fee_payer: [u8; 32],
     pub recent_blockhash: [u8; 32],
+    /// Where the first signature and the recent blockhash sit in the wire bytes: the service
+    /// keys its records by those bytes, read in place rather than decoded again from base58.
+    pub signature_offset: usize,
+    pub blockhash_offset: usize,
     pub version: Version,
     pub scan: Scan,
     /// Decoded length in bytes.
@@ -59,8 +63,16 @@ pub fn decode_base64(text: &[u8], out: &mut [u8; PACKET_DATA_SIZE]) -> Result<us
     })
 }
 
+/// Offset of `part` (a slice of `whole`) in `whole`.
+fn offset_in(whole: &[u8], part: &[u8]) -> usize {
+    part.as_ptr() as usize - whole.as_ptr() as usize
+}
+
 fn report(view: &TxView<'_>, tips: &TipSet) -> Report {
+    let bytes = view.bytes();
     Report {
+        signature_offset: offset_in(bytes, view.signature(0)),
+        blockhash_offset: offset_in(bytes, view.recent_blockhash()),
         signature: *view.signature(0),
         num_signatures: view.num_signatures,
         fee_payer: *view.static_key(0),

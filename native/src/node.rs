@@ -41,6 +41,10 @@ pub struct Inspection {
     pub fee_payer: Option<String>,
     /// Recent blockhash (or durable nonce value), base58.
     pub recent_blockhash: Option<String>,
+    /// Byte offsets of the first signature (64 bytes) and of the recent blockhash (32 bytes) in
+    /// the wire: the status record's key and value take those bytes in place (no base58 again).
+    pub signature_offset: Option<u32>,
+    pub blockhash_offset: Option<u32>,
     /// "legacy" or "v0".
     pub version: Option<String>,
     /// Sum of System transfers to tip addresses, in lamports.
@@ -79,6 +83,8 @@ fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wi
             num_signatures: Some(rep.num_signatures.into()),
             fee_payer: Some(b58(&rep.fee_payer)),
             recent_blockhash: Some(b58(&rep.recent_blockhash)),
+            signature_offset: Some(rep.signature_offset as u32),
+            blockhash_offset: Some(rep.blockhash_offset as u32),
             version: Some(match rep.version {
                 Version::Legacy => "legacy".into(),
                 Version::V0 => "v0".into(),
@@ -106,6 +112,8 @@ fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wi
             num_signatures: None,
             fee_payer: None,
             recent_blockhash: None,
+            signature_offset: None,
+            blockhash_offset: None,
             version: None,
             tip_lamports: None,
             tip_transfers: None,

@@ -6,7 +6,7 @@
 import { overlay } from '../native.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { AccountRecord, KeyRecord, UsageRecord } from './records.js';
-import { KEYS_GENERATION, type Tables } from './tables.js';
+import { ACCOUNTS_GENERATION, KEYS_GENERATION, putAccount, type Tables } from './tables.js';
 
 /** The overlay key of an account's credited record (never 64 bytes long, unlike a status key). */
 export function accountOverlayKey(id: string): Buffer {
@@ -24,9 +24,27 @@ export class AccountTables {
    * readable at once (the overlay), and so are the points it earns (`updateStatus`).
    */
   getAccount(id: string): AccountRecord | undefined {
-    const held = overlay.get(accountOverlayKey(id));
-    if (held) return JSON.parse(held.toString('utf8')) as AccountRecord;
+    return this.heldAccount(accountOverlayKey(id)) ?? this.t.accounts.get(id);
+  }
+
+  /** The committed account record, without the overlay (see `getAccount`). */
+  committedAccount(id: string): AccountRecord | undefined {
     return this.t.accounts.get(id);
+  }
+
+  /** A confirmation's credit to the account not committed yet, from the overlay (`accountOverlayKey`). */
+  heldAccount(overlayKey: Buffer): AccountRecord | undefined {
+    const held = overlay.get(overlayKey);
+    return held ? (JSON.parse(held.toString('utf8')) as AccountRecord) : undefined;
+  }
+
+  /**
+   * Bumped by every write of an account record, in the writing transaction (CLI, cluster mirror,
+   * a committed confirmation credit: `putAccount`), so a cached account (`KeyCache`) is trusted
+   * only while the generation it was read under is current.
+   */
+  accountsGeneration(): number {
+    return (this.t.meta.get(ACCOUNTS_GENERATION) as number | undefined) ?? 0;
   }
 
   listAccounts(): AccountRecord[] {
@@ -60,7 +78,7 @@ export class AccountTables {
     const { root, accounts, apiKeys, keyNames } = this.t;
     root.transactionSync(() => {
       if (accounts.get(account.id)) throw new Error(`account ${account.id} exists`);
-      accounts.putSync(account.id, account);
+      putAccount(this.t, account);
       apiKeys.putSync(keyHash, key);
       keyNames.putSync([account.id, key.name], keyHash);
     });
@@ -111,7 +129,7 @@ export class AccountTables {
         ? { ...cur, name: a.name, ...(newPlan && { plan: a.plan, planUpgradedAt: a.planUpgradedAt }) }
         : { ...a, points: 0 };
       if (cur && cur.name === next.name && cur.plan === next.plan && cur.planUpgradedAt === next.planUpgradedAt) return false;
-      accounts.putSync(a.id, next);
+      putAccount(this.t, next);
       return true;
     });
   }
@@ -159,7 +177,7 @@ export class AccountTables {
     const a = this.t.accounts.get(id);
     if (!a) return undefined;
     const next = update(a);
-    if (next) this.t.accounts.putSync(id, next);
+    if (next) putAccount(this.t, next);
     return next ?? a;
   }
 }

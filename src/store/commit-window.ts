@@ -13,7 +13,7 @@ import { AckLog, type Segment } from './ack-log.js';
 import { PROBE_MS, type DiskGuard } from './disk-guard.js';
 import type { Credit } from './records.js';
 import { isConfirmedValue } from './status-codec.js';
-import type { Tables } from './tables.js';
+import { putAccount, type Tables } from './tables.js';
 import { UsageDelta } from './usage-delta.js';
 
 /** Status writes wait at most this long for the commit that groups them. */
@@ -181,7 +181,7 @@ export class CommitWindow {
       if (cur === undefined && w.owner) usage.add(w.owner.accountId, w.owner.submittedAt);
       if (w.credit && w.owner && (cur === undefined || !isConfirmedValue(cur))) {
         const a = accounts.get(w.owner.accountId);
-        if (a) accounts.putSync(a.id, w.credit(a));
+        if (a) putAccount(this.t, w.credit(a));
       }
       status.putSync(w.key, w.value);
     }

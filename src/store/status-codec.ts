@@ -53,7 +53,7 @@ import { base58DecodeShared, base58Encode } from '../native.js';
 export const STATUS_CODEC_VERSION = 1;
 /** Signature bytes: the key of a status record. */
 export const SIGNATURE_BYTES = 64;
-const BLOCKHASH_BYTES = 32;
+export const BLOCKHASH_BYTES = 32;
 
 // Field offsets, in one place.
 const OFF_VERSION = 0;
@@ -142,6 +142,18 @@ export function statusKey(signature: string): Buffer | undefined {
   return key.length === SIGNATURE_BYTES ? key : undefined;
 }
 
+/**
+ * A record's signature and recent blockhash as raw bytes, where the caller holds them (views
+ * into an accepted transaction's wire): the record is keyed and encoded from these, not from
+ * its base58 fields decoded again. They must be the bytes of those fields.
+ */
+export interface RecordBytes {
+  /** 64 bytes: the status key. */
+  signature: Buffer;
+  /** 32 bytes. */
+  blockhash: Uint8Array;
+}
+
 /** The base58 signature of a status key. */
 export function signatureOfKey(key: Uint8Array): string {
   return base58Encode(key);
@@ -151,18 +163,20 @@ export function signatureOfKey(key: Uint8Array): string {
  * Encode a record's value (the signature is the key, not part of it), with the resend tail when
  * `resend` is given and the record is pending (a settled or expired record never keeps it).
  * Throws `RangeError` on a field that does not fit its slot (a bug upstream, never user input).
+ * @param blockhashBytes the 32 bytes of `rec.recentBlockhash` where the caller holds them (the
+ *   wire of an accepted transaction): not decoded from base58 again
  *
  * @example
  * db.put(statusKey(rec.signature)!, encodeStatus(rec));
  */
-export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer {
+export function encodeStatus(rec: StatusRecord, resend?: Resend | null, blockhashBytes?: Uint8Array): Buffer {
   const accountBytes = Buffer.byteLength(rec.accountId, 'utf8');
   const keyNameBytes = Buffer.byteLength(rec.keyName, 'utf8');
   if (accountBytes > MAX_STRING_BYTES) throw new RangeError(`status record: accountId is ${accountBytes} bytes (max ${MAX_STRING_BYTES})`);
   if (keyNameBytes > MAX_STRING_BYTES) throw new RangeError(`status record: keyName is ${keyNameBytes} bytes (max ${MAX_STRING_BYTES})`);
   const code = STATUS_CODES[rec.status];
   if (code === undefined) throw new RangeError(`status record: unknown status ${JSON.stringify(rec.status)}`);
-  const blockhash = base58DecodeShared(rec.recentBlockhash);
+  const blockhash = blockhashBytes ?? base58DecodeShared(rec.recentBlockhash);
   if (blockhash.length !== BLOCKHASH_BYTES) throw new RangeError(`status record: recentBlockhash is ${blockhash.length} bytes, not 32`);
   const tip = rec.tipLamports;
   if (typeof tip !== 'bigint' || tip < 0n || tip > U64_MAX) throw new RangeError(`status record: tipLamports must be a u64 bigint, got ${String(tip)}`);
@@ -195,7 +209,7 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null): Buffer 
   writeU64(v, OFF_SUBMIT_SLOT, rec.submitSlot, 'submitSlot');
   writeU64OrNull(v, OFF_LAST_VALID, rec.lastValidBlockHeight, 'lastValidBlockHeight');
   v.setBigUint64(OFF_TIP, tip);
-  blockhash.copy(out, OFF_BLOCKHASH);
+  out.set(blockhash, OFF_BLOCKHASH);
   let off = OFF_STRINGS;
   out[off++] = accountBytes;
   off += out.write(rec.accountId, off, 'utf8');

@@ -11,7 +11,7 @@ import { accountOverlayKey, type AccountTables } from './account-tables.js';
 import { ACKS_DIR, TRACE_WRITE, type CommitWindow, type Held } from './commit-window.js';
 import { describeWriteError, StoreUnavailableError, type DiskGuard } from './disk-guard.js';
 import type { Credit, PendingRecord, Resend, StatusRecord, Trace } from './records.js';
-import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf } from './status-codec.js';
+import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf, type RecordBytes } from './status-codec.js';
 import type { Tables } from './tables.js';
 import { decodeTrace, encodeTrace } from './trace-codec.js';
 import { UsageDelta } from './usage-delta.js';
@@ -41,18 +41,29 @@ export class StatusTables {
    */
   getStatus(signature: string): StatusRecord | undefined {
     const key = statusKey(signature);
-    if (!key) return undefined;
+    const value = key && this.statusValue(key);
+    return value ? decodeStatus(signature, value) : undefined;
+  }
+
+  /**
+   * Whether there is a record of the signature whose 64 bytes are `key`, from any thread's
+   * writes, committed or not: `getStatus` without decoding the key's base58 or the value.
+   */
+  hasStatus(key: Buffer): boolean {
+    return this.statusValue(key) !== undefined;
+  }
+
+  /** The value under a status key, read as `getStatus` reads it. */
+  private statusValue(key: Buffer): Uint8Array | undefined {
     // Fast path: a write not yet released from the overlay (recent, any thread).
     const held = overlay.get(key);
-    if (held) return decodeStatus(signature, held);
-    let value = this.t.status.getBinaryFast(key);
-    if (value === undefined) {
-      // Slow path (a miss): our read snapshot may predate a commit whose overlay entry was
-      // released since; a fresh snapshot sees it.
-      this.t.root.resetReadTxn();
-      value = this.t.status.getBinaryFast(key);
-    }
-    return value === undefined ? undefined : decodeStatus(signature, value);
+    if (held) return held;
+    const value = this.t.status.getBinaryFast(key);
+    if (value !== undefined) return value;
+    // Slow path (a miss): our read snapshot may predate a commit whose overlay entry was
+    // released since; a fresh snapshot sees it.
+    this.t.root.resetReadTxn();
+    return this.t.status.getBinaryFast(key);
   }
 
   /**
@@ -64,10 +75,11 @@ export class StatusTables {
    * store becomes unavailable: nothing is accepted that cannot be kept).
    * @param resend the wire bytes and options, kept in the value while the record is pending so a
    *   restarted service can send it again (`status-codec.ts`)
+   * @param bytes the signature and blockhash bytes, where the caller holds them (not decoded again)
    */
-  insertStatus(rec: StatusRecord, resend?: Resend): void {
+  insertStatus(rec: StatusRecord, resend?: Resend, bytes?: RecordBytes): void {
     if (this.guard.closed) throw new StoreUnavailableError(`status record ${rec.signature} not written: store is closed`);
-    const { key, value } = encodeOrThrow(rec, resend);
+    const { key, value } = encodeOrThrow(rec, resend, bytes);
     let logged: Segment;
     try {
       logged = this.window.logAcceptance(key, value);
@@ -226,7 +238,8 @@ export class StatusTables {
 }
 
 /** The key and value of a status record; throws for one that cannot be stored. */
-function encodeOrThrow(rec: StatusRecord, resend?: Resend): { key: Buffer; value: Buffer } {
+function encodeOrThrow(rec: StatusRecord, resend?: Resend, bytes?: RecordBytes): { key: Buffer; value: Buffer } {
+  if (bytes) return { key: bytes.signature, value: encodeStatus(rec, resend, bytes.blockhash) };
   const key = statusKey(rec.signature);
   if (!key) throw new RangeError(`status record: ${JSON.stringify(rec.signature)} is not a 64-byte base58 signature`);
   return { key, value: encodeStatus(rec, resend) };

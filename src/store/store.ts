@@ -22,6 +22,7 @@ import { CommitWindow, COMMIT_WINDOW_MS } from './commit-window.js';
 import { DiskGuard, STDERR_LOG, StoreUnavailableError, type StoreLog } from './disk-guard.js';
 import { migrateOldLayout } from './migration.js';
 import type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRecord, Trace, UsageRecord } from './records.js';
+import type { RecordBytes } from './status-codec.js';
 import { StatusTables, type PruneSlice } from './status-tables.js';
 import { StoreHealth } from './store-health.js';
 import { DIR_MODE, hasEnvironment, openTables, type Tables } from './tables.js';
@@ -30,6 +31,7 @@ export type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRec
 export { COMMIT_WINDOW_MS, MAX_GROUP, MAX_RETAINED, RELEASE_GRACE_MS } from './commit-window.js';
 export { filesystemSpace, PROBE_MS, RESERVE_MAX_BYTES, reserveFor, StoreUnavailableError, type StoreLog } from './disk-guard.js';
 export type { PruneSlice } from './status-tables.js';
+export { accountOverlayKey } from './account-tables.js';
 
 export interface StoreOptions {
   /** Open without write access (inspection tools). An old layout is then left unmigrated. */
@@ -146,6 +148,15 @@ export class Store {
   keysGeneration(): number {
     return this.accountTables.keysGeneration();
   }
+  accountsGeneration(): number {
+    return this.accountTables.accountsGeneration();
+  }
+  committedAccount(id: string): AccountRecord | undefined {
+    return this.accountTables.committedAccount(id);
+  }
+  heldAccount(overlayKey: Buffer): AccountRecord | undefined {
+    return this.accountTables.heldAccount(overlayKey);
+  }
   updateAccount(id: string, update: (a: AccountRecord) => AccountRecord | undefined): Promise<AccountRecord | undefined> {
     return this.accountTables.updateAccount(id, update);
   }
@@ -158,8 +169,11 @@ export class Store {
   getStatus(signature: string): StatusRecord | undefined {
     return this.statusTables.getStatus(signature);
   }
-  insertStatus(rec: StatusRecord, resend?: Resend): void {
-    this.statusTables.insertStatus(rec, resend);
+  hasStatus(key: Buffer): boolean {
+    return this.statusTables.hasStatus(key);
+  }
+  insertStatus(rec: StatusRecord, resend?: Resend, bytes?: RecordBytes): void {
+    this.statusTables.insertStatus(rec, resend, bytes);
   }
   updateStatus(rec: StatusRecord, resend?: Resend | null, credit?: Credit): Promise<boolean> {
     return this.statusTables.updateStatus(rec, resend, credit);

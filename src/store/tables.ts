@@ -26,6 +26,17 @@ const LMDB_FILES = ['data.mdb', 'lock.mdb'];
 
 /** `meta` key of the key-revocation generation (`AccountTables.keysGeneration`). */
 export const KEYS_GENERATION = 'keys_generation';
+/** `meta` key of the account generation (`AccountTables.accountsGeneration`). */
+export const ACCOUNTS_GENERATION = 'accounts_generation';
+
+/**
+ * Write an account record and bump the account generation, so every key cache (`KeyCache`)
+ * re-reads it; must run inside a write transaction (CLI, cluster mirror, committed credit).
+ */
+export function putAccount(t: Pick<Tables, 'accounts' | 'meta'>, a: AccountRecord): void {
+  t.accounts.putSync(a.id, a);
+  t.meta.putSync(ACCOUNTS_GENERATION, ((t.meta.get(ACCOUNTS_GENERATION) as number | undefined) ?? 0) + 1);
+}
 
 /**
  * A pass-through lmdb-js encoder whose `decode` returns the bytes it is given. Without

@@ -23,6 +23,7 @@ import { DeliveryError, type Delivery, type SendOptions } from '../delivery/deli
 import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
+import { BLOCKHASH_BYTES, SIGNATURE_BYTES, type RecordBytes } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import { invalidTransaction, Refusal } from './refusals.js';
 
@@ -94,8 +95,8 @@ export class SubmissionCore {
     this.admit(r.tx, who.account);
     this.fresh();
     const rate = this.take(who.account, 'send');
-    const sent = await this.deliver(who, r.tx, options, receivedAt);
-    return { ...sent, rate };
+    const slot = await this.deliver(who, r.tx, options, receivedAt);
+    return { signature: r.tx.signature, slot, rate };
   }
 
   /**
@@ -120,8 +121,8 @@ export class SubmissionCore {
           if (v === null) throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
           if (!v.ok) throw invalidTransaction(v.error.code, v.error.message);
           this.admit(v.tx, who.account);
-          const { signature } = await this.deliver(who, v.tx, options, receivedAt);
-          return { index, signature, status: 'sent' };
+          await this.deliver(who, v.tx, options, receivedAt);
+          return { index, signature: v.tx.signature, status: 'sent' };
         } catch (e) {
           if (!(e instanceof Refusal)) throw e;
           // Only a delivery failure has a signature worth reporting: the transaction was valid.
@@ -181,8 +182,11 @@ export class SubmissionCore {
     });
   }
 
-  /** Preflight if asked, first send, then record (first submission only) and hand over. */
-  private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<Sent> {
+  /**
+   * Preflight if asked, first send, then record (first submission only) and hand over.
+   * @returns the slot of the first send
+   */
+  private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<number> {
     const { delivery, store } = this.d;
     const wire = tx.wire!;
     // Nothing is sent that cannot be recorded (DECISIONS.md "Faults"): one atomic load, shared
@@ -201,20 +205,26 @@ export class SubmissionCore {
         });
       }
     }
-    const known = store.getStatus(tx.signature);
+    // The record's key and blockhash, read in place from the wire (not decoded from base58 again).
+    const bytes: RecordBytes = {
+      signature: wire.subarray(tx.signatureOffset, tx.signatureOffset + SIGNATURE_BYTES),
+      blockhash: wire.subarray(tx.blockhashOffset, tx.blockhashOffset + BLOCKHASH_BYTES),
+    };
+    // Idempotence needs only whether a record exists, not the record.
+    const known = store.hasStatus(bytes.signature);
     // A new signature takes a place among the account's transactions in flight (given back by
     // the tracker when it settles or expires, or below if it is not accepted after all).
-    if (known === undefined) this.holdInFlight(who.account);
+    if (!known) this.holdInFlight(who.account);
     let first;
     try {
       first = await delivery.firstSend(tx.signature, wire, options, receivedAt);
     } catch (e) {
-      if (known === undefined) this.d.inFlight?.release(who.account.id);
+      if (!known) this.d.inFlight?.release(who.account.id);
       if (e instanceof DeliveryError) throw deliveryRefusal(e);
       throw e;
     }
     // Idempotent: a known signature is delivered again but never recorded or counted twice.
-    if (known === undefined) {
+    if (!known) {
       const record: StatusRecord = sentRecord({
         signature: tx.signature,
         accountId: who.account.id,
@@ -225,12 +235,12 @@ export class SubmissionCore {
         submittedAt: Date.now(),
         submitSlot: first.slot,
         lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
-        ...(options.deadlineSlot !== null && { deadlineSlot: options.deadlineSlot }),
+        deadlineSlot: options.deadlineSlot ?? undefined,
       });
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
       // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
       try {
-        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries });
+        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries }, bytes);
       } catch (e) {
         this.d.inFlight?.release(who.account.id);
         if (e instanceof StoreUnavailableError) throw unrecorded(e);
@@ -250,7 +260,7 @@ export class SubmissionCore {
         computeUnitPrice: microLamports(tx.computeUnitPrice),
       });
     }
-    return { signature: tx.signature, slot: first.slot };
+    return first.slot;
   }
 }
 

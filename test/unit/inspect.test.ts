@@ -120,6 +120,10 @@ function expectMatchesWeb3(tx: VerifiedTransaction, built: BuiltTx): void {
   expect(tx.version).toBe(built.version);
   expect(tx.version).toBe(built.compiled.version === 0 ? 'v0' : 'legacy');
   expect(tx.size).toBe(built.bytes.length);
+  // The offsets the store keys and encodes the record from: the very bytes of those two fields.
+  const wire = Buffer.from(built.bytes);
+  expect(web3Base58(wire.subarray(tx.signatureOffset, tx.signatureOffset + 64))).toBe(tx.signature);
+  expect(web3Base58(wire.subarray(tx.blockhashOffset, tx.blockhashOffset + 32))).toBe(tx.recentBlockhash);
 }
 
 /**

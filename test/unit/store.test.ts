@@ -242,7 +242,9 @@ describe('read-your-writes across threads', () => {
     for (const r of recs) {
       expect(committed(store, r.signature)).toBeUndefined();
       expect(store.getStatus(r.signature)).toEqual(r);
+      expect(store.hasStatus(statusKey(r.signature)!)).toBe(true);
     }
+    expect(store.hasStatus(statusKey(signature())!)).toBe(false);
     // The other way round: the main thread writes, a worker reads before the commit.
     const mine = rec();
     store.insertStatus(mine);
@@ -253,6 +255,7 @@ describe('read-your-writes across threads', () => {
     w.worker.postMessage('close');
     expect(await w.exited).toBe(0);
     for (const r of recs) {
+      expect(store.hasStatus(statusKey(r.signature)!)).toBe(true);
       expect(committed(store, r.signature)).toBeDefined();
       expect(store.getStatus(r.signature)).toEqual(r);
     }

@@ -1,0 +1,121 @@
+/**
+ * A/B of the ingress path in one run: two service builds (two worktrees' `bench/hosts/landfall.ts`,
+ * each importing its own `src/`) against one sink cluster and one load generator, alternated,
+ * each phase on a fresh process: closed-loop max rate of `POST /v1/send`, CPU µs per accepted
+ * request for the whole process and per thread name (`/proc`), one ingress thread.
+ *
+ *   node --import tsx bench/ingress-ab.ts <dirA> <dirB> [rounds]
+ * BENCH_LOAD_MS sets each measured phase (default 8000). BENCH_CPU_PROF=<dir> writes profiles.
+ */
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
+import { DEFAULT_CONFIG } from '../src/config.js';
+import { INSTRUMENT, spawnChild, type Child } from './lib/child.js';
+import { loadMs, maxPhase, SINGLE_SEND, type Server } from './lib/phase.js';
+import { tempDir } from '../harness/tmp.js';
+import { benchPlans, freePort, SINK_CLUSTER, startCluster, startLoadgen, TIP_LAMPORTS, writeItems, type Stack } from './lib/stack.js';
+import { TxSigner } from './lib/signed.js';
+import { loopDelaysOf } from './lib/phase.js';
+
+const [dirA, dirB, roundsArg] = process.argv.slice(2);
+if (!dirA || !dirB) throw new Error('usage: ingress-ab.ts <dirA> <dirB> [rounds]');
+const rounds = Number(roundsArg ?? 3);
+const tmp = tempDir('landfall-ab-');
+const cluster = await startCluster(SINK_CLUSTER);
+const tipAddresses = Array.from({ length: 8 }, () => Keypair.generate().publicKey.toBase58());
+const payer = Keypair.generate();
+await cluster.airdrop(tipAddresses, BigInt(LAMPORTS_PER_SOL));
+await cluster.airdrop([payer.publicKey.toBase58()], 2000n * BigInt(LAMPORTS_PER_SOL));
+const loadgen = await startLoadgen();
+const signer = new TxSigner(payer, tipAddresses, TIP_LAMPORTS);
+
+let child: Child | null = null;
+let url = '';
+let apiKey = '';
+let gen = 0;
+async function startVariant(dir: string, name: string): Promise<void> {
+  await child?.close();
+  const port = await freePort();
+  child = await spawnChild(name, pathToFileURL(join(dir, 'bench/hosts/landfall.ts')), INSTRUMENT);
+  const config = {
+    ...DEFAULT_CONFIG,
+    port,
+    dataDir: join(tmp.dir, `data-${gen++}`),
+    rpcUrl: cluster.rpcUrl,
+    wsUrl: cluster.wsUrl,
+    plans: benchPlans(),
+    tipAddresses,
+    logLevel: 'warn',
+    ingressThreads: 1,
+  };
+  url = (await child.call<{ url: string }>('start', config)).url;
+  apiKey = (await child.call<{ key: string }>('createAccount', { name: 'bench', plan: 'starter' })).key;
+}
+
+const stack = {
+  dir: tmp.dir,
+  cluster,
+  loadgen,
+  tipAddresses,
+  transactions: async (count: number) => signer.sign(await cluster.blockhash(), count),
+  items: (name: string, lines: Iterable<string>) => writeItems(tmp.dir, name, lines),
+  load: (spec: Parameters<Stack['load']>[0]) => loadgen.load(spec),
+} as unknown as Stack;
+
+function server(name: string, dir: string): Server {
+  return {
+    name,
+    get url() {
+      return url;
+    },
+    get apiKey() {
+      return apiKey;
+    },
+    get pid() {
+      return child!.pid;
+    },
+    prepare: () => startVariant(dir, name),
+    reset: () => child!.call('reset'),
+    async snapshot() {
+      const s = await child!.call<{ memory: never; cpuMs: number; loopDelay: never }>('snapshot');
+      return { service: s as never, memory: s.memory, cpuMs: s.cpuMs, loopDelay: s.loopDelay };
+    },
+    async settle() {
+      return { ms: 0, complete: true };
+    },
+    loopDelays: loopDelaysOf(() => child!),
+  };
+}
+
+const results: Record<string, Array<{ rps: number; total: number; byName: Record<string, number> }>> = { A: [], B: [] };
+for (let r = 0; r < rounds; r++) {
+  for (const [v, dir] of r % 2 === 0 ? [['A', dirA], ['B', dirB]] : [['B', dirB], ['A', dirA]]) {
+    const s = server(v!, dir!);
+    let p;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        p = await maxPhase(stack, s, SINGLE_SEND, loadMs(), 40_000);
+        break;
+      } catch (e) {
+        // A loaded machine can time a send out (a 500): that phase is run again.
+        if (attempt >= 2) throw e;
+        console.log(`${v} phase failed (${(e as Error).message.slice(0, 120)}); again`);
+      }
+    }
+    const cpu = p.cpu[v!]!;
+    const byName: Record<string, number> = {};
+    for (const [n, t] of Object.entries(cpu.byName)) byName[n] = Math.round((t.ms * 1000) / p.accepted);
+    results[v!]!.push({ rps: Math.round(p.load.achievedRps), total: Math.round(p.cpuPerAcceptedUs), byName });
+    console.log(v, JSON.stringify(results[v!]!.at(-1)));
+  }
+}
+await (child as Child | null)?.close();
+await loadgen.child.close();
+await cluster.child.close();
+tmp.cleanup();
+const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+for (const v of ['A', 'B']) {
+  const rs = results[v]!;
+  console.log(`${v}: median rps ${med(rs.map((x) => x.rps))}, µs/send ${med(rs.map((x) => x.total))}, ingress(node-worker) ${med(rs.map((x) => x.byName['node-worker'] ?? 0))}, main ${med(rs.map((x) => x.byName['main'] ?? 0))}`);
+}

@@ -60,7 +60,7 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
   let lf: LandfallChild;
   let payer: Keypair;
   let connection: Connection;
-  let doomed: { key: string; tx: Tx };
+  let doomed: { key: string; tx: Tx; height: number };
 
   beforeAll(async () => {
     agave = await startAgaveValidator();
@@ -71,9 +71,10 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
     // now so that its blockhash dies while the other tests run; checked by the expiry test.
     const key = lf.account('whale').key;
     const tx = await tipped(lf, Keypair.generate(), TIP);
+    const height = await connection.getBlockHeight('confirmed');
     const r = await send(lf, key, tx.base64);
     if (r.status !== 200) throw new Error(`the doomed transaction was refused: ${JSON.stringify(r.body)}`);
-    doomed = { key, tx };
+    doomed = { key, tx, height };
     // Once, on a machine at load 30, a transaction sent in the validator's first slots was reported
     // by logsSubscribe (confirmed) in slot 7 and by getSignatureStatuses in slot 8: a young chain
     // with no root yet. Start once the first root is made (~32 slots; the expiry test waits longer anyway).
@@ -243,14 +244,26 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
   }, 90_000);
 
   it('a transaction whose blockhash dies before it can land ends expired', async () => {
-    // Sent by the first tests (beforeAll): its blockhash has lived ~150 blocks (60 s at 400 ms) by now, or soon will.
-    const rec = await settled(lf, doomed.key, doomed.tx.signature, (x) => x.expired === true, 150_000);
+    // Sent by beforeAll on a young chain, where the service may not have seen its blockhash yet:
+    // then it estimates the lifetime (150 blocks + 32 of slack, src/tracker/tracker.ts). The chain
+    // makes ~3 blocks a second on a quiet machine and ~1 on a busy one, so wait for the height
+    // that ends even the estimate, not for a fixed time; then the expiry follows within sweeps.
+    await waitFor(
+      'the chain past the longest estimated life of the doomed blockhash',
+      async () => {
+        if ((await connection.getBlockHeight('confirmed')) > doomed.height + 150 + 32 + 4) return true;
+        await new Promise((r) => setTimeout(r, 500)); // a block is 300 ms at best: no need to ask more often
+        return undefined;
+      },
+      330_000,
+    );
+    const rec = await settled(lf, doomed.key, doomed.tx.signature, (x) => x.expired === true, 30_000);
     expect(rec).toMatchObject({ status: 'sent', expired: true, confirmed_at: null, slot: null });
     expect(await connection.isBlockhashValid(doomed.tx.recentBlockhash, { commitment: 'confirmed' }).then((v) => v.value)).toBe(false);
     const [onChain] = await chainStatuses(connection, [doomed.tx.signature]);
     expect(onChain).toBeNull();
     expect((await accountView(lf, doomed.key)).usage.service_points).toBe(0);
-  }, 160_000);
+  }, 380_000);
 
   it('validator killed and restarted under load: /health 503 and sends refused while it is down, then 200 and landing again; what was acknowledged lands', async () => {
     const bot = lf.account('whale');

@@ -199,8 +199,19 @@ it('kills the chain under load: no 200 once the service can know, an immediate 5
   payer = await fund(second);
   const fresh = ((await rpc(second.rpcUrl, 'getLatestBlockhash', [{ commitment: 'confirmed' }])).result as { value: { blockhash: string } }).value.blockhash;
   const tx = tippedTx(fresh);
-  const sent = await timedSend(tx.base64);
-  expect(sent.status).toBe(200);
+  // The first send to the new chain dials its validators' new ports. On a starved machine (the CI
+  // rehearsal with stress-ng: once) the dial and handshake can outlast the 500 ms first-send
+  // deadline, an honest 500 "no leader accepted": the same transaction is sent again, at most
+  // three times; any other refusal fails at once.
+  const firstSends: Answer[] = [];
+  for (let i = 0; i < 3; i++) {
+    const a = await timedSend(tx.base64);
+    firstSends.push(a);
+    if (a.status !== 500 || !a.reason?.includes('no leader accepted')) break;
+  }
+  const sent = firstSends.at(-1)!;
+  if (firstSends.length > 1) console.log(`first sends to the new chain: ${firstSends.map((a) => `${a.status} ${a.reason ?? ''}`).join('; ')}`);
+  expect(sent.status, JSON.stringify(firstSends)).toBe(200);
   const landed = await waitFor(
     'the transaction confirmed on the new chain',
     async () => {

@@ -17,11 +17,12 @@
 import * as uWS from 'uWebSockets.js';
 import { inspect, QuicClient, TipSet } from '../../native/index.js';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
+import { DEFAULT_CONFIG } from '../../src/config.js';
 import { QUIC_QUEUE_PER_PEER } from '../../src/delivery/engine.js';
 import { FIRST_SEND_BUDGET_MS, tpuTargets } from '../../src/delivery/first-send.js';
 
-/** The service's defaults: leaders per send, rebroadcast rounds, leaders pre-warmed each slot. */
-const FANOUT = 2;
+/** The service's defaults: leaders per send (its config's), rebroadcast rounds, leaders pre-warmed each slot. */
+const FANOUT = DEFAULT_CONFIG.fanout;
 const ROUNDS = 3;
 const PREWARM = 8;
 

@@ -31,6 +31,14 @@
 //!
 //! Connections are dialled by a task of their own, never by a send (`dialer.rs`).
 //!
+//! Rounds ([`QuicClient::dispatch_round`], a rebroadcast round): each write is made only if
+//! the peer takes it at once — a live connection, stream credit and flow-control window to
+//! spare — and otherwise fails with `busy` (a missing connection it waits for like any send:
+//! a first send behind it needs the same handshake). A validator that throttles us stops reading our streams, and the credit runs
+//! out; a round that waited for it held the peer's one writer for up to `send_timeout` per
+//! transaction, filled the queue, and a first send queued behind missed its deadline. The next
+//! round (a slot later) tries again; a first send waits for the credit the peer frees next.
+//!
 //! Deadlines ([`QuicClient::dispatch_by`], the hot path's first send): the transaction is
 //! written by the deadline or never. Its sends to the different peers share a [`Gate`]; a
 //! write claims the gate just before `finish()`, and a waiter that gives up at the deadline
@@ -50,7 +58,7 @@
 use super::config::{tpu_client_config, ClientConfig};
 use super::dialer::Dialer;
 use super::dispatched::{outcome, Dispatched, Pending};
-use super::gate::Gate;
+use super::gate::{Gate, Wait};
 use super::heard::{Heard, HeardSocket};
 use super::outcome::{failed, FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, Tally};
 use super::worker::{run_peer, Job, PeerState};
@@ -128,7 +136,7 @@ impl QuicClient {
     /// Send one transaction to one peer.
     pub async fn send(&self, addr: SocketAddr, tx: Bytes) -> SendOutcome {
         let started = Instant::now();
-        outcome(addr, started, self.submit(addr, tx, started, None)).await
+        outcome(addr, started, self.submit(addr, tx, started, Wait::Patient)).await
     }
 
     /// Send one transaction to several peers at once; outcomes in the order of `addrs`.
@@ -142,7 +150,7 @@ impl QuicClient {
     /// writes start.
     pub fn dispatch(&self, addrs: &[SocketAddr], tx: Bytes) -> Dispatched {
         let started = Instant::now();
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, None))).collect();
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Wait::Patient))).collect();
         Dispatched { started, pending, gate: None }
     }
 
@@ -153,7 +161,7 @@ impl QuicClient {
     pub fn dispatch_by(&self, addrs: &[SocketAddr], tx: Bytes, budget: Duration) -> Dispatched {
         let started = Instant::now();
         let gate = Arc::new(Gate::new(budget));
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Some(gate.clone())))).collect();
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Wait::Until(gate.clone())))).collect();
         Dispatched { started, pending, gate: Some(gate) }
     }
 
@@ -167,11 +175,21 @@ impl QuicClient {
     /// transaction (so each peer gets them in the order given); [`Dispatched::outcomes`] then
     /// yields the outcome of `txs[i]` to `addrs[t]` at `i * addrs.len() + t`.
     pub fn dispatch_batch(&self, addrs: &[SocketAddr], txs: &[Bytes]) -> Dispatched {
+        self.batch(addrs, txs, Wait::Patient)
+    }
+
+    /// [`dispatch_batch`](QuicClient::dispatch_batch) for a rebroadcast round: each write is
+    /// made only if the peer takes it at once, else it fails with `busy` (see "Rounds").
+    pub fn dispatch_round(&self, addrs: &[SocketAddr], txs: &[Bytes]) -> Dispatched {
+        self.batch(addrs, txs, Wait::Never)
+    }
+
+    fn batch(&self, addrs: &[SocketAddr], txs: &[Bytes], wait: Wait) -> Dispatched {
         let started = Instant::now();
         let pending = txs
             .iter()
             .flat_map(|tx| addrs.iter().map(move |&addr| (addr, tx)))
-            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, None)))
+            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, wait.clone())))
             .collect();
         Dispatched { started, pending, gate: None }
     }
@@ -228,7 +246,7 @@ impl QuicClient {
         addr: SocketAddr,
         tx: Bytes,
         started: Instant,
-        gate: Option<Arc<Gate>>,
+        wait: Wait,
     ) -> Pending {
         let invalid = if tx.is_empty() {
             Some(FailReason::Empty)
@@ -243,7 +261,7 @@ impl QuicClient {
         }
         let (queue, state) = self.peer(addr);
         let (reply, pending) = oneshot::channel();
-        let refused = match queue.try_send(Job::Send { tx, queued_at: started, reply, gate }) {
+        let refused = match queue.try_send(Job::Send { tx, queued_at: started, reply, wait }) {
             Ok(()) => return Ok(pending),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 state.counters.dropped.fetch_add(1, Ordering::Relaxed);

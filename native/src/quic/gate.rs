@@ -3,6 +3,7 @@
 
 use super::outcome::{FailReason, Failure};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The deadline of one transaction sent with [`QuicClient::dispatch_by`](super::QuicClient::dispatch_by), shared by its sends
@@ -14,6 +15,28 @@ pub struct Gate {
     budget: Duration,
     /// `GATE_CLOSED` once the waiter gave up, plus the number of writes that claimed the gate.
     state: AtomicU32,
+}
+
+/// How long a queued send may wait on the peer: for the handshake, and for stream credit and
+/// flow control while writing.
+#[derive(Clone)]
+pub(super) enum Wait {
+    /// The handshake however long it takes (`handshake_timeout`), the write up to `send_timeout`.
+    Patient,
+    /// Until the gate's deadline, and never past it (`dispatch_by`).
+    Until(Arc<Gate>),
+    /// For the handshake, as `Patient`; for the write not at all: a rebroadcast round writes
+    /// what the peer takes at once, and anything else fails with `busy` (`dispatch_round`).
+    Never,
+}
+
+impl Wait {
+    pub(super) fn gate(&self) -> Option<&Gate> {
+        match self {
+            Wait::Until(g) => Some(g),
+            _ => None,
+        }
+    }
 }
 
 /// Set in `state` once the waiter gave up.

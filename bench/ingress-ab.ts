@@ -6,13 +6,14 @@
  *
  *   node --import tsx bench/ingress-ab.ts <dirA> <dirB> [rounds]
  * BENCH_LOAD_MS sets each measured phase (default 8000). BENCH_CPU_PROF=<dir> writes profiles.
+ * BENCH_AB_RATE=<req/s> measures at that open-loop rate instead of the maximum (per-wakeup costs).
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { INSTRUMENT, spawnChild, type Child } from './lib/child.js';
-import { loadMs, maxPhase, SINGLE_SEND, type Server } from './lib/phase.js';
+import { loadMs, maxPhase, ratePhase, SINGLE_SEND, type Server } from './lib/phase.js';
 import { tempDir } from '../harness/tmp.js';
 import { benchPlans, freePort, SINK_CLUSTER, startCluster, startLoadgen, TIP_LAMPORTS, writeItems, type Stack } from './lib/stack.js';
 import { TxSigner } from './lib/signed.js';
@@ -21,6 +22,7 @@ import { loopDelaysOf } from './lib/phase.js';
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: ingress-ab.ts <dirA> <dirB> [rounds]');
 const rounds = Number(roundsArg ?? 3);
+const rate = process.env.BENCH_AB_RATE ? Number(process.env.BENCH_AB_RATE) : null;
 const tmp = tempDir('landfall-ab-');
 const cluster = await startCluster(SINK_CLUSTER);
 const tipAddresses = Array.from({ length: 8 }, () => Keypair.generate().publicKey.toBase58());
@@ -88,14 +90,14 @@ function server(name: string, dir: string): Server {
   };
 }
 
-const results: Record<string, Array<{ rps: number; total: number; byName: Record<string, number> }>> = { A: [], B: [] };
+const results: Record<string, Array<{ rps: number; total: number; byName: Record<string, number>; wakeups: Record<string, number> }>> = { A: [], B: [] };
 for (let r = 0; r < rounds; r++) {
   for (const [v, dir] of r % 2 === 0 ? [['A', dirA], ['B', dirB]] : [['B', dirB], ['A', dirA]]) {
     const s = server(v!, dir!);
     let p;
     for (let attempt = 0; ; attempt++) {
       try {
-        p = await maxPhase(stack, s, SINGLE_SEND, loadMs(), 40_000);
+        p = rate === null ? await maxPhase(stack, s, SINGLE_SEND, loadMs(), 40_000) : await ratePhase(stack, s, SINGLE_SEND, rate, loadMs());
         break;
       } catch (e) {
         // A loaded machine can time a send out (a 500): that phase is run again.
@@ -105,8 +107,13 @@ for (let r = 0; r < rounds; r++) {
     }
     const cpu = p.cpu[v!]!;
     const byName: Record<string, number> = {};
-    for (const [n, t] of Object.entries(cpu.byName)) byName[n] = Math.round((t.ms * 1000) / p.accepted);
-    results[v!]!.push({ rps: Math.round(p.load.achievedRps), total: Math.round(p.cpuPerAcceptedUs), byName });
+    // Wake-ups per 100 accepted sends, per thread name.
+    const wakeups: Record<string, number> = {};
+    for (const [n, t] of Object.entries(cpu.byName)) {
+      byName[n] = Math.round((t.ms * 1000) / p.accepted);
+      wakeups[n] = Math.round((t.wakeups * 100) / p.accepted);
+    }
+    results[v!]!.push({ rps: Math.round(p.load.achievedRps), total: Math.round(p.cpuPerAcceptedUs), byName, wakeups });
     console.log(v, JSON.stringify(results[v!]!.at(-1)));
   }
 }

@@ -37,6 +37,14 @@ export interface ThreadTicks {
   tid: number;
   name: string;
   ticks: number;
+  /** Times the thread blocked and was woken again (`voluntary_ctxt_switches` of its `status`). */
+  wakeups: number;
+}
+
+/** `voluntary_ctxt_switches` of a `/proc/.../status` text (0 if missing). */
+function wakeupsOf(status: string): number {
+  const m = /^voluntary_ctxt_switches:\s+(\d+)$/m.exec(status);
+  return m ? Number(m[1]) : 0;
 }
 
 /** One reading of a process: its total and each live thread. */
@@ -56,7 +64,8 @@ export function readCpu(pid: number): CpuReading {
     try {
       const tid = Number(t);
       const name = tid === pid ? 'main' : readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
-      threads.push({ tid, name, ticks: statTicks(readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8')) });
+      const ticks = statTicks(readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8'));
+      threads.push({ tid, name, ticks, wakeups: wakeupsOf(readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8')) });
     } catch {
       // The thread exited between the listing and the read: its time is in the process total.
     }
@@ -71,22 +80,23 @@ export interface CpuUsage {
   wallMs: number;
   /** totalMs ÷ wallMs. */
   cores: number;
-  /** By thread name: ms, and how many threads of that name ran. */
-  byName: Record<string, { ms: number; threads: number }>;
+  /** By thread name: ms, how many threads of that name ran, and how often they were woken. */
+  byName: Record<string, { ms: number; threads: number; wakeups: number }>;
   /** Time of threads that exited during the window (in the total, in no name). */
   exitedMs: number;
 }
 
 export function cpuBetween(a: CpuReading, b: CpuReading): CpuUsage {
   const msPerTick = 1000 / clockTicks();
-  const before = new Map(a.threads.map((t) => [t.tid, t.ticks]));
+  const before = new Map(a.threads.map((t) => [t.tid, t]));
   const byName: CpuUsage['byName'] = {};
   let named = 0;
   for (const t of b.threads) {
-    const d = t.ticks - (before.get(t.tid) ?? 0);
-    const g = (byName[t.name] ??= { ms: 0, threads: 0 });
+    const d = t.ticks - (before.get(t.tid)?.ticks ?? 0);
+    const g = (byName[t.name] ??= { ms: 0, threads: 0, wakeups: 0 });
     g.ms += d * msPerTick;
     g.threads++;
+    g.wakeups += t.wakeups - (before.get(t.tid)?.wakeups ?? 0);
     named += d;
   }
   const total = b.ticks - a.ticks;

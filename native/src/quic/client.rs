@@ -166,35 +166,31 @@ impl QuicClient {
     }
 
     /// [`dispatch_by`](QuicClient::dispatch_by), trying first to write on the calling thread:
-    /// to the first of `addrs` with a connection up, if it takes the transaction at once (live,
-    /// its writer free, stream credit to spare; see `PeerState::write_now`). The other peers
+    /// to the first of `addrs` whose connection takes the transaction at once (live, its
+    /// writer free, stream credit to spare; see `PeerState::write_now`). Then the other peers
     /// are queued as `dispatch_by` queues them (same deadline; their outcomes are counted for
-    /// `drain_outcomes`), and the written send is returned at once: no runtime task, no reply
-    /// to wait for. Otherwise that peer is queued too and the [`Dispatched`] returned.
+    /// `drain_outcomes`) and the written send is returned at once: no runtime task, no reply to
+    /// wait for. Otherwise every peer is queued and the [`Dispatched`] returned.
     pub fn send_first_now(&self, addrs: &[SocketAddr], tx: Bytes, budget: Duration) -> Result<FirstSend, Dispatched> {
         let started = Instant::now();
         let gate = Arc::new(Gate::new(budget));
-        // The candidate: the first target with a connection up. The others are queued before the
-        // write here, so the QUIC thread woken for them is awake when this write wakes the
-        // connection's driver (queued after it, they cost a second wake-up).
-        let candidate = addrs.iter().enumerate().find_map(|(i, addr)| {
+        let written = addrs.iter().enumerate().find_map(|(i, addr)| {
             let state = lock(&self.peers).get(addr).map(|p| p.state.clone())?;
-            state.connected().then_some((i, state))
+            state.write_now(&self.dialer, &tx, &gate, started).map(|o| (i, o))
         });
-        let mut pending: Vec<_> = addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &addr)| (addr, (candidate.as_ref().map(|c| c.0) != Some(i)).then(|| self.submit(addr, tx.clone(), started, Wait::Until(gate.clone())))))
-            .collect();
-        if let Some((i, state)) = candidate {
-            if let Some(o) = state.write_now(&self.dialer, &tx, &gate, started) {
-                // Nobody awaits the others' replies; the peers' tasks count their outcomes.
-                return Ok(FirstSend { elapsed_us: o.elapsed_us, written: Some(o), failures: Vec::new() });
+        match written {
+            Some((i, o)) => {
+                for (_, &addr) in addrs.iter().enumerate().filter(|&(j, _)| j != i) {
+                    // Nobody awaits these replies; the peers' tasks count the outcomes.
+                    let _ = self.submit(addr, tx.clone(), started, Wait::Until(gate.clone()));
+                }
+                Ok(FirstSend { elapsed_us: o.elapsed_us, written: Some(o), failures: Vec::new() })
             }
-            pending[i].1 = Some(self.submit(addrs[i], tx.clone(), started, Wait::Until(gate.clone())));
+            None => {
+                let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Wait::Until(gate.clone())))).collect();
+                Err(Dispatched { started, pending, gate: Some(gate) })
+            }
         }
-        let pending = pending.into_iter().map(|(addr, p)| (addr, p.expect("every target queued"))).collect();
-        Err(Dispatched { started, pending, gate: Some(gate) })
     }
 
     /// Send one transaction to several peers at once; settles as soon as one peer has it

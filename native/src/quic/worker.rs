@@ -184,11 +184,6 @@ impl PeerState {
         }
     }
 
-    /// A connection is up (maybe stale: `write_now` checks). One lock, no state change.
-    pub(super) fn connected(&self) -> bool {
-        lock(&self.link).live().is_some()
-    }
-
     /// The hot path's write made on the calling thread, when it can be made at once: a live
     /// connection whose peer was heard from within `alive_window`, its writer free (no queued
     /// send being written), stream credit and window to spare, and `gate` still open. Counted

@@ -15,7 +15,7 @@
  * metrics and logs, worker threads. One thread (the main one) serves HTTP.
  */
 import * as uWS from 'uWebSockets.js';
-import { inspect, QuicClient, TipSet, type FirstSend } from '../../native/index.js';
+import { inspect, QuicClient, TipSet } from '../../native/index.js';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { QUIC_QUEUE_PER_PEER } from '../../src/delivery/engine.js';
@@ -104,16 +104,15 @@ export async function startFloor(opts: FloorOptions): Promise<Floor> {
       if ((r.tipLamports ?? 0n) < opts.minTipLamports) return refuse(res, '402 Payment Required', 'Tip insufficient');
       const wire = r.wire!;
       const sentIn = slot;
-      const sent = (first: FirstSend): void => {
-        if (aborted) return;
-        if (first.target === null) return refuse(res, '500 Internal Server Error', 'Delivery failed');
-        flights.push({ wire, roundsLeft: ROUNDS, lastSlot: sentIn });
-        res.cork(() => res.writeHeader('content-type', 'application/json').end(`{"success":true,"signature":"${r.signature!}","slot":${sentIn}}`));
-      };
-      // Written on this thread when the connection took it at once (a result), else a promise.
-      const first = client.sendFirst(targets, wire, FIRST_SEND_BUDGET_MS);
-      if (first instanceof Promise) first.then(sent, () => aborted || refuse(res, '500 Internal Server Error', 'Delivery failed'));
-      else sent(first);
+      void client.sendFirst(targets, wire, FIRST_SEND_BUDGET_MS).then(
+        (sent) => {
+          if (aborted) return;
+          if (sent.target === null) return refuse(res, '500 Internal Server Error', 'Delivery failed');
+          flights.push({ wire, roundsLeft: ROUNDS, lastSlot: sentIn });
+          res.cork(() => res.writeHeader('content-type', 'application/json').end(`{"success":true,"signature":"${r.signature!}","slot":${sentIn}}`));
+        },
+        () => aborted || refuse(res, '500 Internal Server Error', 'Delivery failed'),
+      );
     });
   });
   const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) =>

@@ -180,13 +180,6 @@ pub struct SendResult {
     pub reused: bool,
 }
 
-/// `sendFirst`'s result, naming targets by the text given.
-fn first_send(targets: &Parsed, first: quic::FirstSend) -> FirstSend {
-    let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(targets.name(o.addr)));
-    let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((targets.name(o.addr), o))).collect();
-    FirstSend { target, elapsed_us: first.elapsed_us as f64, failures }
-}
-
 /// What `sendFirst` resolves with.
 #[napi(object)]
 pub struct FirstSend {
@@ -312,18 +305,15 @@ impl QuicClient {
     /// With `deadlineMs` (1..=60000): resolves within that many ms whatever the targets do, and
     /// the transaction is written by then or never — if it resolves with `target: null`, no
     /// target has it and none will (the targets not heard back from are listed with
-    /// `deadline`). With it, the write is first tried right here, on the calling thread: when a
-    /// target's connection takes the transaction at once, the result is returned directly, not
-    /// as a promise (no hand-off to the QUIC threads and back); the other targets are sent to
-    /// as usual. `await` takes either.
-    #[napi(ts_return_type = "FirstSend | Promise<FirstSend>")]
+    /// `deadline`).
+    #[napi(ts_return_type = "Promise<FirstSend>")]
     pub fn send_first<'env>(
         &self,
         env: &'env Env,
         #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'env>,
         tx: &[u8],
         deadline_ms: Option<f64>,
-    ) -> Result<Either<FirstSend, Object<'env>>, JsCode> {
+    ) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         check_tx(tx, None)?;
         let targets = parse_targets(targets)?;
@@ -333,19 +323,19 @@ impl QuicClient {
             Some(ms) => return Err(to_js(&QuicError::InvalidConfig(format!("deadlineMs must be a whole number in 1..=60000 (got {ms})")))),
         };
         let tx = Bytes::copy_from_slice(tx);
+        let (deferred, promise) = env.create_deferred().map_err(internal)?;
         let dispatched = match budget {
-            Some(budget) => match client.send_first_now(&targets.addrs, tx, budget) {
-                Ok(first) => return Ok(Either::A(first_send(&targets, first))),
-                Err(dispatched) => dispatched,
-            },
+            Some(budget) => client.dispatch_by(&targets.addrs, tx, budget),
             None => client.dispatch(&targets.addrs, tx),
         };
-        let (deferred, promise) = env.create_deferred().map_err(internal)?;
         runtime().spawn(async move {
             let first = dispatched.first_written().await;
-            deferred.resolve(move |_| Ok(first_send(&targets, first)));
+            let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(targets.name(o.addr)));
+            let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((targets.name(o.addr), o))).collect();
+            let elapsed_us = first.elapsed_us as f64;
+            deferred.resolve(move |_| Ok(FirstSend { target, elapsed_us, failures }));
         });
-        Ok(Either::B(promise))
+        Ok(promise)
     }
 
     /// Every transaction of `txs` (a rebroadcast round) to every target, queued at once in the

@@ -1,4 +1,4 @@
-//! Rebroadcast rounds and first sends sharing a peer, and first sends written on the caller's thread, over real UDP on loopback, against the
+//! Rebroadcast rounds and first sends sharing a peer, over real UDP on loopback, against the
 //! real server throttling us as an Agave validator throttles an unstaked sender (it stops
 //! reading our streams for the rest of each 100 ms once we have started its quota, so the
 //! connection's stream credit runs out).
@@ -76,62 +76,5 @@ async fn a_round_to_a_peer_not_yet_connected_waits_for_the_handshake_and_writes(
     assert!(!first[0].reused && first[1].reused, "{first:?}");
     assert_eq!(recv(&mut rx).await.bytes, payload(1, 100));
     assert_eq!(recv(&mut rx).await.bytes, payload(2, 100));
-    srv.close().await;
-}
-
-#[tokio::test]
-async fn a_first_send_to_a_warm_connection_is_written_on_the_calling_thread_and_the_others_still_get_it() {
-    let (a, mut rx_a) = server(5);
-    let (b, mut rx_b) = server(6);
-    let addrs = [a.local_addr(), b.local_addr()];
-    let c = client(7, ClientConfig::default());
-    // Cold: no connection to write on here, so every target is queued (and dialled) as before.
-    let cold = c.send_first_now(&addrs, payload(1, 150), FIRST_SEND_BUDGET).err().expect("no connection yet: queued");
-    let first = cold.first_written().await;
-    assert!(first.written.is_some(), "{first:?}");
-    for rx in [&mut rx_a, &mut rx_b] {
-        assert_eq!(recv(rx).await.bytes, payload(1, 150));
-    }
-    c.drain_outcomes();
-
-    // Warm: written to the first target before the call returns; the second is queued.
-    let now = c.send_first_now(&addrs, payload(2, 150), FIRST_SEND_BUDGET).ok().expect("a warm connection takes it at once");
-    let written = now.written.expect("written");
-    assert_eq!(written.addr, addrs[0]);
-    assert!(written.reused && now.failures.is_empty());
-    for rx in [&mut rx_a, &mut rx_b] {
-        assert_eq!(recv(rx).await.bytes, payload(2, 150));
-    }
-    // Both outcomes are counted, the one written here and the one the second peer's task wrote.
-    let mut counts = Vec::new();
-    wait_until("both outcomes counted", || {
-        counts.extend(c.drain_outcomes());
-        counts.iter().filter(|o| o.reason.is_none()).map(|o| o.count).sum::<u64>() == 2
-    })
-    .await;
-    assert!(counts.iter().all(|o| o.reason.is_none()), "{counts:?}");
-    a.close().await;
-    b.close().await;
-}
-
-#[tokio::test]
-async fn a_first_send_a_connection_cannot_take_at_once_is_queued_and_keeps_its_deadline() {
-    // Throttled to 1 stream per 100 ms, and 300 round writes first: the stream credit is gone.
-    let (srv, mut rx) = server_with(8, ServerConfig { max_streams_per_100ms: 1, ..ServerConfig::default() });
-    let to = srv.local_addr();
-    let c = client(9, ClientConfig::default());
-    assert!(c.send(to, payload(0, 100)).await.ok());
-    recv(&mut rx).await;
-    let txs: Vec<_> = (0..300u32).map(|i| payload(100 + i, 100)).collect();
-    let busy = c.dispatch_round(&[to], &txs).outcomes().await.iter().filter(|o| o.reason == Some(FailReason::Busy)).count();
-    assert!(busy > 0, "the credit ran out");
-    let queued = c.send_first_now(&[to], payload(9, 100), FIRST_SEND_BUDGET).err().expect("no credit now: queued");
-    let first = queued.first_written().await;
-    // Written once the server read a stream and returned its credit, or refused by the deadline:
-    // never anything else.
-    match first.written {
-        Some(o) => assert_eq!(o.addr, to),
-        None => assert_eq!(first.failures[0].reason, Some(FailReason::Deadline), "{first:?}"),
-    }
     srv.close().await;
 }

@@ -125,35 +125,6 @@ describe('sendFirst', () => {
   });
 });
 
-describe('sendFirst on this thread', () => {
-  it('with a deadline and a warm connection, returns the result itself (no promise); the other target still gets the transaction', async () => {
-    const a = startServer();
-    const b = startServer();
-    const client = newClient();
-    // Cold: nothing to write on yet, so a promise, as always.
-    const cold = client.sendFirst([a.addr, b.addr], tx(1), 2000);
-    expect(cold).toBeInstanceOf(Promise);
-    expect((await cold).target).not.toBeNull();
-    await Promise.all([a.next(1), b.next(1)]);
-    client.drainOutcomes();
-
-    const warm = client.sendFirst([a.addr, b.addr], tx(2), 2000);
-    expect(warm).not.toBeInstanceOf(Promise);
-    expect(warm).toMatchObject({ target: a.addr, failures: [] });
-    const got = await Promise.all([a.next(2), b.next(2)]);
-    for (const r of got) expect(Buffer.from(r[1]!.bytes)).toEqual(tx(2));
-    // Both writes are counted: the one made here and the one the second target's task made.
-    const counts = new Map<string, number>();
-    while ((counts.get(`${a.addr} ok`) ?? 0) + (counts.get(`${b.addr} ok`) ?? 0) < 2) {
-      counted(client.drainOutcomes(), counts);
-      await sleep(10);
-    }
-    expect(Object.fromEntries(counts)).toEqual({ [`${a.addr} ok`]: 1, [`${b.addr} ok`]: 1 });
-    // Without a deadline, still a promise.
-    expect(client.sendFirst([a.addr], tx(3))).toBeInstanceOf(Promise);
-  });
-});
-
 describe('sendMany', () => {
   it('carries every transaction to every target with one outcome word per (tx, target); a dead target gives its failure reasons', async () => {
     const a = startServer();

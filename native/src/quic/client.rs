@@ -165,34 +165,6 @@ impl QuicClient {
         Dispatched { started, pending, gate: Some(gate) }
     }
 
-    /// [`dispatch_by`](QuicClient::dispatch_by), trying first to write on the calling thread:
-    /// to the first of `addrs` whose connection takes the transaction at once (live, its
-    /// writer free, stream credit to spare; see `PeerState::write_now`). Then the other peers
-    /// are queued as `dispatch_by` queues them (same deadline; their outcomes are counted for
-    /// `drain_outcomes`) and the written send is returned at once: no runtime task, no reply to
-    /// wait for. Otherwise every peer is queued and the [`Dispatched`] returned.
-    pub fn send_first_now(&self, addrs: &[SocketAddr], tx: Bytes, budget: Duration) -> Result<FirstSend, Dispatched> {
-        let started = Instant::now();
-        let gate = Arc::new(Gate::new(budget));
-        let written = addrs.iter().enumerate().find_map(|(i, addr)| {
-            let state = lock(&self.peers).get(addr).map(|p| p.state.clone())?;
-            state.write_now(&self.dialer, &tx, &gate, started).map(|o| (i, o))
-        });
-        match written {
-            Some((i, o)) => {
-                for (_, &addr) in addrs.iter().enumerate().filter(|&(j, _)| j != i) {
-                    // Nobody awaits these replies; the peers' tasks count the outcomes.
-                    let _ = self.submit(addr, tx.clone(), started, Wait::Until(gate.clone()));
-                }
-                Ok(FirstSend { elapsed_us: o.elapsed_us, written: Some(o), failures: Vec::new() })
-            }
-            None => {
-                let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Wait::Until(gate.clone())))).collect();
-                Err(Dispatched { started, pending, gate: Some(gate) })
-            }
-        }
-    }
-
     /// Send one transaction to several peers at once; settles as soon as one peer has it
     /// written (without waiting for slower or dead peers), or once every peer has failed.
     pub async fn send_first(&self, addrs: &[SocketAddr], tx: Bytes) -> FirstSend {

@@ -41,7 +41,7 @@ impl Dialer {
         };
         let done = async move { dialing.wait_for(Option::is_some).await.ok().and_then(|d| d.clone()) };
         let dialed = match wait {
-            Wait::Patient | Wait::Never | Wait::Now(_) => done.await,
+            Wait::Patient | Wait::Never => done.await,
             Wait::Until(g) => tokio::time::timeout_at(tokio::time::Instant::from_std(g.at), done).await.map_err(|_| g.missed())?,
         };
         // The dial task only ends without a result if the runtime is shutting down.

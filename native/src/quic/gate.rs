@@ -25,9 +25,6 @@ pub(super) enum Wait {
     Patient,
     /// Until the gate's deadline, and never past it (`dispatch_by`).
     Until(Arc<Gate>),
-    /// Not at all, and the gate is claimed as with `Until`: a first send written on the
-    /// caller's thread (`PeerState::write_now`); never queued.
-    Now(Arc<Gate>),
     /// For the handshake, as `Patient`; for the write not at all: a rebroadcast round writes
     /// what the peer takes at once, and anything else fails with `busy` (`dispatch_round`).
     Never,
@@ -36,7 +33,7 @@ pub(super) enum Wait {
 impl Wait {
     pub(super) fn gate(&self) -> Option<&Gate> {
         match self {
-            Wait::Until(g) | Wait::Now(g) => Some(g),
+            Wait::Until(g) => Some(g),
             _ => None,
         }
     }

@@ -4,7 +4,7 @@
 
 use super::config::ClientConfig;
 use super::dialer::{dial, Dialed, Dialer};
-use super::gate::{Gate, Wait};
+use super::gate::Wait;
 use super::heard::{Heard, LastHeard};
 use super::lock;
 use super::outcome::{micros, Close, FailReason, Failure, PeerStats, SendOutcome, Tally};
@@ -60,22 +60,11 @@ pub(super) struct PeerState {
     /// When the peer was last heard from (stamped by the endpoint's socket).
     heard: Arc<LastHeard>,
     link: Mutex<Link<Connection, DialWait>>,
-    /// The connection's one writer (see `client.rs`): the peer's task holds it for each queued
-    /// send, and a first send written on the caller's thread (`write_now`) takes it only if it
-    /// is free. Inside, the streams written but maybe not yet acknowledged by the peer.
-    writer: tokio::sync::Mutex<Unacked>,
 }
 
 impl PeerState {
     pub(super) fn new(addr: SocketAddr, heard: Arc<LastHeard>) -> Self {
-        PeerState {
-            addr,
-            counters: PeerCounters::default(),
-            tally: Tally::default(),
-            heard,
-            link: Mutex::new(Link::default()),
-            writer: tokio::sync::Mutex::new(Unacked::default()),
-        }
+        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, link: Mutex::new(Link::default()) }
     }
 
     /// The connection a send can use (see [`Acquired`]), deciding on the way:
@@ -171,8 +160,7 @@ impl PeerState {
     /// Close the open connection once the peer has acknowledged `unacked` (or `CLOSE_LINGER`
     /// has passed), so transactions reported written are not thrown away by the close. With
     /// `shut`, the peer is shut first (nothing dials any more).
-    async fn close_live(&self, reason: &[u8], shut: bool) {
-        let mut unacked = self.writer.lock().await;
+    async fn close_live(&self, unacked: &mut Unacked, reason: &[u8], shut: bool) {
         let shut_conn = if shut { lock(&self.link).shut() } else { None };
         let deadline = tokio::time::Instant::now() + CLOSE_LINGER;
         for stream in unacked.take() {
@@ -182,35 +170,6 @@ impl PeerState {
         if let Some(conn) = conn {
             conn.close(VarInt::from_u32(0), reason);
         }
-    }
-
-    /// The hot path's write made on the calling thread, when it can be made at once: a live
-    /// connection whose peer was heard from within `alive_window`, its writer free (no queued
-    /// send being written), stream credit and window to spare, and `gate` still open. Counted
-    /// as a queued send is. None otherwise, having changed nothing (no dial, no back-off, no
-    /// outcome): the caller queues the send, and the peer's task decides.
-    ///
-    /// This saves the two thread hand-offs of a queued send (to the peer's task, and its reply
-    /// back to the caller's thread), which at low rates cost more than the write itself.
-    pub(super) fn write_now(&self, dialer: &Dialer, tx: &Bytes, gate: &Arc<Gate>, queued_at: Instant) -> Option<SendOutcome> {
-        let mut unacked = self.writer.try_lock().ok()?;
-        let conn = {
-            let link = lock(&self.link);
-            let conn = link.live()?;
-            let heard = dialer.heard.quiet_for(&self.heard, Instant::now()).is_some_and(|q| q <= dialer.cfg.alive_window);
-            (heard && conn.close_reason().is_none()).then(|| conn.clone())?
-        };
-        let wait = Wait::Now(gate.clone());
-        let mut write = std::pin::pin!(write_tx(&conn, tx.clone(), dialer.cfg.send_timeout, &wait));
-        let written = match write.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(w) => w,
-            // Not reached: every wait of `Wait::Now` is a single poll, so the write is done on
-            // its first. Were it not, dropping it could finish a half-written stream.
-            Poll::Pending => unreachable!("a write with Wait::Now completes on its first poll"),
-        };
-        let stream = written.ok()?;
-        unacked.push(stream);
-        Some(self.outcome(queued_at, true, Ok(())))
     }
 
     /// Count and shape the outcome of one queued send.
@@ -256,12 +215,14 @@ impl PeerState {
 
 /// A peer's task: takes its queue in order, one transaction at a time, over one connection.
 pub(super) async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
+    // Streams written but maybe not yet acknowledged by the peer.
+    let mut unacked = Unacked::default();
     loop {
         let job = match tokio::time::timeout(dialer.cfg.unused_close, jobs.recv()).await {
             Ok(Some(job)) => job,
             Ok(None) => break,
             Err(_) => {
-                state.close_live(b"unused", false).await;
+                state.close_live(&mut unacked, b"unused", false).await;
                 continue;
             }
         };
@@ -272,15 +233,13 @@ pub(super) async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job
                 let _ = state.acquire(&dialer);
             }
             Job::Send { tx, queued_at, reply, wait } => {
-                let mut unacked = state.writer.lock().await;
                 let (reused, written) = send_one(&dialer, &state, tx, &wait, &mut unacked).await;
-                drop(unacked);
                 // The caller may have stopped waiting; nothing to do then.
                 let _ = reply.send(state.outcome(queued_at, reused, written));
             }
         }
     }
-    state.close_live(b"client closed", true).await;
+    state.close_live(&mut unacked, b"client closed", true).await;
 }
 
 /// One queued transaction to this peer: a live connection (or the handshake's), then the
@@ -308,11 +267,11 @@ async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, wait: &Wait) ->
     let gate = wait.gate();
     let by_gate = gate.filter(|g| g.at < own);
     let deadline = match wait {
-        Wait::Never | Wait::Now(_) => None,
+        Wait::Never => None,
         _ => Some(tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at))),
     };
     let timed_out = |busy: &str| match (wait, by_gate) {
-        (Wait::Never | Wait::Now(_), _) => Failure::new(FailReason::Busy, busy.to_owned()),
+        (Wait::Never, _) => Failure::new(FailReason::Busy, busy.to_owned()),
         (_, Some(g)) => g.missed(),
         _ => Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())),
     };

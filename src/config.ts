@@ -56,6 +56,13 @@ export interface Config {
    * bench gave 2 ingress threads 1.05× and 1.13× the throughput of 1 for 5–8 % more CPU per send).
    */
   ingressThreads: number;
+  /**
+   * Threads of the native QUIC runtime (1..64), which every thread's sends share. Default 1: on
+   * the bench machine one thread did the QUIC work of the service's maximum in 0.2 core, and a
+   * second mostly woke to find nothing (docs/performance.md). Raise it when the `landfall-quic`
+   * thread nears a whole core (many ingress threads on a large machine).
+   */
+  quicThreads: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
   /**
@@ -118,6 +125,7 @@ export const DEFAULT_CONFIG: Config = {
   blocklistPath: null,
   fanout: 2,
   ingressThreads: Math.max(1, availableParallelism() - 1),
+  quicThreads: 1,
   tipAddresses: null,
   tipRentCheck: 'warn',
   localnet: { validators: 4, slotMs: 400, rpcPort: 0 },
@@ -156,6 +164,7 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
   LANDFALL_NATS: 'nats',
   ...NATS_ENV,
   LANDFALL_ACK_SYNC_MS: 'ackSyncMs',
+  LANDFALL_QUIC_THREADS: 'quicThreads',
 };
 
 /**
@@ -414,6 +423,7 @@ export function loadConfig(
     blocklistPath: optionalString(merged.blocklistPath, 'blocklistPath'),
     fanout: positiveOf(merged.fanout, 'fanout', true),
     ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
+    quicThreads: positiveOf(nonNegativeIntOf(merged.quicThreads, 'quicThreads'), 'quicThreads', true),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
     tipRentCheck: tipRentCheckOf(merged.tipRentCheck),
     localnet: localnetOf(merged.localnet, merged.localnetRpcPort),

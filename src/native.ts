@@ -105,6 +105,19 @@ export async function inspectTransactionsAsync(base64: string[], tips: addon.Tip
   return (await addon.inspectBatchAsync(base64, tips)).map(toResult);
 }
 
+/**
+ * Threads of the process-wide native QUIC runtime (`quicThreads`), before it starts: before the
+ * process's first QUIC client or server (the embedded cluster's validators count). Once it runs,
+ * only the count it runs with is accepted: anything else is `CONFIG_INVALID`, naming it.
+ */
+export function setQuicThreads(threads: number): void {
+  try {
+    addon.setQuicThreads(threads);
+  } catch (e) {
+    throw new LandfallError('CONFIG_INVALID', (e as Error).message);
+  }
+}
+
 export const base58Encode = addon.base58Encode;
 export function base58Decode(text: string): Buffer {
   try {

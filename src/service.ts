@@ -22,7 +22,7 @@ import { ensurePortFree, isLoopback, listen, type RunningServer } from './http/s
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
-import { ACCOUNT_SLOTS, TipSet } from './native.js';
+import { ACCOUNT_SLOTS, setQuicThreads, TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { StoreHealth } from './store/store-health.js';
 import type { StatusRecord } from './store/records.js';
@@ -85,6 +85,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const cleanup: Array<() => unknown> = [];
   // Before anything starts: a port another process holds is refused, not shared (SO_REUSEPORT).
   await ensurePortFree(config.host, config.port);
+  setQuicThreads(config.quicThreads);
   if (config.adminPort !== null) await ensurePortFree(config.adminHost, config.adminPort);
   try {
     const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });

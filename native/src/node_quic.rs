@@ -447,3 +447,11 @@ fn to_peer_stats(p: quic::PeerStats) -> PeerStats {
 pub fn send_outcome_reasons() -> Vec<&'static str> {
     quic::FailReason::ALL.iter().map(|r| r.as_str()).collect()
 }
+
+/// Worker threads of the process-wide QUIC runtime (1..=64; default 1), set before it starts:
+/// before the first `QuicClient` or `QuicServer` of the process. Afterwards only the count it
+/// runs with is accepted (`QUIC_INVALID_OPTION` otherwise, naming it).
+#[napi]
+pub fn set_quic_threads(threads: u32) -> Result<(), JsCode> {
+    quic::set_runtime_threads(threads as usize).map_err(|e| to_js(&e))
+}

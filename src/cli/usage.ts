@@ -68,6 +68,7 @@ settings of the config file (--config; docs/operations.md has each one's meaning
   blocklistPath     anti-MEV validator blocklist file (default: none)
   fanout            leaders each send goes to (default 2)
   ingressThreads    threads serving HTTP on the one port (default: cores - 1, at least 1)
+  quicThreads       threads of the QUIC runtime every send shares (default 1; env LANDFALL_QUIC_THREADS)
   plans             the plan table (default: starter, growth, pro, whale of docs/api.md)
   lamportsPerPoint  lamports per service point, BP (default 1000)
   retentionDays     days a status record is kept (default 7)

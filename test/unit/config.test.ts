@@ -37,6 +37,24 @@ describe('metricsToken, adminPort, adminHost', () => {
   });
 });
 
+describe('quicThreads', () => {
+  it('default 1; from the environment, a config file and flags', () => {
+    expect(loadConfig({}, {}).quicThreads).toBe(1);
+    expect(loadConfig({}, { LANDFALL_QUIC_THREADS: '3' }).quicThreads).toBe(3);
+    const file = join(tmp.dir, 'q.json');
+    writeFileSync(file, JSON.stringify({ quicThreads: 2 }));
+    expect(loadConfig({ config: file }, {}).quicThreads).toBe(2);
+  });
+
+  it('a bad value is an error naming the setting', () => {
+    expect(() => loadConfig({}, { LANDFALL_QUIC_THREADS: '0' })).toThrow('quicThreads must be a positive integer, got 0');
+    expect(() => loadConfig({}, { LANDFALL_QUIC_THREADS: 'two' })).toThrow('quicThreads must be an integer 0..64, got "two"');
+    const file = join(tmp.dir, 'q-bad.json');
+    writeFileSync(file, JSON.stringify({ quicThreads: 65 }));
+    expect(() => loadConfig({ config: file }, {})).toThrow('quicThreads must be an integer 0..64, got 65');
+  });
+});
+
 describe('tracker.push, tracker.poll', () => {
   it('default: both sources on; a file turns one off, the other stays on', () => {
     expect(loadConfig({}, {}).tracker).toEqual({ push: true, poll: true });

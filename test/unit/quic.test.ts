@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { QuicClient, QuicServer, type ReceivedTransaction, type SendResult } from '../../native/index.js';
+import { QuicClient, QuicServer, setQuicThreads, type ReceivedTransaction, type SendResult } from '../../native/index.js';
 import { expectCode } from '../../harness/expect-code.js';
 import { startWorker } from '../../harness/worker.js';
 
@@ -249,5 +249,21 @@ describe('process-wide sharing', () => {
     if (result === 'still running') child.kill('SIGKILL');
     expect(result, out).toBe(0);
     expect(out).toContain('received hello');
+  });
+
+  it('the runtime runs the threads set before it starts (default 1); another count afterwards is refused, naming the one it runs with', async () => {
+    for (const [arg, expected] of [['default', 1], ['2', 2]] as const) {
+      const fixture = new URL('./fixtures/quic-threads.mjs', import.meta.url);
+      const child = spawn(process.execPath, [fixture.pathname, arg], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      expect(code, out).toBe(0);
+      const r = JSON.parse(out) as { threads: number; again: string };
+      expect(r.threads).toBe(expected);
+      expect(r.again).toBe(`QUIC_INVALID_OPTION: invalid option: quicThreads: the QUIC runtime already runs with ${expected} threads (set it before the first client starts)`);
+    }
+    expectCode(() => setQuicThreads(0), 'QUIC_INVALID_OPTION');
   });
 });

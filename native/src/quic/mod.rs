@@ -13,7 +13,8 @@
 //!   4 `too_many`, 5 `invalid_stream` (Agave `streamer/src/nonblocking/quic.rs`).
 //!
 //! Everything runs on one process-wide tokio runtime ([`runtime`]): every Node worker thread and
-//! every Rust caller shares its two worker threads, its sockets and its connection caches. A
+//! every Rust caller shares its worker threads (one by default: [`DEFAULT_RUNTIME_THREADS`]),
+//! its sockets and its connection caches. A
 //! dedicated runtime rather than napi's `tokio_rt` one because (1) the Rust tests and the
 //! conformance crate run without napi and need the same code paths, and (2) its lifetime is the
 //! process's, not a Node environment's: a worker thread that exits does not take the endpoint
@@ -48,6 +49,7 @@ pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
 pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// ALPN protocol id of the Solana TPU.
@@ -103,17 +105,41 @@ impl fmt::Display for QuicError {
 
 impl std::error::Error for QuicError {}
 
-/// Worker threads of the shared runtime. Two: QUIC packet processing for a few dozen leader
-/// connections is far below one core, and the machine's other cores belong to Node.
-const RUNTIME_THREADS: usize = 2;
+/// Worker threads of the shared runtime, unless [`set_runtime_threads`] says otherwise before
+/// it starts. One: QUIC work for a few dozen leader connections is a fraction of a core (about
+/// 40 µs per send at the service's maximum on this project's 2-core bench machine, 0.2 core),
+/// and a second worker mostly wakes to find nothing — tokio wakes a sibling to steal whenever
+/// it finds work. A/B in one run (bench/ingress-ab.ts, 3 rounds): one thread instead of two took
+/// the QUIC threads from 44–48 to 39–43 µs per send at max and from 147–156 to 119–134 µs at
+/// 400 req/s, their wake-ups from 1.8 to 0.9 and 4.8 to 3.0 per send, throughput unchanged.
+pub const DEFAULT_RUNTIME_THREADS: usize = 1;
+
+static RUNTIME_THREADS: AtomicUsize = AtomicUsize::new(DEFAULT_RUNTIME_THREADS);
+static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+
+/// Set the runtime's worker threads (1..=64) before it starts (the first client, server or
+/// send starts it). Once it runs, only its own count is accepted again.
+pub fn set_runtime_threads(threads: usize) -> Result<(), QuicError> {
+    check_range("quicThreads", threads, 1..=64)?;
+    match RUNTIME.get() {
+        Some(_) if RUNTIME_THREADS.load(Ordering::Acquire) != threads => Err(QuicError::InvalidConfig(format!(
+            "quicThreads: the QUIC runtime already runs with {} threads (set it before the first client starts)",
+            RUNTIME_THREADS.load(Ordering::Acquire)
+        ))),
+        Some(_) => Ok(()),
+        None => {
+            RUNTIME_THREADS.store(threads, Ordering::Release);
+            Ok(())
+        }
+    }
+}
 
 /// The process-wide tokio runtime every endpoint, connection and task of this module runs on.
 /// Built on first use and never shut down (it lives as long as the process, like the addon).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
+    RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(RUNTIME_THREADS)
+            .worker_threads(RUNTIME_THREADS.load(Ordering::Acquire))
             .thread_name("landfall-quic")
             .enable_all()
             .build()

@@ -413,13 +413,22 @@ function details(res: TargetsResult): string {
     return [STEP_LABEL[step], server, fmtOps(v.rps), fmtUs(v.p50Us), fmtUs(v.p99Us), fmtUs(v.p999Us), fmtUs(v.cpuPerSendUs)];
   });
   const sl = res.serviceLatency;
-  // CPU per send by thread group at the maximum (medians over the rounds): where the gap to the floor is.
-  const maxRuns = (server: ServerName) => res.measured.filter((m) => m.step === 'max' && m.server === server);
-  const groups = [...new Set(res.measured.filter((m) => m.step === 'max').flatMap((m) => Object.keys(m.phase.cpu[m.server]?.byName ?? {})))].sort();
-  const groupUs = (server: ServerName, g: string): string => {
-    const us = median(maxRuns(server).map((m) => ((m.phase.cpu[m.server]?.byName[g]?.ms ?? 0) * 1000) / m.phase.accepted));
-    return Number.isNaN(us) || us < 0.05 ? '—' : fmtUs(us);
+  // CPU and wake-ups per send by thread group, at the maximum and at the low rate (medians over
+  // the rounds): where the gap to the floor is, and what does not shrink with the rate.
+  const runs = (step: Step, server: ServerName) => res.measured.filter((m) => m.step === step && m.server === server);
+  const threadSteps: Step[] = ['max', 'low-rate'];
+  const groups = [...new Set(res.measured.filter((m) => threadSteps.includes(m.step)).flatMap((m) => Object.keys(m.phase.cpu[m.server]?.byName ?? {})))].sort();
+  const groupCell = (step: Step, server: ServerName, g: string): string => {
+    const ms = runs(step, server);
+    const us = median(ms.map((m) => ((m.phase.cpu[m.server]?.byName[g]?.ms ?? 0) * 1000) / m.phase.accepted));
+    if (Number.isNaN(us) || us < 0.05) return '—';
+    // Wake-ups (voluntary context switches) per send; absent from results written before they were read.
+    const wakes = median(ms.map((m) => (m.phase.cpu[m.server]?.byName[g]?.wakeups ?? Number.NaN) / m.phase.accepted));
+    return Number.isNaN(wakes) ? fmtUs(us) : `${fmtUs(us)} (${wakes.toFixed(2)})`;
   };
+  const threadRows = threadSteps.flatMap((step) =>
+    (['landfall', 'floor'] as const).filter((server) => runs(step, server).length > 0).map((server) => [STEP_LABEL[step], server, ...groups.map((g) => groupCell(step, server, g))]),
+  );
   return [
     machineLine(res.machine, 'undici load generator') +
       ` Maximum phases ${res.config.maxLoadMs / 1000} s, fixed-rate windows ${res.config.fairMs / 1000} s, ${res.config.rounds} rounds; ` +
@@ -435,9 +444,9 @@ function details(res: TargetsResult): string {
         `p50 ${bound(sl.p50Us)}, p90 ${bound(sl.p90Us)}, p99 ${bound(sl.p99Us)}, p99.9 ${bound(sl.p999Us)}.`
       : 'Landfall’s service-added latency: not recorded.',
     '',
-    '**CPU per send by thread at the maximum** (medians over the rounds; `/proc/<pid>/task/<tid>`, threads named as in the send suite: `main`, `node-worker` the ingress threads, `landfall-quic` the QUIC runtime, `libuv-pool`, `v8-platform`)',
+    '**CPU per send by thread, and (in brackets) wake-ups per send** at the maximum and at the low rate (medians over the rounds; `/proc/<pid>/task/<tid>/stat` and the `voluntary_ctxt_switches` of its `status`; threads named as in the send suite: `main`, `node-worker` the ingress threads, `landfall-quic` the QUIC runtime, `libuv-pool`, `v8-platform`)',
     '',
-    mdTable(['server', ...groups], (['landfall', 'floor'] as const).map((server) => [server, ...groups.map((g) => groupUs(server, g))])),
+    mdTable(['step', 'server', ...groups], threadRows),
     '',
     '**Every phase** (CPU per send: every thread of the server’s process from the start of the measured load until its rebroadcasts are done, ÷ its 200s; QUIC writes: what the validators received per accepted send)',
     '',

@@ -361,7 +361,7 @@ impl QuicClient {
         // Copied once, here, on the JS thread: nothing JavaScript owns crosses to the runtime.
         let txs: Vec<Bytes> = txs.iter().map(|tx| Bytes::copy_from_slice(tx)).collect();
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
-        let dispatched = client.dispatch_round(&addrs, &txs);
+        let dispatched = client.dispatch_batch(&addrs, &txs);
         runtime().spawn(async move {
             let words: Vec<u16> = dispatched.outcomes().await.iter().map(quic::SendOutcome::word).collect();
             deferred.resolve(move |_| Ok(Uint16Array::new(words)));

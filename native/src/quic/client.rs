@@ -31,13 +31,15 @@
 //!
 //! Connections are dialled by a task of their own, never by a send (`dialer.rs`).
 //!
-//! Rounds ([`QuicClient::dispatch_round`], a rebroadcast round): each write is made only if
-//! the peer takes it at once — a live connection, stream credit and flow-control window to
-//! spare — and otherwise fails with `busy` (a missing connection it waits for like any send:
-//! a first send behind it needs the same handshake). A validator that throttles us stops reading our streams, and the credit runs
-//! out; a round that waited for it held the peer's one writer for up to `send_timeout` per
-//! transaction, filled the queue, and a first send queued behind missed its deadline. The next
-//! round (a slot later) tries again; a first send waits for the credit the peer frees next.
+//! Lanes: each peer has two queues. Sends with a deadline (`dispatch_by`, the hot path's first
+//! sends) go before everything else queued for the peer (rebroadcast rounds, plain sends,
+//! prewarms), and a queued send that is waiting for the peer's stream credit gives way to a
+//! first send that arrives meanwhile: it fails with `busy`, having opened nothing, and the first
+//! send is written next. A validator that throttles us stops reading our streams and the
+//! credit runs out; with one queue, rounds waiting for it up to `send_timeout` each filled the
+//! queue, and a first send behind them missed its deadline on every leader. Waiting for credit
+//! is otherwise right: a round of more than the peer's 128 concurrent streams always outruns
+//! the credit for a round trip, and a write that did not wait would be lost for nothing.
 //!
 //! Deadlines ([`QuicClient::dispatch_by`], the hot path's first send): the transaction is
 //! written by the deadline or never. Its sends to the different peers share a [`Gate`]; a
@@ -90,6 +92,8 @@ pub struct QuicClient {
 }
 
 struct PeerHandle {
+    /// First sends (with a deadline): served before `queue` (see "Lanes").
+    urgent: mpsc::Sender<Job>,
     queue: mpsc::Sender<Job>,
     state: Arc<PeerState>,
 }
@@ -175,21 +179,11 @@ impl QuicClient {
     /// transaction (so each peer gets them in the order given); [`Dispatched::outcomes`] then
     /// yields the outcome of `txs[i]` to `addrs[t]` at `i * addrs.len() + t`.
     pub fn dispatch_batch(&self, addrs: &[SocketAddr], txs: &[Bytes]) -> Dispatched {
-        self.batch(addrs, txs, Wait::Patient)
-    }
-
-    /// [`dispatch_batch`](QuicClient::dispatch_batch) for a rebroadcast round: each write is
-    /// made only if the peer takes it at once, else it fails with `busy` (see "Rounds").
-    pub fn dispatch_round(&self, addrs: &[SocketAddr], txs: &[Bytes]) -> Dispatched {
-        self.batch(addrs, txs, Wait::Never)
-    }
-
-    fn batch(&self, addrs: &[SocketAddr], txs: &[Bytes], wait: Wait) -> Dispatched {
         let started = Instant::now();
         let pending = txs
             .iter()
             .flat_map(|tx| addrs.iter().map(move |&addr| (addr, tx)))
-            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, wait.clone())))
+            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, Wait::Patient)))
             .collect();
         Dispatched { started, pending, gate: None }
     }
@@ -230,14 +224,15 @@ impl QuicClient {
     pub fn prewarm(&self, addrs: &[SocketAddr]) {
         for &addr in addrs {
             // A full queue means sends are pending, which connect anyway.
-            let _ = self.peer(addr).0.try_send(Job::Prewarm);
+            let _ = self.peer(addr).queue.try_send(Job::Prewarm);
         }
     }
 
     /// Counters and connection state of every peer this client has been asked to reach.
     pub fn peer_stats(&self) -> Vec<PeerStats> {
         let peers = lock(&self.peers);
-        peers.values().map(|p| p.state.stats(p.queue.max_capacity() - p.queue.capacity(), &self.dialer.heard)).collect()
+        let queued = |q: &mpsc::Sender<Job>| q.max_capacity() - q.capacity();
+        peers.values().map(|p| p.state.stats(queued(&p.urgent) + queued(&p.queue), &self.dialer.heard)).collect()
     }
 
     /// Queue a transaction for `addr`, or refuse it at once.
@@ -259,9 +254,14 @@ impl QuicClient {
             lock(&self.unpeered).entry(addr).or_default().count(Some(reason));
             return Err(failed(addr, started, reason));
         }
-        let (queue, state) = self.peer(addr);
+        let peer = self.peer(addr);
+        let lane = match wait {
+            Wait::Until(_) => &peer.urgent,
+            Wait::Patient => &peer.queue,
+        };
+        let state = &peer.state;
         let (reply, pending) = oneshot::channel();
-        let refused = match queue.try_send(Job::Send { tx, queued_at: started, reply, wait }) {
+        let refused = match lane.try_send(Job::Send { tx, queued_at: started, reply, wait }) {
             Ok(()) => return Ok(pending),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 state.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -273,16 +273,17 @@ impl QuicClient {
         Err(failed(addr, started, refused))
     }
 
-    /// The queue and state of `addr`, starting its task on first use.
-    fn peer(&self, addr: SocketAddr) -> (mpsc::Sender<Job>, Arc<PeerState>) {
+    /// The queues and state of `addr`, starting its task on first use.
+    fn peer(&self, addr: SocketAddr) -> PeerHandle {
         let mut peers = lock(&self.peers);
         let handle = peers.entry(addr).or_insert_with(|| {
+            let (urgent, urgent_jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let (queue, jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let state = Arc::new(PeerState::new(addr, self.dialer.heard.register(addr)));
-            runtime().spawn(run_peer(state.clone(), jobs, self.dialer.clone()));
-            PeerHandle { queue, state }
+            runtime().spawn(run_peer(state.clone(), urgent_jobs, jobs, self.dialer.clone()));
+            PeerHandle { urgent, queue, state }
         });
-        (handle.queue.clone(), handle.state.clone())
+        PeerHandle { urgent: handle.urgent.clone(), queue: handle.queue.clone(), state: handle.state.clone() }
     }
 }
 

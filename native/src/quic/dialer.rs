@@ -3,7 +3,7 @@
 //! waiting never cuts a handshake short, and the next send finds the connection it paid for.
 
 use super::config::ClientConfig;
-use super::gate::Wait;
+use super::gate::Gate;
 use super::heard::Heard;
 use super::outcome::{Close, FailReason, Failure};
 use super::runtime;
@@ -30,19 +30,17 @@ pub(super) struct Dialer {
 impl Dialer {
     /// The peer's live connection (`reused` = true), or the one the handshake this send started
     /// or joined established, or why there is none. With a gate, waits for a handshake no
-    /// longer than its deadline (the handshake itself goes on, for the next send). A round
-    /// (`Wait::Never`) waits for it like any send: every send to the peer needs it, so a first
-    /// send queued behind loses nothing by the wait.
-    pub(super) async fn connection(self: &Arc<Self>, state: &Arc<PeerState>, wait: &Wait) -> Result<(Connection, bool), Failure> {
+    /// longer than its deadline; the handshake itself goes on, for the next send.
+    pub(super) async fn connection(self: &Arc<Self>, state: &Arc<PeerState>, gate: Option<&Gate>) -> Result<(Connection, bool), Failure> {
         let mut dialing = match state.acquire(self) {
             Acquired::Live(conn) => return Ok((conn, true)),
             Acquired::Failed(f) => return Err(f),
             Acquired::Dialing(dialing) => dialing,
         };
         let done = async move { dialing.wait_for(Option::is_some).await.ok().and_then(|d| d.clone()) };
-        let dialed = match wait {
-            Wait::Patient | Wait::Never => done.await,
-            Wait::Until(g) => tokio::time::timeout_at(tokio::time::Instant::from_std(g.at), done).await.map_err(|_| g.missed())?,
+        let dialed = match gate {
+            None => done.await,
+            Some(g) => tokio::time::timeout_at(tokio::time::Instant::from_std(g.at), done).await.map_err(|_| g.missed())?,
         };
         // The dial task only ends without a result if the runtime is shutting down.
         dialed.unwrap_or_else(|| Err(Failure::new(FailReason::ClientClosed, "client closed"))).map(|conn| (conn, false))

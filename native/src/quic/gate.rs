@@ -19,22 +19,20 @@ pub struct Gate {
 
 /// How long a queued send may wait on the peer: for the handshake, and for stream credit and
 /// flow control while writing.
-#[derive(Clone)]
 pub(super) enum Wait {
-    /// The handshake however long it takes (`handshake_timeout`), the write up to `send_timeout`.
+    /// The handshake however long it takes (`handshake_timeout`), the write up to
+    /// `send_timeout`; queued behind first sends, and gives way to one while it waits for
+    /// stream credit (`busy`).
     Patient,
-    /// Until the gate's deadline, and never past it (`dispatch_by`).
+    /// Until the gate's deadline, and never past it (`dispatch_by`): a first send.
     Until(Arc<Gate>),
-    /// For the handshake, as `Patient`; for the write not at all: a rebroadcast round writes
-    /// what the peer takes at once, and anything else fails with `busy` (`dispatch_round`).
-    Never,
 }
 
 impl Wait {
     pub(super) fn gate(&self) -> Option<&Gate> {
         match self {
             Wait::Until(g) => Some(g),
-            _ => None,
+            Wait::Patient => None,
         }
     }
 }

@@ -36,9 +36,9 @@ pub enum FailReason {
     ConnectionStale,
     /// The caller's deadline passed before the transaction was written; it never will be.
     Deadline,
-    /// A rebroadcast round's write found no stream credit or flow-control window to spare (the
-    /// peer reads slower than we write, e.g. it throttles us). Not written;
-    /// left to the next round rather than holding the peer's writer (see `client.rs`, "Rounds").
+    /// A send without a deadline (a rebroadcast round's, say) was waiting for the peer's stream
+    /// credit when a first send to the same peer arrived, and gave way to it: nothing was opened
+    /// or written (see `client.rs`, "Lanes").
     Busy,
 }
 

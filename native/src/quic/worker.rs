@@ -4,7 +4,7 @@
 
 use super::config::ClientConfig;
 use super::dialer::{dial, Dialed, Dialer};
-use super::gate::Wait;
+use super::gate::{Gate, Wait};
 use super::heard::{Heard, LastHeard};
 use super::lock;
 use super::outcome::{micros, Close, FailReason, Failure, PeerStats, SendOutcome, Tally};
@@ -15,9 +15,7 @@ use bytes::Bytes;
 use quinn::{Connection, ConnectionError, SendStream, VarInt, WriteError};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -213,18 +211,30 @@ impl PeerState {
     }
 }
 
-/// A peer's task: takes its queue in order, one transaction at a time, over one connection.
-pub(super) async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
+/// A peer's task: takes its queues one transaction at a time, over one connection. First sends
+/// (`urgent`: sends with a deadline) go before everything queued in `jobs` (rebroadcast rounds,
+/// plain sends, prewarms); a send from `jobs` waiting for the peer's stream credit gives way
+/// to a first send that arrives meanwhile (see `client.rs`, "Lanes").
+pub(super) async fn run_peer(state: Arc<PeerState>, mut urgent: mpsc::Receiver<Job>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
     // Streams written but maybe not yet acknowledged by the peer.
     let mut unacked = Unacked::default();
+    // A first send taken while a queued send waited for credit: served next.
+    let mut next: Option<Job> = None;
     loop {
-        let job = match tokio::time::timeout(dialer.cfg.unused_close, jobs.recv()).await {
-            Ok(Some(job)) => job,
-            Ok(None) => break,
-            Err(_) => {
-                state.close_live(&mut unacked, b"unused", false).await;
-                continue;
-            }
+        let job = match next.take() {
+            Some(job) => job,
+            None => tokio::select! {
+                biased;
+                Some(job) = urgent.recv() => job,
+                job = jobs.recv() => match job {
+                    Some(job) => job,
+                    None => break,
+                },
+                () = tokio::time::sleep(dialer.cfg.unused_close) => {
+                    state.close_live(&mut unacked, b"unused", false).await;
+                    continue;
+                }
+            },
         };
         match job {
             Job::Prewarm => {
@@ -233,7 +243,12 @@ pub(super) async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job
                 let _ = state.acquire(&dialer);
             }
             Job::Send { tx, queued_at, reply, wait } => {
-                let (reused, written) = send_one(&dialer, &state, tx, &wait, &mut unacked).await;
+                // Only a send without a deadline gives way; a first send never does.
+                let give_way = match wait {
+                    Wait::Patient => Some(GiveWay { urgent: &mut urgent, taken: &mut next }),
+                    Wait::Until(_) => None,
+                };
+                let (reused, written) = send_one(&dialer, &state, tx, &wait, &mut unacked, give_way).await;
                 // The caller may have stopped waiting; nothing to do then.
                 let _ = reply.send(state.outcome(queued_at, reused, written));
             }
@@ -242,46 +257,64 @@ pub(super) async fn run_peer(state: Arc<PeerState>, mut jobs: mpsc::Receiver<Job
     state.close_live(&mut unacked, b"client closed", true).await;
 }
 
+/// A queued send's way to give way: while it waits for stream credit, a first send arriving on
+/// `urgent` is taken into `taken` (served next) and the send fails with `busy`.
+struct GiveWay<'a> {
+    urgent: &'a mut mpsc::Receiver<Job>,
+    taken: &'a mut Option<Job>,
+}
+
 /// One queued transaction to this peer: a live connection (or the handshake's), then the
-/// write. With a gate, nothing is started past its deadline and no wait outlasts it; a round
-/// (`Wait::Never`) waits for nothing.
-async fn send_one(dialer: &Arc<Dialer>, state: &Arc<PeerState>, tx: Bytes, wait: &Wait, unacked: &mut Unacked) -> (bool, Result<(), Failure>) {
+/// write. With a gate, nothing is started past its deadline and no wait outlasts it.
+async fn send_one(
+    dialer: &Arc<Dialer>,
+    state: &Arc<PeerState>,
+    tx: Bytes,
+    wait: &Wait,
+    unacked: &mut Unacked,
+    give_way: Option<GiveWay<'_>>,
+) -> (bool, Result<(), Failure>) {
     if let Some(g) = wait.gate().filter(|g| g.passed()) {
         return (false, Err(g.missed()));
     }
-    let (conn, reused) = match dialer.connection(state, wait).await {
+    let (conn, reused) = match dialer.connection(state, wait.gate()).await {
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait).await.map(|stream| unacked.push(stream));
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait.gate(), give_way).await.map(|stream| unacked.push(stream));
     (reused, written)
 }
 
 /// One transaction on one new unidirectional stream: open, write, finish. Hands back the
 /// finished stream, whose acknowledgement a graceful close waits for. A gate's deadline, when
 /// it comes before `limit`, cuts the write short the same way, and the gate must be claimed
-/// before the stream is finished. A round (`Wait::Never`) opens and writes only if the peer
-/// takes the stream at once (stream credit and flow-control window to spare), else `busy`.
-async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, wait: &Wait) -> Result<SendStream, Failure> {
+/// before the stream is finished. With `give_way`, the wait for a stream (the peer's stream
+/// credit) ends with `busy` when a first send arrives; nothing was opened then.
+async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>, give_way: Option<GiveWay<'_>>) -> Result<SendStream, Failure> {
     let own = Instant::now() + limit;
-    let gate = wait.gate();
     let by_gate = gate.filter(|g| g.at < own);
-    let deadline = match wait {
-        Wait::Never => None,
-        _ => Some(tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at))),
+    let deadline = tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at));
+    let timed_out =
+        || by_gate.map_or_else(|| Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())), Gate::missed);
+    let open = tokio::time::timeout_at(deadline, conn.open_uni());
+    let opened = match give_way {
+        None => open.await,
+        Some(GiveWay { urgent, taken }) => tokio::select! {
+            biased;
+            opened = open => opened,
+            Some(job) = urgent.recv() => {
+                *taken = Some(job);
+                return Err(Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"));
+            }
+        },
     };
-    let timed_out = |busy: &str| match (wait, by_gate) {
-        (Wait::Never, _) => Failure::new(FailReason::Busy, busy.to_owned()),
-        (_, Some(g)) => g.missed(),
-        _ => Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())),
+    let mut stream = match opened {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
+        Err(_) => return Err(timed_out()),
     };
-    let mut stream = match within(deadline, conn.open_uni()).await {
-        Some(Ok(stream)) => stream,
-        Some(Err(e)) => return Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
-        None => return Err(timed_out("no stream credit: the peer has not read the streams already written to it")),
-    };
-    match within(deadline, stream.write_chunk(tx)).await {
-        Some(Ok(())) => {
+    match tokio::time::timeout_at(deadline, stream.write_chunk(tx)).await {
+        Ok(Ok(())) => {
             // The point of no return: a finished stream is delivered. Past the deadline, or once
             // the waiter has given up, it must not be: reset, so the peer discards what it got.
             if let Some(g) = gate.filter(|g| !g.claim()) {
@@ -298,34 +331,18 @@ async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, wait: &Wait) ->
                 }
             }
         }
-        Some(Err(WriteError::Stopped(code))) => Err(Failure {
+        Ok(Err(WriteError::Stopped(code))) => Err(Failure {
             reason: FailReason::StreamStopped,
             code: Some(code.into_inner()),
             detail: format!("peer stopped the stream: code {code}"),
         }),
-        Some(Err(WriteError::ConnectionLost(e))) => Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
-        Some(Err(e)) => Err(Failure::new(FailReason::ConnectionLost, e.to_string())),
-        None => {
+        Ok(Err(WriteError::ConnectionLost(e))) => Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
+        Ok(Err(e)) => Err(Failure::new(FailReason::ConnectionLost, e.to_string())),
+        Err(_) => {
             // Dropping an unfinished stream would finish it and deliver a truncated
             // transaction; reset it instead so the peer discards what it got.
             let _ = stream.reset(VarInt::from_u32(0));
-            Err(timed_out("no flow-control window: the peer has not read the data already written to it"))
-        }
-    }
-}
-
-/// `f`'s output by `deadline`, or None; with no deadline, only if it is ready on its first poll
-/// (quinn's open and write futures may be dropped unfinished: a stream opened is kept by the
-/// caller, a write cut short is reset).
-async fn within<F: Future>(deadline: Option<tokio::time::Instant>, f: F) -> Option<F::Output> {
-    match deadline {
-        Some(d) => tokio::time::timeout_at(d, f).await.ok(),
-        None => {
-            let mut f = std::pin::pin!(f);
-            match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-                Poll::Ready(out) => Some(out),
-                Poll::Pending => None,
-            }
+            Err(timed_out())
         }
     }
 }

@@ -9,7 +9,7 @@
 //! first send queued behind them missed its 500 ms deadline on all four leaders, three times in
 //! a row. First sends now have a lane of their own, served before anything else queued.
 
-use landfall_native::quic::{ClientConfig, ServerConfig};
+use landfall_native::quic::{ClientConfig, FailReason, ServerConfig};
 use std::time::Duration;
 
 mod quic_common;
@@ -34,7 +34,8 @@ async fn a_first_send_is_written_within_its_deadline_while_a_round_floods_a_thro
     let round = c.dispatch_batch(&[to], &txs);
     let first = c.dispatch_by(&[to], payload(7, 200), FIRST_SEND_BUDGET).first_written().await;
     assert!(first.written.is_some(), "the first send must be written within its deadline: {:?}", first.failures);
-    // The round goes on behind it, at the pace the peer reads it.
+    // The round goes on behind it: the peer reads it at its own pace, and nothing of it is lost
+    // to the first send but a write that gave way (`busy`), if one was waiting for credit.
     let stats = c.peer_stats();
     assert!(stats[0].queued > 0, "the round is still queued: {stats:?}");
     drop(round);

@@ -43,6 +43,7 @@ export const REASONS = [
   'client_closed',
   'connection_stale',
   'deadline',
+  'busy',
 ] as const;
 
 const IDENTITY_BYTES = 32;

@@ -33,11 +33,13 @@
 //!
 //! Lanes: each peer has two queues. Sends with a deadline (`dispatch_by`, the hot path's first
 //! sends) go before everything else queued for the peer (rebroadcast rounds, plain sends,
-//! prewarms). A validator that throttles us reads our streams slowly, so every queued write
-//! waits its turn for stream credit; with one queue, a round's writes filled it, and a first
-//! send behind them missed its deadline on every leader. A first send now waits at most for the
-//! write in progress, then for the next stream the peer frees. (Rounds do wait for credit: a
-//! round of more than the peer's 128 concurrent streams always outruns it for a round trip.)
+//! prewarms), and a queued send that is waiting for the peer's stream credit gives way to a
+//! first send that arrives meanwhile: it fails with `busy`, having opened nothing, and the first
+//! send is written next. A validator that throttles us stops reading our streams and the
+//! credit runs out; with one queue, rounds waiting for it up to `send_timeout` each filled the
+//! queue, and a first send behind them missed its deadline on every leader. Waiting for credit
+//! is otherwise right: a round of more than the peer's 128 concurrent streams always outruns
+//! the credit for a round trip, and a write that did not wait would be lost for nothing.
 //!
 //! Deadlines ([`QuicClient::dispatch_by`], the hot path's first send): the transaction is
 //! written by the deadline or never. Its sends to the different peers share a [`Gate`]; a

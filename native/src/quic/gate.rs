@@ -21,7 +21,8 @@ pub struct Gate {
 /// flow control while writing.
 pub(super) enum Wait {
     /// The handshake however long it takes (`handshake_timeout`), the write up to
-    /// `send_timeout`; queued behind first sends.
+    /// `send_timeout`; queued behind first sends, and gives way to one while it waits for
+    /// stream credit (`busy`).
     Patient,
     /// Until the gate's deadline, and never past it (`dispatch_by`): a first send.
     Until(Arc<Gate>),

@@ -213,22 +213,28 @@ impl PeerState {
 
 /// A peer's task: takes its queues one transaction at a time, over one connection. First sends
 /// (`urgent`: sends with a deadline) go before everything queued in `jobs` (rebroadcast rounds,
-/// plain sends, prewarms; see `client.rs`, "Lanes").
+/// plain sends, prewarms); a send from `jobs` waiting for the peer's stream credit gives way
+/// to a first send that arrives meanwhile (see `client.rs`, "Lanes").
 pub(super) async fn run_peer(state: Arc<PeerState>, mut urgent: mpsc::Receiver<Job>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
     // Streams written but maybe not yet acknowledged by the peer.
     let mut unacked = Unacked::default();
+    // A first send taken while a queued send waited for credit: served next.
+    let mut next: Option<Job> = None;
     loop {
-        let job = tokio::select! {
-            biased;
-            Some(job) = urgent.recv() => job,
-            job = jobs.recv() => match job {
-                Some(job) => job,
-                None => break,
+        let job = match next.take() {
+            Some(job) => job,
+            None => tokio::select! {
+                biased;
+                Some(job) = urgent.recv() => job,
+                job = jobs.recv() => match job {
+                    Some(job) => job,
+                    None => break,
+                },
+                () = tokio::time::sleep(dialer.cfg.unused_close) => {
+                    state.close_live(&mut unacked, b"unused", false).await;
+                    continue;
+                }
             },
-            () = tokio::time::sleep(dialer.cfg.unused_close) => {
-                state.close_live(&mut unacked, b"unused", false).await;
-                continue;
-            }
         };
         match job {
             Job::Prewarm => {
@@ -237,13 +243,25 @@ pub(super) async fn run_peer(state: Arc<PeerState>, mut urgent: mpsc::Receiver<J
                 let _ = state.acquire(&dialer);
             }
             Job::Send { tx, queued_at, reply, wait } => {
-                let (reused, written) = send_one(&dialer, &state, tx, &wait, &mut unacked).await;
+                // Only a send without a deadline gives way; a first send never does.
+                let give_way = match wait {
+                    Wait::Patient => Some(GiveWay { urgent: &mut urgent, taken: &mut next }),
+                    Wait::Until(_) => None,
+                };
+                let (reused, written) = send_one(&dialer, &state, tx, &wait, &mut unacked, give_way).await;
                 // The caller may have stopped waiting; nothing to do then.
                 let _ = reply.send(state.outcome(queued_at, reused, written));
             }
         }
     }
     state.close_live(&mut unacked, b"client closed", true).await;
+}
+
+/// A queued send's way to give way: while it waits for stream credit, a first send arriving on
+/// `urgent` is taken into `taken` (served next) and the send fails with `busy`.
+struct GiveWay<'a> {
+    urgent: &'a mut mpsc::Receiver<Job>,
+    taken: &'a mut Option<Job>,
 }
 
 /// One queued transaction to this peer: a live connection (or the handshake's), then the
@@ -254,6 +272,7 @@ async fn send_one(
     tx: Bytes,
     wait: &Wait,
     unacked: &mut Unacked,
+    give_way: Option<GiveWay<'_>>,
 ) -> (bool, Result<(), Failure>) {
     if let Some(g) = wait.gate().filter(|g| g.passed()) {
         return (false, Err(g.missed()));
@@ -262,21 +281,34 @@ async fn send_one(
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait.gate()).await.map(|stream| unacked.push(stream));
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait.gate(), give_way).await.map(|stream| unacked.push(stream));
     (reused, written)
 }
 
 /// One transaction on one new unidirectional stream: open, write, finish. Hands back the
 /// finished stream, whose acknowledgement a graceful close waits for. A gate's deadline, when
 /// it comes before `limit`, cuts the write short the same way, and the gate must be claimed
-/// before the stream is finished.
-async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>) -> Result<SendStream, Failure> {
+/// before the stream is finished. With `give_way`, the wait for a stream (the peer's stream
+/// credit) ends with `busy` when a first send arrives; nothing was opened then.
+async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>, give_way: Option<GiveWay<'_>>) -> Result<SendStream, Failure> {
     let own = Instant::now() + limit;
     let by_gate = gate.filter(|g| g.at < own);
     let deadline = tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at));
     let timed_out =
         || by_gate.map_or_else(|| Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())), Gate::missed);
-    let mut stream = match tokio::time::timeout_at(deadline, conn.open_uni()).await {
+    let open = tokio::time::timeout_at(deadline, conn.open_uni());
+    let opened = match give_way {
+        None => open.await,
+        Some(GiveWay { urgent, taken }) => tokio::select! {
+            biased;
+            opened = open => opened,
+            Some(job) = urgent.recv() => {
+                *taken = Some(job);
+                return Err(Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"));
+            }
+        },
+    };
+    let mut stream = match opened {
         Ok(Ok(stream)) => stream,
         Ok(Err(e)) => return Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
         Err(_) => return Err(timed_out()),

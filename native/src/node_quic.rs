@@ -232,6 +232,9 @@ pub struct PeerStats {
     pub backoff_remaining_ms: f64,
     /// Milliseconds since the validator was last heard from (any packet); null if never.
     pub quiet_ms: Option<f64>,
+    /// Milliseconds the writer to this validator has been waiting for stream credit (it reads
+    /// our streams slower than we write them); null when not waiting.
+    pub credit_wait_ms: Option<f64>,
 }
 
 /// A QUIC TPU client: one connection per validator TPU address, shared by every thread of the
@@ -437,6 +440,7 @@ fn to_peer_stats(p: quic::PeerStats) -> PeerStats {
         consecutive_failures: p.consecutive_failures,
         backoff_remaining_ms: p.backoff_remaining_ms as f64,
         quiet_ms: p.quiet_ms.map(|q| q as f64),
+        credit_wait_ms: p.credit_wait_ms.map(|q| q as f64),
     }
 }
 

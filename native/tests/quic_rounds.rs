@@ -9,7 +9,7 @@
 //! first send queued behind them missed its 500 ms deadline on all four leaders, three times in
 //! a row. First sends now have a lane of their own, served before anything else queued.
 
-use landfall_native::quic::{ClientConfig, FailReason, ServerConfig};
+use landfall_native::quic::{ClientConfig, FailReason, Faults, ServerConfig};
 use std::time::Duration;
 
 mod quic_common;
@@ -39,5 +39,33 @@ async fn a_first_send_is_written_within_its_deadline_while_a_round_floods_a_thro
     let stats = c.peer_stats();
     assert!(stats[0].queued > 0, "the round is still queued: {stats:?}");
     drop(round);
+    srv.close().await;
+}
+
+#[tokio::test]
+async fn a_round_write_waiting_for_stream_credit_gives_way_to_a_first_send() {
+    let (srv, mut rx) = server(3);
+    let to = srv.local_addr();
+    let c = client(4, ClientConfig::default());
+    assert!(c.send(to, payload(0, 200)).await.ok(), "connected");
+    recv(&mut rx).await;
+    // The path goes dark: the streams the connection's credit allows are taken into its
+    // buffers, and the next write waits for credit that cannot come back.
+    srv.set_faults(Faults { packet_loss_pct: 100.0, ..Faults::default() });
+    let txs: Vec<_> = (0..300u32).map(|i| payload(2_000 + i, 200)).collect();
+    let round = c.dispatch_batch(&[to], &txs);
+    wait_until("the round's writer to wait for stream credit", || c.peer_stats()[0].credit_wait_ms.is_some()).await;
+    assert!(c.peer_stats()[0].sent > 1, "the credit it had was used");
+
+    // A first send arrives: the waiting round write gives way at once (`busy`, nothing opened),
+    // and the first send is the one waiting for credit now. (It cannot get any on a dark path:
+    // it ends at its deadline.)
+    let first = c.dispatch_by(&[to], payload(9, 200), FIRST_SEND_BUDGET).first_written().await;
+    assert_eq!(first.failures.iter().map(|o| o.reason).collect::<Vec<_>>(), vec![Some(FailReason::Deadline)]);
+    let outcomes = round.outcomes().await;
+    let busy: Vec<_> = outcomes.iter().enumerate().filter(|(_, o)| o.reason == Some(FailReason::Busy)).map(|(i, _)| i).collect();
+    let written = outcomes.iter().filter(|o| o.ok()).count();
+    // Exactly one gave way: the write that was waiting, the one right after those the credit took.
+    assert_eq!(busy, vec![written], "{:?}", outcomes.iter().map(|o| o.reason).collect::<Vec<_>>());
     srv.close().await;
 }

@@ -239,4 +239,7 @@ pub struct PeerStats {
     pub backoff_remaining_ms: u64,
     /// Milliseconds since the peer was last heard from (any datagram); None if never.
     pub quiet_ms: Option<u64>,
+    /// Milliseconds the peer's writer has been waiting for stream credit (the peer reads our
+    /// streams slower than we write them: a throttling validator); None when not waiting.
+    pub credit_wait_ms: Option<u64>,
 }

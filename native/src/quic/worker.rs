@@ -15,7 +15,9 @@ use bytes::Bytes;
 use quinn::{Connection, ConnectionError, SendStream, VarInt, WriteError};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -58,11 +60,14 @@ pub(super) struct PeerState {
     /// When the peer was last heard from (stamped by the endpoint's socket).
     heard: Arc<LastHeard>,
     link: Mutex<Link<Connection, DialWait>>,
+    /// Since when the writer has been waiting for the peer's stream credit (None: not waiting).
+    /// Set only when a stream cannot be opened at once, so the fast path reads no clock.
+    credit_wait: Mutex<Option<Instant>>,
 }
 
 impl PeerState {
     pub(super) fn new(addr: SocketAddr, heard: Arc<LastHeard>) -> Self {
-        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, link: Mutex::new(Link::default()) }
+        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, link: Mutex::new(Link::default()), credit_wait: Mutex::new(None) }
     }
 
     /// The connection a send can use (see [`Acquired`]), deciding on the way:
@@ -207,6 +212,7 @@ impl PeerState {
             // could send while up to a millisecond of it was left, and be refused `backoff`).
             backoff_remaining_ms: u64::try_from(link.backoff_left(now).as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
             quiet_ms: heard.quiet_for(&self.heard, now).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            credit_wait_ms: lock(&self.credit_wait).map(|since| u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)),
         }
     }
 }
@@ -281,7 +287,7 @@ async fn send_one(
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait.gate(), give_way).await.map(|stream| unacked.push(stream));
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait.gate(), give_way, &state.credit_wait).await.map(|stream| unacked.push(stream));
     (reused, written)
 }
 
@@ -290,23 +296,41 @@ async fn send_one(
 /// it comes before `limit`, cuts the write short the same way, and the gate must be claimed
 /// before the stream is finished. With `give_way`, the wait for a stream (the peer's stream
 /// credit) ends with `busy` when a first send arrives; nothing was opened then.
-async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>, give_way: Option<GiveWay<'_>>) -> Result<SendStream, Failure> {
+async fn write_tx(
+    conn: &Connection,
+    tx: Bytes,
+    limit: Duration,
+    gate: Option<&Gate>,
+    give_way: Option<GiveWay<'_>>,
+    credit_wait: &Mutex<Option<Instant>>,
+) -> Result<SendStream, Failure> {
     let own = Instant::now() + limit;
     let by_gate = gate.filter(|g| g.at < own);
     let deadline = tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at));
     let timed_out =
         || by_gate.map_or_else(|| Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())), Gate::missed);
-    let open = tokio::time::timeout_at(deadline, conn.open_uni());
-    let opened = match give_way {
-        None => open.await,
-        Some(GiveWay { urgent, taken }) => tokio::select! {
-            biased;
-            opened = open => opened,
-            Some(job) = urgent.recv() => {
-                *taken = Some(job);
-                return Err(Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"));
-            }
-        },
+    let mut open = std::pin::pin!(conn.open_uni());
+    // One poll first: with credit to spare the stream opens at once, and nothing is recorded.
+    let opened = match std::future::poll_fn(|cx| Poll::Ready(open.as_mut().poll(cx))).await {
+        Poll::Ready(opened) => Ok(opened),
+        Poll::Pending => {
+            *lock(credit_wait) = Some(Instant::now());
+            let timed = tokio::time::timeout_at(deadline, open);
+            let opened = match give_way {
+                None => timed.await,
+                Some(GiveWay { urgent, taken }) => tokio::select! {
+                    biased;
+                    opened = timed => opened,
+                    Some(job) = urgent.recv() => {
+                        *taken = Some(job);
+                        *lock(credit_wait) = None;
+                        return Err(Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"));
+                    }
+                },
+            };
+            *lock(credit_wait) = None;
+            opened
+        }
     };
     let mut stream = match opened {
         Ok(Ok(stream)) => stream,

@@ -221,8 +221,17 @@ function remoteness(name: string, known: string): number {
   return a !== b && (a.includes(b) || b.includes(a)) ? 1 : distance(a, b);
 }
 
-/** The known name nearest to `name` (the first of equals). */
+/**
+ * Settings that were removed or renamed, and the one that does their job now: named for them
+ * whatever the edit distance says (`sendThreads` is as near to `quicThreads` as to
+ * `ingressThreads`, which replaced it).
+ */
+const REPLACED_BY: Readonly<Record<string, string>> = { sendThreads: 'ingressThreads' };
+
+/** The known name nearest to `name` (its replacement if it was removed; else the first of equals). */
 export function nearest(name: string, known: readonly string[]): string {
+  const replacement = REPLACED_BY[name];
+  if (replacement !== undefined && known.includes(replacement)) return replacement;
   let best = known[0]!;
   for (const k of known) if (remoteness(name, k) < remoteness(name, best)) best = k;
   return best;

@@ -60,7 +60,7 @@
 use super::config::{tpu_client_config, ClientConfig};
 use super::dialer::Dialer;
 use super::dispatched::{outcome, Dispatched, Pending};
-use super::gate::{Gate, Wait};
+use super::gate::Gate;
 use super::heard::{Heard, HeardSocket};
 use super::outcome::{failed, FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, Tally};
 use super::worker::{run_peer, Job, PeerState};
@@ -91,6 +91,7 @@ pub struct QuicClient {
     unpeered: Mutex<HashMap<SocketAddr, Tally>>,
 }
 
+#[derive(Clone)]
 struct PeerHandle {
     /// First sends (with a deadline): served before `queue` (see "Lanes").
     urgent: mpsc::Sender<Job>,
@@ -140,7 +141,7 @@ impl QuicClient {
     /// Send one transaction to one peer.
     pub async fn send(&self, addr: SocketAddr, tx: Bytes) -> SendOutcome {
         let started = Instant::now();
-        outcome(addr, started, self.submit(addr, tx, started, Wait::Patient)).await
+        outcome(addr, started, self.submit(addr, tx, started, None)).await
     }
 
     /// Send one transaction to several peers at once; outcomes in the order of `addrs`.
@@ -154,7 +155,7 @@ impl QuicClient {
     /// writes start.
     pub fn dispatch(&self, addrs: &[SocketAddr], tx: Bytes) -> Dispatched {
         let started = Instant::now();
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Wait::Patient))).collect();
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, None))).collect();
         Dispatched { started, pending, gate: None }
     }
 
@@ -165,7 +166,7 @@ impl QuicClient {
     pub fn dispatch_by(&self, addrs: &[SocketAddr], tx: Bytes, budget: Duration) -> Dispatched {
         let started = Instant::now();
         let gate = Arc::new(Gate::new(budget));
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Wait::Until(gate.clone())))).collect();
+        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Some(gate.clone())))).collect();
         Dispatched { started, pending, gate: Some(gate) }
     }
 
@@ -183,7 +184,7 @@ impl QuicClient {
         let pending = txs
             .iter()
             .flat_map(|tx| addrs.iter().map(move |&addr| (addr, tx)))
-            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, Wait::Patient)))
+            .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, None)))
             .collect();
         Dispatched { started, pending, gate: None }
     }
@@ -241,7 +242,7 @@ impl QuicClient {
         addr: SocketAddr,
         tx: Bytes,
         started: Instant,
-        wait: Wait,
+        gate: Option<Arc<Gate>>,
     ) -> Pending {
         let invalid = if tx.is_empty() {
             Some(FailReason::Empty)
@@ -255,13 +256,11 @@ impl QuicClient {
             return Err(failed(addr, started, reason));
         }
         let peer = self.peer(addr);
-        let lane = match wait {
-            Wait::Until(_) => &peer.urgent,
-            Wait::Patient => &peer.queue,
-        };
+        // A send with a deadline is a first send: its own lane (see "Lanes").
+        let lane = if gate.is_some() { &peer.urgent } else { &peer.queue };
         let state = &peer.state;
         let (reply, pending) = oneshot::channel();
-        let refused = match lane.try_send(Job::Send { tx, queued_at: started, reply, wait }) {
+        let refused = match lane.try_send(Job::Send { tx, queued_at: started, reply, gate }) {
             Ok(()) => return Ok(pending),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 state.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -283,7 +282,7 @@ impl QuicClient {
             runtime().spawn(run_peer(state.clone(), urgent_jobs, jobs, self.dialer.clone()));
             PeerHandle { urgent, queue, state }
         });
-        PeerHandle { urgent: handle.urgent.clone(), queue: handle.queue.clone(), state: handle.state.clone() }
+        handle.clone()
     }
 }
 

@@ -3,7 +3,6 @@
 
 use super::outcome::{FailReason, Failure};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The deadline of one transaction sent with [`QuicClient::dispatch_by`](super::QuicClient::dispatch_by), shared by its sends
@@ -15,26 +14,6 @@ pub struct Gate {
     budget: Duration,
     /// `GATE_CLOSED` once the waiter gave up, plus the number of writes that claimed the gate.
     state: AtomicU32,
-}
-
-/// How long a queued send may wait on the peer: for the handshake, and for stream credit and
-/// flow control while writing.
-pub(super) enum Wait {
-    /// The handshake however long it takes (`handshake_timeout`), the write up to
-    /// `send_timeout`; queued behind first sends, and gives way to one while it waits for
-    /// stream credit (`busy`).
-    Patient,
-    /// Until the gate's deadline, and never past it (`dispatch_by`): a first send.
-    Until(Arc<Gate>),
-}
-
-impl Wait {
-    pub(super) fn gate(&self) -> Option<&Gate> {
-        match self {
-            Wait::Until(g) => Some(g),
-            Wait::Patient => None,
-        }
-    }
 }
 
 /// Set in `state` once the waiter gave up.

@@ -4,7 +4,7 @@
 
 use super::config::ClientConfig;
 use super::dialer::{dial, Dialed, Dialer};
-use super::gate::{Gate, Wait};
+use super::gate::Gate;
 use super::heard::{Heard, LastHeard};
 use super::lock;
 use super::outcome::{micros, Close, FailReason, Failure, PeerStats, SendOutcome, Tally};
@@ -14,8 +14,8 @@ use super::unacked::Unacked;
 use bytes::Bytes;
 use quinn::{Connection, ConnectionError, SendStream, VarInt, WriteError};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -26,7 +26,7 @@ const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
 /// What a peer's queue carries.
 pub(super) enum Job {
-    Send { tx: Bytes, queued_at: Instant, reply: oneshot::Sender<SendOutcome>, wait: Wait },
+    Send { tx: Bytes, queued_at: Instant, reply: oneshot::Sender<SendOutcome>, gate: Option<Arc<Gate>> },
     Prewarm,
 }
 
@@ -248,13 +248,10 @@ pub(super) async fn run_peer(state: Arc<PeerState>, mut urgent: mpsc::Receiver<J
                 // slot's prewarm sweeps the next leaders' connections); never waits for it.
                 let _ = state.acquire(&dialer);
             }
-            Job::Send { tx, queued_at, reply, wait } => {
+            Job::Send { tx, queued_at, reply, gate } => {
                 // Only a send without a deadline gives way; a first send never does.
-                let give_way = match wait {
-                    Wait::Patient => Some(GiveWay { urgent: &mut urgent, taken: &mut next }),
-                    Wait::Until(_) => None,
-                };
-                let (reused, written) = send_one(&dialer, &state, tx, &wait, &mut unacked, give_way).await;
+                let give_way = gate.is_none().then_some(GiveWay { urgent: &mut urgent, taken: &mut next });
+                let (reused, written) = send_one(&dialer, &state, tx, gate.as_deref(), &mut unacked, give_way).await;
                 // The caller may have stopped waiting; nothing to do then.
                 let _ = reply.send(state.outcome(queued_at, reused, written));
             }
@@ -276,18 +273,18 @@ async fn send_one(
     dialer: &Arc<Dialer>,
     state: &Arc<PeerState>,
     tx: Bytes,
-    wait: &Wait,
+    gate: Option<&Gate>,
     unacked: &mut Unacked,
     give_way: Option<GiveWay<'_>>,
 ) -> (bool, Result<(), Failure>) {
-    if let Some(g) = wait.gate().filter(|g| g.passed()) {
+    if let Some(g) = gate.filter(|g| g.passed()) {
         return (false, Err(g.missed()));
     }
-    let (conn, reused) = match dialer.connection(state, wait.gate()).await {
+    let (conn, reused) = match dialer.connection(state, gate).await {
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, wait.gate(), give_way, &state.credit_wait).await.map(|stream| unacked.push(stream));
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate, give_way, &state.credit_wait).await.map(|stream| unacked.push(stream));
     (reused, written)
 }
 
@@ -316,20 +313,20 @@ async fn write_tx(
         Poll::Pending => {
             *lock(credit_wait) = Some(Instant::now());
             let timed = tokio::time::timeout_at(deadline, open);
-            let opened = match give_way {
-                None => timed.await,
+            // None: gave way to a first send (taken, to be served next) before any credit came.
+            let waited = match give_way {
+                None => Some(timed.await),
                 Some(GiveWay { urgent, taken }) => tokio::select! {
                     biased;
-                    opened = timed => opened,
+                    opened = timed => Some(opened),
                     Some(job) = urgent.recv() => {
                         *taken = Some(job);
-                        *lock(credit_wait) = None;
-                        return Err(Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"));
+                        None
                     }
                 },
             };
             *lock(credit_wait) = None;
-            opened
+            waited.ok_or_else(|| Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"))?
         }
     };
     let mut stream = match opened {

@@ -29,11 +29,13 @@ export interface ChildLocalnetOptions {
   validators?: number;
   /** 0 (default): any free port pair. */
   rpcPort?: number;
+  /** More `landfall localnet` options (the validators' QUIC limits, `--sink`). */
+  args?: string[];
 }
 
 /** Start `landfall localnet` in a child process; resolves once its banner says where it listens. */
 export async function startChildLocalnet(o: ChildLocalnetOptions): Promise<ChildLocalnet> {
-  const args = ['localnet', '--validators', String(o.validators ?? 4), '--slot-ms', String(o.slotMs), '--rpc-port', String(o.rpcPort ?? 0), '--seed', o.seed];
+  const args = ['localnet', '--validators', String(o.validators ?? 4), '--slot-ms', String(o.slotMs), '--rpc-port', String(o.rpcPort ?? 0), '--seed', o.seed, ...(o.args ?? [])];
   const code = "const { main } = await import('./src/cli/main.ts'); process.exitCode = await main(process.argv.slice(1));";
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code, ...args], {
     cwd: ROOT,

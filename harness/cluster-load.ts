@@ -7,7 +7,7 @@
  */
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { startChildLocalnet, type ChildLocalnet } from './child-localnet.js';
-import { startClusterNodes, type ClusterNode, type ClusterNodes } from './cluster-nodes.js';
+import { startClusterNodes, type ClusterNode, type ClusterNodes, type ClusterNodesOptions } from './cluster-nodes.js';
 import { fundedKeypair, waitFor } from './localnet.js';
 import { startNatsCluster, type NatsCluster } from './nats-cluster.js';
 import { legacyTx, makeTipAddresses, transfer, web3Base58 } from './transactions.js';
@@ -32,13 +32,17 @@ export interface ClusterEnvOptions {
   config?: Record<string, unknown>;
   /** The account's plan (default whale). */
   plan?: string;
+  /** More `landfall localnet` options for the chain (the validators' QUIC limits). */
+  chainArgs?: string[];
+  /** Extra arguments and environment of node `name` (see `startClusterNodes`). */
+  nodeArgs?: ClusterNodesOptions['nodeArgs'];
 }
 
 /** Start everything; resolves once every node accepts the account's key. */
 export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv> {
   const parts: { close(): Promise<unknown> }[] = [];
   try {
-    const chain = await startChildLocalnet({ seed: o.seed, slotMs: o.slotMs });
+    const chain = await startChildLocalnet({ seed: o.seed, slotMs: o.slotMs, ...(o.chainArgs ? { args: o.chainArgs } : {}) });
     parts.push({ close: () => chain.kill() });
     const nats = await startNatsCluster(3);
     parts.push(nats);
@@ -48,6 +52,7 @@ export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv>
       rpcUrl: chain.rpcUrl,
       wsUrl: chain.wsUrl,
       config: { tipAddresses: tips.map((t) => t.toBase58()), ...o.config },
+      ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
     });
     parts.push(cluster);
     const created = JSON.parse(await cluster.cli('accounts', 'create', '--name', 'bot', '--plan', o.plan ?? 'whale', '--json')) as { account_id: string; api_key: string };

@@ -55,8 +55,8 @@ export interface ClusterNodesOptions {
   config?: Record<string, unknown>;
   /** Replicas of the cluster's stream and buckets (default: one per NATS server, at most 3). */
   replicas?: number;
-  /** Extra arguments and environment of node `name` (its NATS credentials, TLS files). */
-  nodeArgs?: (name: string) => { args?: string[]; env?: Record<string, string> };
+  /** Extra arguments, environment and Node options of node `name` (its NATS credentials, TLS files; a profiler). */
+  nodeArgs?: (name: string) => { args?: string[]; env?: Record<string, string>; execArgv?: string[] };
 }
 
 export interface ClusterNodes {
@@ -87,7 +87,7 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
       // No NATS servers: a single node (the cluster bench's baseline), exactly as `npm start` runs.
       if (o.nats.length > 0) args.push('--nats', o.nats.join(','), '--node-name', name, '--nats-replicas', replicas);
       const extra = o.nodeArgs?.(name) ?? {};
-      const proc = spawn(process.execPath, [...args, ...(extra.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT, env: { ...process.env, ...extra.env } });
+      const proc = spawn(process.execPath, [...(extra.execArgv ?? []), ...args, ...(extra.args ?? [])], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT, env: { ...process.env, ...extra.env } });
       child = proc;
       proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));

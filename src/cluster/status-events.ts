@@ -212,7 +212,10 @@ export class StatusEvents {
   private closed = false;
   /** Dropped from a full outbox (they reach the other nodes only if re-published after a restart). */
   dropped = 0;
+  /** Events JetStream acknowledged. */
   published = 0;
+  /** JetStream messages acknowledged (each carries up to MESSAGE_EVENTS events). */
+  readonly messagesPublished: Counter;
   applied = 0;
   readonly lag: Histogram;
   /** Events dropped because their origin is not the node of the subject they came on. */
@@ -227,6 +230,11 @@ export class StatusEvents {
       name: 'landfall_cluster_replication_lag_seconds',
       help: "Acceptance on another node to its record written here (the event's origin timestamp to the local write)",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [o.registry],
+    });
+    this.messagesPublished = new Counter({
+      name: 'landfall_cluster_status_messages_total',
+      help: 'JetStream messages of status events this node published (acknowledged); events per message is the batching: see LINGER_MS',
       registers: [o.registry],
     });
     this.forged = new Counter({
@@ -383,25 +391,34 @@ export class StatusEvents {
   private flushNow(): void {
     if (this.flushing || this.closed || !this.o.link.up || !this.o.link.ready || this.outbox.length === 0) return;
     this.flushing = true;
-    void this.flush().finally(() => {
+    const after = (ok: boolean): void => {
       this.flushing = false;
-      if (this.outbox.length > 0 && !this.closed) {
+      if (this.outbox.length === 0 || this.closed) return;
+      // What arrived during the last publish waits for company like any other event; what
+      // failed is tried again later.
+      if (ok) this.kick();
+      else
         this.retryTimer ??= setTimeout(() => {
           this.retryTimer = null;
           this.flushNow();
         }, RETRY_MS);
-      }
-    });
+    };
+    void this.flush().then(after, () => after(false));
   }
 
   /**
-   * Publish the outbox as messages of up to MESSAGE_EVENTS events until it is empty or a publish
-   * fails (its events kept, in order, for the next try). A message's msgID is its first event's
-   * and its size: a message published again after a lost ack is dropped as a duplicate (and a
-   * duplicate that gets through is harmless: applying is forward only).
+   * Publish the outbox as messages of up to MESSAGE_EVENTS events: all of it once, then again
+   * only while a whole message's worth has arrived meanwhile (a short remainder goes back to
+   * `kick` and its linger: publishing whatever arrived during each ack's round trip made one
+   * message per event at a few hundred sends/s). Stops at a failed publish, its events kept, in
+   * order, for the next try; returns false then. A message's msgID is its first event's and its
+   * size: a message published again after a lost ack is dropped as a duplicate (and a duplicate
+   * that gets through is harmless: applying is forward only).
    */
-  private async flush(): Promise<void> {
-    while (this.outbox.length > 0 && this.o.link.up && !this.closed) {
+  private async flush(): Promise<boolean> {
+    let first = true;
+    while (this.outbox.length > 0 && (first || this.outbox.length >= MESSAGE_EVENTS) && this.o.link.up && !this.closed) {
+      first = false;
       const taken = this.outbox.slice(0, MESSAGE_EVENTS * MESSAGES_IN_FLIGHT);
       const chunks: Outgoing[][] = [];
       for (let i = 0; i < taken.length; i += MESSAGE_EVENTS) chunks.push(taken.slice(i, i + MESSAGE_EVENTS));
@@ -409,8 +426,10 @@ export class StatusEvents {
       const failed = chunks.filter((_, i) => results[i]!.status === 'rejected').flat();
       this.outbox.splice(0, taken.length, ...failed);
       this.published += taken.length - failed.length;
-      if (failed.length > 0) return;
+      this.messagesPublished.inc(results.filter((r) => r.status === 'fulfilled').length);
+      if (failed.length > 0) return false;
     }
+    return true;
   }
 
   /** One message to JetStream (its msgID: its first event's and its size). */

@@ -12,7 +12,7 @@ import { Accounts } from '../../src/accounts/accounts.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { AccountsMirror, KvAdmin, openKvAdmin } from '../../src/cluster/accounts-kv.js';
 import { Link } from '../../src/cluster/link.js';
-import { decodeEvent, decodeMessage, encodeEvent, encodeMessage, StatusEvents } from '../../src/cluster/status-events.js';
+import { decodeEvent, decodeMessage, encodeEvent, encodeMessage, LINGER_MS, MESSAGE_EVENTS, StatusEvents } from '../../src/cluster/status-events.js';
 import { LandfallError } from '../../src/errors.js';
 import { utcDay } from '../../src/native.js';
 import type { StatusRecord } from '../../src/store/records.js';
@@ -172,4 +172,51 @@ describe('accounts bucket', () => {
     await waitFor('the revocation', () => (store.keysGeneration() > gen ? true : undefined), 10_000);
     expect(store.listKeys(c.account_id)[0]!.revokedAt).not.toBeNull();
   });
+});
+
+describe('publishing', () => {
+  let nats: NatsCluster;
+  const tmp = tempDir();
+  let store: Store;
+  let link: Link;
+  let events: StatusEvents;
+  const registry = new Registry();
+
+  beforeAll(async () => {
+    nats = await startNatsCluster(1);
+    store = Store.open(tmp.dir);
+    const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
+    link = new Link({ servers: nats.urls, node: 'trickle', replicas: 1 }, { retentionMs: 86_400_000, log: quiet });
+    events = new StatusEvents({ link, store, accounts, log: quiet, registry, publishLocal: () => {} });
+    events.start();
+    link.start();
+    await waitFor('the link to be ready', () => (link.ready && link.up ? true : undefined), 20_000);
+  }, 30_000);
+
+  afterAll(async () => {
+    await events?.close();
+    await link?.close();
+    await store?.close();
+    await nats?.close();
+    tmp.cleanup();
+  });
+
+  it('a steady trickle of events shares messages: they wait for company even while a publish is in flight', async () => {
+    // One event about every millisecond: more arrive during each ack's round trip, and a publisher
+    // that sent whatever arrived meanwhile made a message every round trip (75 for these 1,000 in
+    // a run on a quiet machine, against 23).
+    const N = 1000;
+    const start = Date.now();
+    for (let i = 0; i < N; i++) {
+      events.accepted(statusRecord(), null);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await waitFor('every event acknowledged by JetStream', () => (events.published === N ? true : undefined), 20_000);
+    const elapsed = Date.now() - start;
+    const messages = (await registry.getSingleMetric('landfall_cluster_status_messages_total')!.get()).values[0]!.value;
+    // A message that is not full waits LINGER_MS for company after the publish before it: at most
+    // one per LINGER_MS of the run, plus the full ones.
+    expect(messages).toBeGreaterThan(1);
+    expect(messages).toBeLessThanOrEqual(Math.ceil(elapsed / LINGER_MS) + Math.ceil(N / MESSAGE_EVENTS) + 1);
+  }, 40_000);
 });

@@ -103,6 +103,8 @@ export interface HotPathSide {
   /** Load generator's latency, µs. */
   p50Us: number;
   p99Us: number;
+  /** JetStream messages of status events published per second over the phase and its tail. */
+  statusMessagesPerSec: number;
   /** CPU per send of each round, µs (the figures above are the median round's). */
   rounds?: number[];
 }
@@ -192,6 +194,7 @@ async function hotPathPhase(env: ClusterEnv, node: ClusterNode, key: string, h: 
   const { blockhash } = await env.connection.getLatestBlockhash('confirmed');
   const txs = h.signer.sign(blockhash, Math.ceil((HOT_RATE * PHASE_MS) / 1000) + 100);
   const itemsFile = writeItems(h.dir, `hot-${node.name}-${round}`, txs.map(sendBody));
+  const messagesBefore = await statusMessages(node, key);
   const before = readCpu(pid);
   const r = await h.loadgen.load({
     origin: node.url,
@@ -206,6 +209,7 @@ async function hotPathPhase(env: ClusterEnv, node: ClusterNode, key: string, h: 
   });
   await sleep(TAIL_MS);
   const cpu = cpuBetween(before, readCpu(pid));
+  const messages = (await statusMessages(node, key)) - messagesBefore;
   if (r.transportErrors > 0) throw new Error(`${r.transportErrors} sends to ${node.name} failed: ${r.firstError}`);
   const accepted = r.statusCounts['200'] ?? 0;
   if (accepted === 0) throw new Error(`no send accepted by ${node.name}: ${JSON.stringify(r.statusCounts)}`);
@@ -222,7 +226,15 @@ async function hotPathPhase(env: ClusterEnv, node: ClusterNode, key: string, h: 
     threadsUsPerSend: threads,
     p50Us: r.latency.p50Us,
     p99Us: r.latency.p99Us,
+    statusMessagesPerSec: (1000 * messages) / cpu.wallMs,
   };
+}
+
+/** The node's `landfall_cluster_status_messages_total` (0 on a single node). */
+async function statusMessages(node: ClusterNode, key: string): Promise<number> {
+  const text = await (await fetch(`${node.url}/metrics`, { headers: { authorization: `Bearer ${key}` } })).text();
+  const m = /^landfall_cluster_status_messages_total (\d+)/m.exec(text);
+  return m ? Number(m[1]) : 0;
 }
 
 interface HotPathHarness {
@@ -374,7 +386,7 @@ function readmeTable(r: ClusterResult): string {
     `Whole nodes (\`landfall serve\` children, one local cluster, 400 ms slots, rate limits raised out of the way): the same open-loop load of ${r.config.hotRate} sends/s (real tipped transactions, signed before each phase) on clustered node a (3 nodes, 3 NATS servers, replicas 3) and on a single node, alternating, ${r.config.rounds} rounds of ${r.config.phaseMs / 1000} s each after one unmeasured round; CPU of the whole node process from /proc over the phase and a ${r.config.tailMs / 1000} s tail; the median round. Replication lag: ${r.config.lagSamples} sends to a one at a time, each polled on b every ${r.config.lagPollMs} ms until readable.`,
     '',
     mdTable(
-      ['node', 'sends accepted (per s)', 'refused', 'CPU per accepted send (rounds)', 'idle CPU', 'CPU per send above idle', 'p50 / p99'],
+      ['node', 'sends accepted (per s)', 'refused', 'CPU per accepted send (rounds)', 'idle CPU', 'CPU per send above idle', 'p50 / p99', 'status messages per s'],
       sides(r).map(([name, x]) => [
         name,
         `${x.accepted} (${((1000 * x.accepted) / (x.wallMs - r.config.tailMs)).toFixed(0)})`,
@@ -383,6 +395,7 @@ function readmeTable(r: ClusterResult): string {
         `${x.idleCpuMsPerSec.toFixed(0)} ms/s`,
         `${x.marginalUsPerSend.toFixed(0)} µs`,
         `${(x.p50Us / 1000).toFixed(2)} / ${(x.p99Us / 1000).toFixed(2)} ms`,
+        (x.statusMessagesPerSec ?? 0).toFixed(0),
       ]),
     ),
     '',

@@ -129,7 +129,13 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
     mirror,
     health,
     accepted(batch) {
-      for (const a of batch) events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries });
+      for (const a of batch) {
+        const bytes =
+          a.signatureOffset !== undefined && a.blockhashOffset !== undefined
+            ? { signature: a.wire.subarray(a.signatureOffset, a.signatureOffset + 64), blockhash: a.wire.subarray(a.blockhashOffset, a.blockhashOffset + 32) }
+            : undefined;
+        events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries }, bytes);
+      }
     },
     changed: (rec) => events.changed(rec),
     async close() {

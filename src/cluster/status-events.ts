@@ -39,7 +39,7 @@ import type { Msg, Subscription } from '@nats-io/transport-node';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Accounts } from '../accounts/accounts.js';
 import { isPending, type Resend, type StatusRecord } from '../store/records.js';
-import { decodeStatus, encodeStatus, resendOf, signatureOfKey, statusKey } from '../store/status-codec.js';
+import { decodeStatus, encodeStatus, resendOf, signatureOfKey, statusKey, type RecordBytes } from '../store/status-codec.js';
 import type { Store } from '../store/store.js';
 import { STATUS_STREAM, statusSubject, type Link, type LinkLog } from './link.js';
 
@@ -94,13 +94,17 @@ export interface StatusEvent {
   resend: Resend | null;
 }
 
-/** `<version u8><signature 64 B><origin len u8><origin><ts f64><status value (status-codec)>`. */
-export function encodeEvent(e: StatusEvent): Uint8Array {
+/**
+ * `<version u8><signature 64 B><origin len u8><origin><ts f64><status value (status-codec)>`.
+ * @param bytes the record's signature and blockhash bytes where the caller holds them (read in
+ *   place from the wire, not decoded from base58 again)
+ */
+export function encodeEvent(e: StatusEvent, bytes?: RecordBytes): Uint8Array {
   const origin = Buffer.from(e.origin, 'utf8');
-  const value = encodeStatus(e.record, e.resend);
+  const value = encodeStatus(e.record, e.resend, bytes?.blockhash);
   const out = Buffer.allocUnsafe(1 + 64 + 1 + origin.length + 8 + value.length);
   out[0] = EVENT_VERSION;
-  statusKey(e.record.signature)!.copy(out, 1);
+  out.set(bytes?.signature ?? statusKey(e.record.signature)!, 1);
   out[65] = origin.length;
   origin.copy(out, 66);
   out.writeDoubleBE(e.ts, 66 + origin.length);
@@ -270,8 +274,8 @@ export class StatusEvents {
   }
 
   /** Acceptances (main thread: the engine's own, or an ingress batch). Never waits. */
-  accepted(rec: StatusRecord, resend: Resend | null): void {
-    this.enqueue({ origin: this.o.link.node, ts: rec.submittedAt, record: rec, resend });
+  accepted(rec: StatusRecord, resend: Resend | null, bytes?: RecordBytes): void {
+    this.enqueue({ origin: this.o.link.node, ts: rec.submittedAt, record: rec, resend }, bytes);
   }
 
   /** A tracker change (settled or expired). Never waits. */
@@ -289,12 +293,12 @@ export class StatusEvents {
     await this.messages?.close().catch(() => undefined);
   }
 
-  private enqueue(e: StatusEvent): void {
+  private enqueue(e: StatusEvent, bytes?: RecordBytes): void {
     if (this.outbox.length >= OUTBOX_MAX) {
       this.outbox.shift();
       if (this.dropped++ % 10_000 === 0) this.o.log.warn({ dropped: this.dropped }, 'cluster: outbox full, oldest status events dropped');
     }
-    const data = encodeEvent(e);
+    const data = encodeEvent(e, bytes);
     this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data });
     this.kick();
     this.queueLive(data);

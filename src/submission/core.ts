@@ -258,6 +258,8 @@ export class SubmissionCore {
         firstAttempts: first.attempts,
         nonceAccount: tx.nonceAccount,
         computeUnitPrice: microLamports(tx.computeUnitPrice),
+        signatureOffset: tx.signatureOffset,
+        blockhashOffset: tx.blockhashOffset,
       });
     }
     return first.slot;

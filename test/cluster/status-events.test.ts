@@ -14,7 +14,8 @@ import { AccountsMirror, KvAdmin, openKvAdmin } from '../../src/cluster/accounts
 import { Link } from '../../src/cluster/link.js';
 import { decodeEvent, decodeMessage, encodeEvent, encodeMessage, LINGER_MS, MESSAGE_EVENTS, StatusEvents } from '../../src/cluster/status-events.js';
 import { LandfallError } from '../../src/errors.js';
-import { utcDay } from '../../src/native.js';
+import { base58Encode, utcDay } from '../../src/native.js';
+import { randomBytes } from 'node:crypto';
 import type { StatusRecord } from '../../src/store/records.js';
 import { Store } from '../../src/store/store.js';
 import { waitFor } from '../../harness/localnet.js';
@@ -54,9 +55,21 @@ describe('status events', () => {
     expect(decodeEvent(Buffer.from('{"not":"an event"}'))).toBeNull();
   });
 
+  it('encodes the same bytes from the wire as from the record (the hot path reads key and blockhash in place)', () => {
+    const signature = randomBytes(64);
+    const blockhash = randomBytes(32);
+    // The wire layout does not matter here, only that the views point into one buffer.
+    const wire = Buffer.concat([Buffer.from([1]), signature, Buffer.alloc(40, 9), blockhash]);
+    const record = statusRecord({ signature: base58Encode(signature), recentBlockhash: base58Encode(blockhash) });
+    const e = { origin: 'east-1', ts: 99, record, resend: { wire, antiMev: false, maxRetries: 2 } };
+    const inPlace = encodeEvent(e, { signature: wire.subarray(1, 65), blockhash: wire.subarray(105, 137) });
+    expect(Buffer.from(inPlace).equals(Buffer.from(encodeEvent(e)))).toBe(true);
+    expect(decodeEvent(inPlace)).toEqual(e);
+  });
+
   it('packs events into one message and reads them back, refusing a damaged one', () => {
     const events = [1, 2, 3].map((i) => ({ origin: `n${i}`, ts: i, record: statusRecord(), resend: i === 2 ? { wire: Buffer.alloc(i * 100, i), antiMev: false, maxRetries: i } : null }));
-    const message = encodeMessage(events.map(encodeEvent));
+    const message = encodeMessage(events.map((e) => encodeEvent(e)));
     expect(decodeMessage(message)).toEqual(events);
     expect(decodeMessage(encodeEvent(events[0]!))).toEqual([events[0]]); // one bare event
     expect(decodeMessage(encodeMessage([]))).toEqual([]);

@@ -51,7 +51,7 @@ const WARMUP_MS = 1500;
 const WINDOW_MS = 1000;
 
 /** Hot-path phases: each side gets this many alternating rounds of PHASE_MS. */
-const ROUNDS = 3;
+const ROUNDS = 5;
 /**
  * The hot-path phases' open-loop rate: the low-rate row of the targets suite, which the local
  * cluster executes without falling behind. (At the ~60 sends/s of a closed loop signing with

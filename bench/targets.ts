@@ -109,6 +109,8 @@ export interface TargetsResult extends SuiteResult {
   medians: Record<string, { cpuPerSendUs: number; rps: number; p50Us: number; p99Us: number; p999Us: number }>;
   /** Landfall's service-added latency at `peerRate`, every round's histogram added up. */
   serviceLatency: LatencySummary | null;
+  /** Its native part (first send handed to the QUIC client → stream written), the same rounds. */
+  nativeLatency?: LatencySummary | null;
   /** The rows of this suite (the status and cluster rows are read from their suites at render time). */
   rows: TargetRow[];
 }
@@ -272,7 +274,9 @@ async function run(): Promise<TargetsResult> {
   }
 
   const medians = mediansOf(measured);
-  const serviceLatency = pooledLatency(measured.filter((m) => m.step === 'peer-rate' && m.server === 'landfall').flatMap((m) => (m.phase.service ? [m.phase.service.serviceLatency] : [])));
+  const atPeerRate = measured.filter((m) => m.step === 'peer-rate' && m.server === 'landfall');
+  const serviceLatency = pooledLatency(atPeerRate.flatMap((m) => (m.phase.service ? [m.phase.service.serviceLatency] : [])));
+  const nativeLatency = pooledLatency(atPeerRate.flatMap((m) => (m.phase.service?.nativeLatency ? [m.phase.service.nativeLatency] : [])));
   return {
     suite: 'targets',
     machine: finishMachineInfo(machine),
@@ -281,6 +285,7 @@ async function run(): Promise<TargetsResult> {
     measured,
     medians,
     serviceLatency,
+    nativeLatency,
     rows: rowsOf(medians, serviceLatency),
   };
 }
@@ -413,6 +418,7 @@ function details(res: TargetsResult): string {
     return [STEP_LABEL[step], server, fmtOps(v.rps), fmtUs(v.p50Us), fmtUs(v.p99Us), fmtUs(v.p999Us), fmtUs(v.cpuPerSendUs)];
   });
   const sl = res.serviceLatency;
+  const nl = res.nativeLatency ?? null;
   // CPU and wake-ups per send by thread group, at the maximum and at the low rate (medians over
   // the rounds): where the gap to the floor is, and what does not shrink with the rate.
   const runs = (step: Step, server: ServerName) => res.measured.filter((m) => m.step === step && m.server === server);
@@ -441,7 +447,10 @@ function details(res: TargetsResult): string {
     '',
     sl && sl.count > 0
       ? `Landfall’s service-added latency at ${fmtOps(res.config.peerRate)} req/s (${fmtOps(sl.count)} sends over the rounds, bucket upper bounds): ` +
-        `p50 ${bound(sl.p50Us)}, p90 ${bound(sl.p90Us)}, p99 ${bound(sl.p99Us)}, p99.9 ${bound(sl.p999Us)}.`
+        `p50 ${bound(sl.p50Us)}, p90 ${bound(sl.p90Us)}, p99 ${bound(sl.p99Us)}, p99.9 ${bound(sl.p999Us)}` +
+        (nl && nl.count > 0
+          ? `; its native part (first send handed to the QUIC client → stream written): p50 ${bound(nl.p50Us)}, p90 ${bound(nl.p90Us)}, p99 ${bound(nl.p99Us)}, p99.9 ${bound(nl.p999Us)}.`
+          : '.')
       : 'Landfall’s service-added latency: not recorded.',
     '',
     '**CPU per send by thread, and (in brackets) wake-ups per send** at the maximum and at the low rate (medians over the rounds; `/proc/<pid>/task/<tid>/stat` and the `voluntary_ctxt_switches` of its `status`; threads named as in the send suite: `main`, `node-worker` the ingress threads, `landfall-quic` the QUIC runtime, `libuv-pool`, `v8-platform`)',

@@ -62,8 +62,11 @@ export interface Service {
   inFlightCount(accountId: string): number;
   /** The ingress worker threads (null when the main thread serves HTTP: `ingressThreads: 0`). */
   ingress: IngressPool | null;
-  /** Service-added latency, every thread's first sends together (prom-client histogram values). */
-  serviceLatency(): Promise<MetricValueWithName<string>[]>;
+  /**
+   * Service-added latency, every thread's first sends together (prom-client histogram values):
+   * the whole of it, or its native part (first send handed to the QUIC client → stream written).
+   */
+  serviceLatency(part?: 'whole' | 'native'): Promise<MetricValueWithName<string>[]>;
   /** The JSON logger and the Prometheus metrics (`GET /metrics`). */
   telemetry: Telemetry;
   /** The node's part of a cluster (`config.nats`), else null. */
@@ -307,14 +310,16 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       statusHub,
       streamCount: (id) => streamSlots.count(id),
       inFlightCount: (id) => inFlight.count(id),
-      async serviceLatency() {
-        const own = (await engine.serviceLatency.get()).values;
+      async serviceLatency(part: 'whole' | 'native' = 'whole') {
+        const histogram = part === 'native' ? engine.nativeLatency : engine.serviceLatency;
+        const own = (await histogram.get()).values;
         if (!ingress) return own;
+        const name = (await histogram.get()).name;
         const merged = AggregatorRegistry.aggregate([
-          [await engine.serviceLatency.get()],
-          ...(await ingress.gather()).map((json) => json.filter((m) => m.name === 'landfall_service_latency_seconds')),
+          [await histogram.get()],
+          ...(await ingress.gather()).map((json) => json.filter((m) => m.name === name)),
         ] as Parameters<typeof AggregatorRegistry.aggregate>[0]);
-        const h = merged.getSingleMetric('landfall_service_latency_seconds');
+        const h = merged.getSingleMetric(name);
         return h ? (await h.get()).values : own;
       },
       ingress,

@@ -69,6 +69,8 @@ interface Counts {
 
 export interface LandfallSnapshot extends Counts {
   serviceLatency: LatencySummary;
+  /** Its native part: first send handed to the QUIC client → stream written. */
+  nativeLatency: LatencySummary;
   /** Transactions held or with rebroadcasts left, now. */
   inFlight: number;
   memory: ReturnType<typeof memory>;
@@ -110,6 +112,7 @@ function since<T>(now: T, base: T): T {
 let base: Counts | null = null;
 /** The latency histogram at the start of the phase (the histograms are cumulative, one per thread). */
 let latencyBase: HistogramValues | null = null;
+let nativeBase: HistogramValues | null = null;
 
 serveChild({
   async start(config: Config) {
@@ -124,6 +127,7 @@ serveChild({
   async reset() {
     const s = running();
     latencyBase = await s.serviceLatency();
+    nativeBase = await s.serviceLatency('native');
     loop.reset();
     base = counts(s);
   },
@@ -133,6 +137,7 @@ serveChild({
     return {
       ...(base ? since(now, base) : now),
       serviceLatency: summary(await s.serviceLatency(), latencyBase),
+      nativeLatency: summary(await s.serviceLatency('native'), nativeBase),
       inFlight: s.engine.inFlight,
       memory: memory(),
       cpuMs: cpuMs(),

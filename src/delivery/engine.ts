@@ -160,6 +160,10 @@ export class Engine implements Delivery {
     return this.first.serviceLatency;
   }
 
+  get nativeLatency() {
+    return this.first.nativeLatency;
+  }
+
   currentSlot(): number {
     return this.leaders.currentSlot();
   }

@@ -66,6 +66,20 @@ export function serviceLatencyHistogram(): Histogram {
   });
 }
 
+/**
+ * The native part of the service-added latency: the first send handed to the QUIC client → the
+ * stream written (the QUIC thread's wake-up, a connection, the peer's stream credit). The rest,
+ * request received → handed over, is the ingress thread's. Same buckets, no registry.
+ */
+export function nativeLatencyHistogram(): Histogram {
+  return new Histogram({
+    name: 'landfall_service_latency_native_seconds',
+    help: "The native QUIC client's part of the service-added latency: first send handed to the QUIC client to first stream written",
+    buckets: SERVICE_LATENCY_BUCKETS,
+    registers: [],
+  });
+}
+
 export function tpuTargets(leaders: Leader[]): string[] {
   const out: string[] = [];
   for (const l of leaders) if (l.tpuQuic) out.push(l.tpuQuic);
@@ -74,6 +88,7 @@ export function tpuTargets(leaders: Leader[]): string[] {
 
 export class FirstSender {
   readonly serviceLatency = serviceLatencyHistogram();
+  readonly nativeLatency = nativeLatencyHistogram();
   /** Signatures sent in `sentSlot` (a resubmission within its slot is not resent). */
   private sentIn = new Set<string>();
   private sentSlot = -1;
@@ -145,6 +160,7 @@ export class FirstSender {
       return false;
     }
     this.serviceLatency.observe(sinceUs / 1e6 + r.elapsedUs / 1e6);
+    this.nativeLatency.observe(r.elapsedUs / 1e6);
     return true;
   }
 }

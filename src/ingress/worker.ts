@@ -105,6 +105,7 @@ let tipFloor: TipFloorView = emptyTipFloor(config.lamportsPerPoint);
 let clusterHealth: ClusterHealth | null = null;
 hub.onAccountsChange = (streams) => post({ type: 'streams', streams });
 telemetry.metrics.registry.registerMetric(first.serviceLatency);
+telemetry.metrics.registry.registerMetric(first.nativeLatency);
 
 /** Questions to the main thread (rare, off the send path), answered by id. */
 let askIds = 0;

@@ -22,6 +22,8 @@ export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
 export interface DeliverySource {
   /** Request received → first QUIC stream written, seconds. */
   readonly serviceLatency: Histogram;
+  /** Its native part: first send handed to the QUIC client → first stream written, seconds. */
+  readonly nativeLatency: Histogram;
   readonly counters: {
     readonly sends: ReadonlyMap<string, { ok: number; failed: number }>;
     readonly drops: ReadonlyMap<string, number>;
@@ -217,6 +219,7 @@ export class Metrics {
   /** Expose the delivery engine: service-added latency, sends per leader, drops, flights, chain view. */
   watchDelivery(engine: DeliverySource): void {
     this.registry.registerMetric(engine.serviceLatency);
+    this.registry.registerMetric(engine.nativeLatency);
     this.counter(
       'landfall_leader_sends_total',
       'Transaction writes to a leader TPU over QUIC, by leader identity and result (ok: stream written; failed: dropped)',

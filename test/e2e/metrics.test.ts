@@ -70,6 +70,7 @@ describe('/metrics', () => {
     const names = new Set(samples.map((x) => x.name));
     for (const name of [
       'landfall_service_latency_seconds_bucket',
+      'landfall_service_latency_native_seconds_bucket',
       'landfall_chain_slot',
       'landfall_chain_synced',
       'landfall_chain_slot_age_seconds',
@@ -143,6 +144,10 @@ describe('/metrics', () => {
     expect(delta('landfall_service_latency_seconds_count')).toBe(accepted);
     expect(delta('landfall_service_latency_seconds_sum')).toBeGreaterThan(0);
     expect(delta('landfall_service_latency_seconds_bucket', { le: '+Inf' })).toBe(accepted);
+    // Its native part (handed to the QUIC client → written) is observed with it, and is a part.
+    expect(delta('landfall_service_latency_native_seconds_count')).toBe(accepted);
+    expect(delta('landfall_service_latency_native_seconds_sum')).toBeGreaterThan(0);
+    expect(delta('landfall_service_latency_native_seconds_sum')).toBeLessThan(delta('landfall_service_latency_seconds_sum'));
     // Fan-out: each first send wrote to at least one leader.
     expect(delta('landfall_leader_sends_total', { result: 'ok' })).toBeGreaterThanOrEqual(accepted);
 

@@ -40,7 +40,7 @@ import { join } from 'node:path';
 import { tempDir } from '../harness/tmp.js';
 import { TxSigner } from './lib/signed.js';
 import { benchPlans, sendBody, startLoadgen, TIP_LAMPORTS, writeItems, type Loadgen } from './lib/stack.js';
-import { finishMachineInfo, machineInfo, machineLine, mdTable, target, targetsTable, warnIfBusy, type Suite, type SuiteResult, type Target } from './lib/suite.js';
+import { finishMachineInfo, machineInfo, machineLine, mdTable, median, target, targetsTable, warnIfBusy, type Suite, type SuiteResult, type Target } from './lib/suite.js';
 
 /** The account's send rate in the limit phases (burst = one second of it). */
 const RATE = 50;
@@ -255,11 +255,6 @@ function withIdle(s: HotPathSide, idleCpuMsPerSec: number): HotPathSide {
   const marginalMs = s.cpuMs - (idleCpuMsPerSec * s.wallMs) / 1000;
   return { ...s, idleCpuMsPerSec, marginalUsPerSend: (1000 * marginalMs) / s.accepted };
 }
-
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** The round whose CPU per send is the median (its other figures with it). */
 function medianRound(rounds: HotPathSide[], idle: number): HotPathSide {

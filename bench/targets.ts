@@ -41,7 +41,7 @@ import {
 } from './lib/phase.js';
 import { allCores, canPin, pin } from './lib/pin.js';
 import { defaultIngressThreads, SINK_CLUSTER, startStack, TIP_LAMPORTS, type Stack } from './lib/stack.js';
-import { finishMachineInfo, fmtOps, fmtRatio, machineInfo, machineLine, mdTable, warnIfBusy, type SuiteResult } from './lib/suite.js';
+import { finishMachineInfo, fmtOps, fmtRatio, machineInfo, machineLine, mdTable, median, warnIfBusy, type SuiteResult } from './lib/suite.js';
 import type { Suite } from './lib/suite.js';
 import type { LatencySummary } from './hosts/landfall.js';
 import { startPeerServer } from './send.js';
@@ -156,13 +156,6 @@ function pinnedTo(server: Server, cpus: string): Server {
 }
 
 // ---- statistics -----------------------------------------------------------------------------
-
-function median(xs: number[]): number {
-  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 function mediansOf(measured: Measured[]): TargetsResult['medians'] {
   const out: TargetsResult['medians'] = {};

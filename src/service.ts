@@ -311,16 +311,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       streamCount: (id) => streamSlots.count(id),
       inFlightCount: (id) => inFlight.count(id),
       async serviceLatency(part: 'whole' | 'native' = 'whole') {
-        const histogram = part === 'native' ? engine.nativeLatency : engine.serviceLatency;
-        const own = (await histogram.get()).values;
-        if (!ingress) return own;
-        const name = (await histogram.get()).name;
+        const own = await (part === 'native' ? engine.nativeLatency : engine.serviceLatency).get();
+        if (!ingress) return own.values;
         const merged = AggregatorRegistry.aggregate([
-          [await histogram.get()],
-          ...(await ingress.gather()).map((json) => json.filter((m) => m.name === name)),
+          [own],
+          ...(await ingress.gather()).map((json) => json.filter((m) => m.name === own.name)),
         ] as Parameters<typeof AggregatorRegistry.aggregate>[0]);
-        const h = merged.getSingleMetric(name);
-        return h ? (await h.get()).values : own;
+        const h = merged.getSingleMetric(own.name);
+        return h ? (await h.get()).values : own.values;
       },
       ingress,
       telemetry,

@@ -162,6 +162,14 @@ export function pooledStats(name: string, roundsMs: ReadonlyArray<readonly numbe
 }
 
 /** One stated target, checked against one measured value. */
+/** The median of `xs`, NaN values left out (NaN if none is left); of an even count, the mean of the middle two. */
+export function median(xs: number[]): number {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
 export interface Target {
   id: string;
   description: string;

@@ -13,6 +13,7 @@ import type { Accepted } from '../delivery/delivery.js';
 import type { Engine } from '../delivery/engine.js';
 import type { StatusRecord } from '../store/records.js';
 import type { Store } from '../store/store.js';
+import { recordBytesIn } from '../store/status-codec.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { Tracker } from '../tracker/tracker.js';
 import { AccountsMirror } from './accounts-kv.js';
@@ -130,10 +131,7 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
     health,
     accepted(batch) {
       for (const a of batch) {
-        const bytes =
-          a.signatureOffset !== undefined && a.blockhashOffset !== undefined
-            ? { signature: a.wire.subarray(a.signatureOffset, a.signatureOffset + 64), blockhash: a.wire.subarray(a.blockhashOffset, a.blockhashOffset + 32) }
-            : undefined;
+        const bytes = a.signatureOffset !== undefined && a.blockhashOffset !== undefined ? recordBytesIn(a.wire, a.signatureOffset, a.blockhashOffset) : undefined;
         events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries }, bytes);
       }
     },

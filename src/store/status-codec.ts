@@ -154,6 +154,14 @@ export interface RecordBytes {
   blockhash: Uint8Array;
 }
 
+/** A record's bytes read in place from its transaction's wire, at the native inspection's offsets. */
+export function recordBytesIn(wire: Buffer, signatureOffset: number, blockhashOffset: number): RecordBytes {
+  return {
+    signature: wire.subarray(signatureOffset, signatureOffset + SIGNATURE_BYTES),
+    blockhash: wire.subarray(blockhashOffset, blockhashOffset + BLOCKHASH_BYTES),
+  };
+}
+
 /** The base58 signature of a status key. */
 export function signatureOfKey(key: Uint8Array): string {
   return base58Encode(key);

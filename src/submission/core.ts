@@ -23,7 +23,7 @@ import { DeliveryError, type Delivery, type SendOptions } from '../delivery/deli
 import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
-import { BLOCKHASH_BYTES, SIGNATURE_BYTES, type RecordBytes } from '../store/status-codec.js';
+import { recordBytesIn } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import { invalidTransaction, Refusal } from './refusals.js';
 
@@ -206,10 +206,7 @@ export class SubmissionCore {
       }
     }
     // The record's key and blockhash, read in place from the wire (not decoded from base58 again).
-    const bytes: RecordBytes = {
-      signature: wire.subarray(tx.signatureOffset, tx.signatureOffset + SIGNATURE_BYTES),
-      blockhash: wire.subarray(tx.blockhashOffset, tx.blockhashOffset + BLOCKHASH_BYTES),
-    };
+    const bytes = recordBytesIn(wire, tx.signatureOffset, tx.blockhashOffset);
     // Idempotence needs only whether a record exists, not the record.
     const known = store.hasStatus(bytes.signature);
     // A new signature takes a place among the account's transactions in flight (given back by

@@ -7,6 +7,8 @@
  *   node --import tsx bench/ingress-ab.ts <dirA> <dirB> [rounds]
  * BENCH_LOAD_MS sets each measured phase (default 8000). BENCH_CPU_PROF=<dir> writes profiles.
  * BENCH_AB_RATE=<req/s> measures at that open-loop rate instead of the maximum (per-wakeup costs).
+ * Each variant's service-added latency (whole and native part) is pooled over its phases: p50,
+ * p99 (bucket bounds) and the share of first sends over 1 ms (exact: 1 ms is a bucket bound).
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -18,6 +20,8 @@ import { tempDir } from '../harness/tmp.js';
 import { benchPlans, freePort, SINK_CLUSTER, startCluster, startLoadgen, TIP_LAMPORTS, writeItems, type Stack } from './lib/stack.js';
 import { TxSigner } from './lib/signed.js';
 import { loopDelaysOf } from './lib/phase.js';
+import type { LatencySummary } from './hosts/landfall.js';
+import { pooledLatency } from './targets.js';
 
 const [dirA, dirB, roundsArg] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: ingress-ab.ts <dirA> <dirB> [rounds]');
@@ -91,6 +95,15 @@ function server(name: string, dir: string): Server {
 }
 
 const results: Record<string, Array<{ rps: number; total: number; byName: Record<string, number>; wakeups: Record<string, number> }>> = { A: [], B: [] };
+const latencies: Record<string, { whole: LatencySummary[]; native: LatencySummary[] }> = { A: { whole: [], native: [] }, B: { whole: [], native: [] } };
+
+/** p50 and p99 (bucket bounds) and the share over 1 ms, for people. */
+function latencyLine(l: LatencySummary | null): string {
+  if (l === null || l.count === 0) return 'none';
+  const within = l.buckets.find((b) => b.leUs === 1000)?.count ?? 0;
+  const bound = (us: number | null): string => (us === null ? '> top' : `≤ ${us} µs`);
+  return `p50 ${bound(l.p50Us)}, p99 ${bound(l.p99Us)}, over 1 ms ${(((l.count - within) / l.count) * 100).toFixed(2)} % of ${l.count}`;
+}
 for (let r = 0; r < rounds; r++) {
   for (const [v, dir] of r % 2 === 0 ? [['A', dirA], ['B', dirB]] : [['B', dirB], ['A', dirA]]) {
     const s = server(v!, dir!);
@@ -115,6 +128,10 @@ for (let r = 0; r < rounds; r++) {
     }
     results[v!]!.push({ rps: Math.round(p.load.achievedRps), total: Math.round(p.cpuPerAcceptedUs), byName, wakeups });
     console.log(v, JSON.stringify(results[v!]!.at(-1)));
+    const service = p.service as { serviceLatency?: LatencySummary; nativeLatency?: LatencySummary } | undefined;
+    if (service?.serviceLatency) latencies[v!]!.whole.push(service.serviceLatency);
+    if (service?.nativeLatency) latencies[v!]!.native.push(service.nativeLatency);
+    console.log(`${v} service-added: ${latencyLine(service?.serviceLatency ?? null)}; native part: ${latencyLine(service?.nativeLatency ?? null)}`);
   }
 }
 await (child as Child | null)?.close();
@@ -124,5 +141,6 @@ tmp.cleanup();
 const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 for (const v of ['A', 'B']) {
   const rs = results[v]!;
+  console.log(`${v} service-added, pooled: ${latencyLine(pooledLatency(latencies[v]!.whole))}; native part: ${latencyLine(pooledLatency(latencies[v]!.native))}`);
   console.log(`${v}: median rps ${med(rs.map((x) => x.rps))}, µs/send ${med(rs.map((x) => x.total))}, ingress(node-worker) ${med(rs.map((x) => x.byName['node-worker'] ?? 0))}, main ${med(rs.map((x) => x.byName['main'] ?? 0))}`);
 }

@@ -247,20 +247,25 @@ async fn streams_beyond_the_per_100ms_limit_are_throttled_not_lost() {
 }
 
 #[tokio::test]
-async fn prewarm_opens_the_connection_before_the_first_send() {
+async fn prewarm_opens_both_lanes_connections_before_the_first_send() {
     let (srv, mut rx) = server_with(19, ServerConfig::default());
     let c = client(20, ClientConfig::default());
     let to = srv.local_addr();
     c.prewarm(&[to]);
-    wait_until("the prewarmed connection", || srv.stats().connections_open == 1).await;
-    wait_until("the client to see it", || c.peer_stats().first().is_some_and(|p| p.connected)).await;
+    // One connection for first sends, one for everything else (`client.rs`, "Lanes").
+    wait_until("the prewarmed connections", || srv.stats().connections_open == 2).await;
+    wait_until("the client to see them", || c.peer_stats().first().is_some_and(|p| p.connects == 2)).await;
     let o = c.send(to, payload(1, 100)).await;
     assert_written(&o);
-    assert!(o.reused, "the first send must use the prewarmed connection");
+    assert!(o.reused, "a plain send must use its lane's prewarmed connection");
+    let first = c.dispatch_by(&[to], payload(2, 100), Duration::from_millis(500)).first_written().await;
+    let written = first.written.expect("the first send is written");
+    assert!(written.reused, "a first send must use its lane's prewarmed connection");
     recv(&mut rx).await;
-    assert_eq!(srv.stats().connections_accepted, 1);
+    recv(&mut rx).await;
+    assert_eq!(srv.stats().connections_accepted, 2);
     let peer = &c.peer_stats()[0];
-    assert!(peer.rtt_us.is_some_and(|rtt| rtt > 0), "{peer:?}");
+    assert!(peer.connected && peer.rtt_us.is_some_and(|rtt| rtt > 0), "{peer:?}");
     srv.close().await;
 }
 

@@ -116,10 +116,10 @@ async fn a_deadline_send_settles_by_its_deadline_and_is_never_written_later() {
     // and the next send uses that connection.
     srv.set_faults(Faults::default());
     wait_until("the handshake to complete", || c.peer_stats()[0].connected).await;
-    let next = c.send(to, payload(2, 100)).await;
-    assert!(next.ok() && next.reused, "{next:?}");
-    // One connection, so one writer in queue order: had the first transaction been written, it
-    // would have arrived before this one.
+    let next = c.dispatch_by(&[to], payload(2, 100), Duration::from_secs(5)).first_written().await;
+    assert!(next.written.as_ref().is_some_and(|o| o.reused), "{next:?}");
+    // The same lane and connection, so one writer in queue order: had the first transaction
+    // been written, it would have arrived before this one.
     assert_eq!(recv(&mut rx).await.bytes, payload(2, 100));
     assert_eq!(srv.stats().accepted_txs, 1, "the transaction answered as not written never arrives");
     let counts = c.drain_outcomes();
@@ -133,9 +133,10 @@ async fn a_deadline_send_with_a_silent_and_a_live_target_is_written_to_the_live_
     let (silent, _silent_rx) = server(7);
     let (live, mut rx) = server(8);
     let c = client(9, quick());
-    // Both connected; then one goes silent past the alive window.
+    // Both connected (the first sends' lane); then one goes silent past the alive window.
     for srv in [&silent, &live] {
-        assert!(c.send(srv.local_addr(), payload(0, 50)).await.ok());
+        let first = c.dispatch_by(&[srv.local_addr()], payload(0, 50), Duration::from_secs(5)).first_written().await;
+        assert!(first.written.is_some(), "{first:?}");
     }
     recv(&mut rx).await;
     black_hole(&silent);

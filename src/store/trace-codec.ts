@@ -43,6 +43,8 @@ export const REASONS = [
   'client_closed',
   'connection_stale',
   'deadline',
+  // No longer produced (first sends have a connection of their own, so nothing gives way to
+  // them); kept so traces stored with it still decode.
   'busy',
 ] as const;
 

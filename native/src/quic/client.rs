@@ -1,11 +1,11 @@
-//! The TPU QUIC client: one endpoint per identity for the whole process, one connection per
-//! validator TPU address, reused for every transaction.
+//! The TPU QUIC client: one endpoint per identity for the whole process, two connections per
+//! validator TPU address (one per lane, below), reused for every transaction.
 //!
-//! Each peer (TPU socket address) has a bounded queue and one task that owns its connection and
-//! writes the queued transactions one stream at a time. One writer per connection is what
-//! Agave's `tpu-client-next` does and measured best: streams written concurrently on one
-//! connection interleave their frames, and a validator then waits longer for any one
-//! transaction to be complete. A full queue refuses at once (`queue_full`) instead of growing.
+//! Each peer (TPU socket address) has per lane a bounded queue and one task that owns the lane's
+//! connection and writes the queued transactions one stream at a time. One writer per
+//! connection is what Agave's `tpu-client-next` does and measured best: streams written
+//! concurrently on one connection interleave their frames, and a validator then waits longer
+//! for any one transaction to be complete. A full queue refuses at once (`queue_full`) instead of growing.
 //!
 //! A peer that closes the connection (any of Agave's close codes: 1 dropped, 2 disallowed,
 //! 4 too many, 5 invalid stream, or a refusal) or cannot be reached is put in back-off (the
@@ -31,15 +31,19 @@
 //!
 //! Connections are dialled by a task of their own, never by a send (`dialer.rs`).
 //!
-//! Lanes: each peer has two queues. Sends with a deadline (`dispatch_by`, the hot path's first
-//! sends) go before everything else queued for the peer (rebroadcast rounds, plain sends,
-//! prewarms), and a queued send that is waiting for the peer's stream credit gives way to a
-//! first send that arrives meanwhile: it fails with `busy`, having opened nothing, and the first
-//! send is written next. A validator that throttles us stops reading our streams and the
-//! credit runs out; with one queue, rounds waiting for it up to `send_timeout` each filled the
-//! queue, and a first send behind them missed its deadline on every leader. Waiting for credit
-//! is otherwise right: a round of more than the peer's 128 concurrent streams always outruns
-//! the credit for a round trip, and a write that did not wait would be lost for nothing.
+//! Lanes: each peer has two, each a queue, a task and a connection of its own. Sends with a
+//! deadline (`dispatch_by`, the hot path's first sends) take the first lane; everything else
+//! (rebroadcast rounds, plain sends) the other. A connection has a limited number of streams in
+//! flight (the peer's stream credit, 128 or fewer on Agave), and a round to a leader of more
+//! transactions than that outruns the credit for a round trip each time: its writes wait for
+//! the peer to read. On one connection, a first send arriving then waited too, behind credit the
+//! round held (about 1 % of first sends under load, up to ~5 ms: the service-added p99). With a
+//! connection of its own it finds the credit its lane did not spend. Waiting for credit is
+//! otherwise right: a write that did not wait would be lost for nothing. A validator that
+//! throttles a sender throttles both its connections (Agave counts an unstaked sender's streams
+//! per IP address); each lane then waits for its own credit, and the first sends, few, are
+//! not queued behind thousands of round writes. The price is a second handshake, keep-alive
+//! and prewarm per leader, and a lane's failures put only that lane in back-off.
 //!
 //! Deadlines ([`QuicClient::dispatch_by`], the hot path's first send): the transaction is
 //! written by the deadline or never. Its sends to the different peers share a [`Gate`]; a
@@ -63,7 +67,7 @@ use super::dispatched::{outcome, Dispatched, Pending};
 use super::gate::Gate;
 use super::heard::{Heard, HeardSocket};
 use super::outcome::{failed, FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, Tally};
-use super::worker::{run_peer, Job, PeerState};
+use super::worker::{run_lane, Job, Lane, PeerState};
 use super::{lock, runtime, tls, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
 use quinn::{Endpoint, EndpointConfig, TokioRuntime};
@@ -93,8 +97,9 @@ pub struct QuicClient {
 
 #[derive(Clone)]
 struct PeerHandle {
-    /// First sends (with a deadline): served before `queue` (see "Lanes").
+    /// First sends (with a deadline): a lane and a connection of their own (see "Lanes").
     urgent: mpsc::Sender<Job>,
+    /// Everything else.
     queue: mpsc::Sender<Job>,
     state: Arc<PeerState>,
 }
@@ -220,12 +225,14 @@ impl QuicClient {
         out
     }
 
-    /// Open connections to `addrs` ahead of the first send (peers in back-off are skipped
-    /// until it expires). Returns at once; connections come up in the background.
+    /// Open connections to `addrs` ahead of the first send, both lanes' (lanes in back-off
+    /// are skipped until it expires). Returns at once; connections come up in the background.
     pub fn prewarm(&self, addrs: &[SocketAddr]) {
         for &addr in addrs {
+            let peer = self.peer(addr);
             // A full queue means sends are pending, which connect anyway.
-            let _ = self.peer(addr).queue.try_send(Job::Prewarm);
+            let _ = peer.urgent.try_send(Job::Prewarm);
+            let _ = peer.queue.try_send(Job::Prewarm);
         }
     }
 
@@ -272,14 +279,15 @@ impl QuicClient {
         Err(failed(addr, started, refused))
     }
 
-    /// The queues and state of `addr`, starting its task on first use.
+    /// The queues and state of `addr`, starting its lanes' tasks on first use.
     fn peer(&self, addr: SocketAddr) -> PeerHandle {
         let mut peers = lock(&self.peers);
         let handle = peers.entry(addr).or_insert_with(|| {
             let (urgent, urgent_jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let (queue, jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let state = Arc::new(PeerState::new(addr, self.dialer.heard.register(addr)));
-            runtime().spawn(run_peer(state.clone(), urgent_jobs, jobs, self.dialer.clone()));
+            runtime().spawn(run_lane(state.clone(), Lane::First, urgent_jobs, self.dialer.clone()));
+            runtime().spawn(run_lane(state.clone(), Lane::Rest, jobs, self.dialer.clone()));
             PeerHandle { urgent, queue, state }
         });
         handle.clone()

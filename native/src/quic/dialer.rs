@@ -8,7 +8,7 @@ use super::heard::Heard;
 use super::outcome::{Close, FailReason, Failure};
 use super::runtime;
 use super::tls;
-use super::worker::{Acquired, PeerState};
+use super::worker::{Acquired, Lane, PeerState};
 use quinn::{ConnectError, Connection, ConnectionError, Endpoint};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,11 +28,11 @@ pub(super) struct Dialer {
 }
 
 impl Dialer {
-    /// The peer's live connection (`reused` = true), or the one the handshake this send started
-    /// or joined established, or why there is none. With a gate, waits for a handshake no
-    /// longer than its deadline; the handshake itself goes on, for the next send.
-    pub(super) async fn connection(self: &Arc<Self>, state: &Arc<PeerState>, gate: Option<&Gate>) -> Result<(Connection, bool), Failure> {
-        let mut dialing = match state.acquire(self) {
+    /// The live connection of the peer's `lane` (`reused` = true), or the one the handshake this
+    /// send started or joined established, or why there is none. With a gate, waits for a
+    /// handshake no longer than its deadline; the handshake itself goes on, for the next send.
+    pub(super) async fn connection(self: &Arc<Self>, state: &Arc<PeerState>, lane: Lane, gate: Option<&Gate>) -> Result<(Connection, bool), Failure> {
+        let mut dialing = match state.acquire(self, lane) {
             Acquired::Live(conn) => return Ok((conn, true)),
             Acquired::Failed(f) => return Err(f),
             Acquired::Dialing(dialing) => dialing,
@@ -70,20 +70,20 @@ impl Dialer {
     }
 }
 
-/// A peer's handshake, in a task of its own (see the module doc): its end is recorded in the
-/// peer's state and handed to every send waiting for it.
-pub(super) async fn dial(dialer: Arc<Dialer>, state: Arc<PeerState>, done: watch::Sender<Option<Dialed>>) {
+/// A handshake for the peer's `lane`, in a task of its own (see the module doc): its end is
+/// recorded in the lane's state and handed to every send waiting for it.
+pub(super) async fn dial(dialer: Arc<Dialer>, state: Arc<PeerState>, lane: Lane, done: watch::Sender<Option<Dialed>>) {
     let result = dialer.handshake(state.addr).await;
-    let dialed = state.dialed(result, &dialer);
+    let dialed = state.dialed(lane, result, &dialer);
     if let Ok(conn) = &dialed {
-        runtime().spawn(watch_close(conn.clone(), state.clone(), dialer.cfg.clone()));
+        runtime().spawn(watch_close(conn.clone(), state.clone(), lane, dialer.cfg.clone()));
     }
     done.send_replace(Some(dialed));
 }
 
 /// Notices a peer closing the connection while nothing is being sent, so the back-off starts
 /// then and not at the next send.
-async fn watch_close(conn: Connection, state: Arc<PeerState>, cfg: ClientConfig) {
+async fn watch_close(conn: Connection, state: Arc<PeerState>, lane: Lane, cfg: ClientConfig) {
     let err = conn.closed().await;
-    state.note_closed(conn.stable_id(), &err, &cfg);
+    state.note_closed(lane, conn.stable_id(), &err, &cfg);
 }

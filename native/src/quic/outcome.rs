@@ -36,15 +36,11 @@ pub enum FailReason {
     ConnectionStale,
     /// The caller's deadline passed before the transaction was written; it never will be.
     Deadline,
-    /// A send without a deadline (a rebroadcast round's, say) was waiting for the peer's stream
-    /// credit when a first send to the same peer arrived, and gave way to it: nothing was opened
-    /// or written (see `client.rs`, "Lanes").
-    Busy,
 }
 
 impl FailReason {
     /// Every reason, in declaration order (the order [`QuicClient::drain_outcomes`] lists them).
-    pub const ALL: [FailReason; 13] = [
+    pub const ALL: [FailReason; 12] = [
         FailReason::Empty,
         FailReason::TooLarge,
         FailReason::QueueFull,
@@ -57,7 +53,6 @@ impl FailReason {
         FailReason::ClientClosed,
         FailReason::ConnectionStale,
         FailReason::Deadline,
-        FailReason::Busy,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -74,7 +69,6 @@ impl FailReason {
             FailReason::ClientClosed => "client_closed",
             FailReason::ConnectionStale => "connection_stale",
             FailReason::Deadline => "deadline",
-            FailReason::Busy => "busy",
         }
     }
 }

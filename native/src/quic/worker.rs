@@ -1,6 +1,7 @@
-//! A peer's worker: its shared state (counters, when it was last heard from, its [`Link`] state
-//! machine behind a mutex) and the task that takes its queue in order, one transaction at a
-//! time, over one connection (see `client.rs` for why one writer per connection).
+//! A peer's workers: its shared state (counters, when it was last heard from, and per lane a
+//! [`Link`] state machine behind a mutex) and the two tasks, one per [`Lane`], that each take
+//! their queue in order, one transaction at a time, over the lane's own connection (see
+//! `client.rs` for why one writer per connection, and why first sends have a lane of their own).
 
 use super::config::ClientConfig;
 use super::dialer::{dial, Dialed, Dialer};
@@ -51,6 +52,24 @@ pub(super) enum Acquired {
     Dialing(DialWait),
 }
 
+/// A peer's two lanes, each a queue, a task and a connection of its own (see `client.rs`, "Lanes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Lane {
+    /// Sends with a deadline: the hot path's first sends.
+    First,
+    /// Everything else: rebroadcast rounds, plain sends.
+    Rest,
+}
+
+/// One lane's connection state.
+#[derive(Default)]
+struct LaneState {
+    link: Mutex<Link<Connection, DialWait>>,
+    /// Since when the lane's writer has been waiting for the peer's stream credit (None: not
+    /// waiting). Set only when a stream cannot be opened at once, so the fast path reads no clock.
+    credit_wait: Mutex<Option<Instant>>,
+}
+
 pub(super) struct PeerState {
     pub(super) addr: SocketAddr,
     pub(super) counters: PeerCounters,
@@ -59,15 +78,24 @@ pub(super) struct PeerState {
     pub(super) tally: Tally,
     /// When the peer was last heard from (stamped by the endpoint's socket).
     heard: Arc<LastHeard>,
-    link: Mutex<Link<Connection, DialWait>>,
-    /// Since when the writer has been waiting for the peer's stream credit (None: not waiting).
-    /// Set only when a stream cannot be opened at once, so the fast path reads no clock.
-    credit_wait: Mutex<Option<Instant>>,
+    first: LaneState,
+    rest: LaneState,
 }
 
 impl PeerState {
     pub(super) fn new(addr: SocketAddr, heard: Arc<LastHeard>) -> Self {
-        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, link: Mutex::new(Link::default()), credit_wait: Mutex::new(None) }
+        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, first: LaneState::default(), rest: LaneState::default() }
+    }
+
+    fn lane(&self, lane: Lane) -> &LaneState {
+        match lane {
+            Lane::First => &self.first,
+            Lane::Rest => &self.rest,
+        }
+    }
+
+    fn lanes(&self) -> [&LaneState; 2] {
+        [&self.first, &self.rest]
     }
 
     /// The connection a send can use (see [`Acquired`]), deciding on the way:
@@ -77,10 +105,10 @@ impl PeerState {
     ///   closed, recorded as a failure (back-off), and the caller gets `connection_stale`;
     /// - with no connection and no back-off, a handshake is started (in a task of its own) if
     ///   none is under way.
-    pub(super) fn acquire(self: &Arc<Self>, dialer: &Arc<Dialer>) -> Acquired {
+    pub(super) fn acquire(self: &Arc<Self>, dialer: &Arc<Dialer>, lane: Lane) -> Acquired {
         let cfg = &dialer.cfg;
         let now = Instant::now();
-        let mut link = lock(&self.link);
+        let mut link = lock(&self.lane(lane).link);
         if let Some(conn) = link.live().cloned() {
             match conn.close_reason() {
                 Some(err) => Self::closed(&mut link, &err, now, cfg),
@@ -111,7 +139,7 @@ impl PeerState {
                 let (done, dialing) = watch::channel(None);
                 link.start_dial(dialing.clone());
                 drop(link);
-                runtime().spawn(dial(dialer.clone(), self.clone(), done));
+                runtime().spawn(dial(dialer.clone(), self.clone(), lane, done));
                 Acquired::Dialing(dialing)
             }
         }
@@ -119,9 +147,9 @@ impl PeerState {
 
     /// A handshake's end, recorded under the lock together with the end of `Dialing`, so a
     /// send sees either the handshake under way or its result, never neither.
-    pub(super) fn dialed(&self, result: Result<Connection, (Failure, Option<Close>)>, dialer: &Dialer) -> Dialed {
+    pub(super) fn dialed(&self, lane: Lane, result: Result<Connection, (Failure, Option<Close>)>, dialer: &Dialer) -> Dialed {
         let now = Instant::now();
-        let mut link = lock(&self.link);
+        let mut link = lock(&self.lane(lane).link);
         match result {
             Ok(conn) => match link.connected(conn.clone(), now) {
                 Ok(()) => {
@@ -143,9 +171,9 @@ impl PeerState {
         }
     }
 
-    /// The watcher's report that connection `id` closed with `err`.
-    pub(super) fn note_closed(&self, id: usize, err: &ConnectionError, cfg: &ClientConfig) {
-        let mut link = lock(&self.link);
+    /// The watcher's report that `lane`'s connection `id` closed with `err`.
+    pub(super) fn note_closed(&self, lane: Lane, id: usize, err: &ConnectionError, cfg: &ClientConfig) {
+        let mut link = lock(&self.lane(lane).link);
         if link.live().is_some_and(|c| c.stable_id() == id) {
             Self::closed(&mut link, err, Instant::now(), cfg);
         }
@@ -160,16 +188,17 @@ impl PeerState {
         }
     }
 
-    /// Close the open connection once the peer has acknowledged `unacked` (or `CLOSE_LINGER`
-    /// has passed), so transactions reported written are not thrown away by the close. With
-    /// `shut`, the peer is shut first (nothing dials any more).
-    async fn close_live(&self, unacked: &mut Unacked, reason: &[u8], shut: bool) {
-        let shut_conn = if shut { lock(&self.link).shut() } else { None };
+    /// Close `lane`'s open connection once the peer has acknowledged `unacked` (or
+    /// `CLOSE_LINGER` has passed), so transactions reported written are not thrown away by the
+    /// close. With `shut`, the lane is shut first (nothing dials on it any more).
+    async fn close_live(&self, lane: Lane, unacked: &mut Unacked, reason: &[u8], shut: bool) {
+        let link = &self.lane(lane).link;
+        let shut_conn = if shut { lock(link).shut() } else { None };
         let deadline = tokio::time::Instant::now() + CLOSE_LINGER;
         for stream in unacked.take() {
             let _ = tokio::time::timeout_at(deadline, stream.stopped()).await;
         }
-        let conn = if shut { shut_conn } else { lock(&self.link).dropped() };
+        let conn = if shut { shut_conn } else { lock(link).dropped() };
         if let Some(conn) = conn {
             conn.close(VarInt::from_u32(0), reason);
         }
@@ -191,15 +220,22 @@ impl PeerState {
         SendOutcome { addr: self.addr, reason, code, detail, elapsed_us: micros(queued_at), reused }
     }
 
+    /// The peer's counters and connection state, both lanes together: connected while either
+    /// lane is (the round-trip time is the first lane's where it is up); the last close, failure
+    /// count and back-off of the lane that fared worse; the longer wait for credit.
     pub(super) fn stats(&self, queued: usize, heard: &Heard) -> PeerStats {
         let now = Instant::now();
-        let link = lock(&self.link);
+        let [first, rest] = self.lanes().map(|l| lock(&l.link));
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let live = link.live().filter(|c| c.close_reason().is_none());
+        let open = |link: &Link<Connection, DialWait>| link.live().filter(|c| c.close_reason().is_none()).cloned();
+        let live = open(&first).or_else(|| open(&rest));
+        // The lane in the longer back-off, else the one with more failures since it was healthy.
+        let link = if (rest.backoff_left(now), rest.failures()) > (first.backoff_left(now), first.failures()) { &rest } else { &first };
+        let waiting = self.lanes().into_iter().filter_map(|l| *lock(&l.credit_wait)).min();
         PeerStats {
             addr: self.addr,
             connected: live.is_some(),
-            rtt_us: live.map(|c| u64::try_from(c.rtt().as_micros()).unwrap_or(u64::MAX)),
+            rtt_us: live.as_ref().map(|c| u64::try_from(c.rtt().as_micros()).unwrap_or(u64::MAX)),
             sent: get(&self.counters.sent),
             failed: get(&self.counters.failed),
             dropped: get(&self.counters.dropped),
@@ -212,95 +248,63 @@ impl PeerState {
             // could send while up to a millisecond of it was left, and be refused `backoff`).
             backoff_remaining_ms: u64::try_from(link.backoff_left(now).as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
             quiet_ms: heard.quiet_for(&self.heard, now).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            credit_wait_ms: lock(&self.credit_wait).map(|since| u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)),
+            credit_wait_ms: waiting.map(|since| u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)),
         }
     }
 }
 
-/// A peer's task: takes its queues one transaction at a time, over one connection. First sends
-/// (`urgent`: sends with a deadline) go before everything queued in `jobs` (rebroadcast rounds,
-/// plain sends, prewarms); a send from `jobs` waiting for the peer's stream credit gives way
-/// to a first send that arrives meanwhile (see `client.rs`, "Lanes").
-pub(super) async fn run_peer(state: Arc<PeerState>, mut urgent: mpsc::Receiver<Job>, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
+/// One lane's task: takes its queue one transaction at a time, over the lane's own connection.
+/// A prewarm opens the lane's connection; a connection the lane has not used for `unused_close`
+/// is closed.
+pub(super) async fn run_lane(state: Arc<PeerState>, lane: Lane, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
     // Streams written but maybe not yet acknowledged by the peer.
     let mut unacked = Unacked::default();
-    // A first send taken while a queued send waited for credit: served next.
-    let mut next: Option<Job> = None;
     loop {
-        let job = match next.take() {
-            Some(job) => job,
-            None => tokio::select! {
-                biased;
-                Some(job) = urgent.recv() => job,
-                job = jobs.recv() => match job {
-                    Some(job) => job,
-                    None => break,
-                },
-                () = tokio::time::sleep(dialer.cfg.unused_close) => {
-                    state.close_live(&mut unacked, b"unused", false).await;
-                    continue;
-                }
+        let job = tokio::select! {
+            job = jobs.recv() => match job {
+                Some(job) => job,
+                None => break,
             },
+            () = tokio::time::sleep(dialer.cfg.unused_close) => {
+                state.close_live(lane, &mut unacked, b"unused", false).await;
+                continue;
+            }
         };
         match job {
             Job::Prewarm => {
                 // Starts the handshake if there is no connection (or drops a stale one: every
                 // slot's prewarm sweeps the next leaders' connections); never waits for it.
-                let _ = state.acquire(&dialer);
+                let _ = state.acquire(&dialer, lane);
             }
             Job::Send { tx, queued_at, reply, gate } => {
-                // Only a send without a deadline gives way; a first send never does.
-                let give_way = gate.is_none().then_some(GiveWay { urgent: &mut urgent, taken: &mut next });
-                let (reused, written) = send_one(&dialer, &state, tx, gate.as_deref(), &mut unacked, give_way).await;
+                let (reused, written) = send_one(&dialer, &state, lane, tx, gate.as_deref(), &mut unacked).await;
                 // The caller may have stopped waiting; nothing to do then.
                 let _ = reply.send(state.outcome(queued_at, reused, written));
             }
         }
     }
-    state.close_live(&mut unacked, b"client closed", true).await;
+    state.close_live(lane, &mut unacked, b"client closed", true).await;
 }
 
-/// A queued send's way to give way: while it waits for stream credit, a first send arriving on
-/// `urgent` is taken into `taken` (served next) and the send fails with `busy`.
-struct GiveWay<'a> {
-    urgent: &'a mut mpsc::Receiver<Job>,
-    taken: &'a mut Option<Job>,
-}
-
-/// One queued transaction to this peer: a live connection (or the handshake's), then the
-/// write. With a gate, nothing is started past its deadline and no wait outlasts it.
-async fn send_one(
-    dialer: &Arc<Dialer>,
-    state: &Arc<PeerState>,
-    tx: Bytes,
-    gate: Option<&Gate>,
-    unacked: &mut Unacked,
-    give_way: Option<GiveWay<'_>>,
-) -> (bool, Result<(), Failure>) {
+/// One queued transaction to this peer: a live connection of `lane` (or the handshake's), then
+/// the write. With a gate, nothing is started past its deadline and no wait outlasts it.
+async fn send_one(dialer: &Arc<Dialer>, state: &Arc<PeerState>, lane: Lane, tx: Bytes, gate: Option<&Gate>, unacked: &mut Unacked) -> (bool, Result<(), Failure>) {
     if let Some(g) = gate.filter(|g| g.passed()) {
         return (false, Err(g.missed()));
     }
-    let (conn, reused) = match dialer.connection(state, gate).await {
+    let (conn, reused) = match dialer.connection(state, lane, gate).await {
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate, give_way, &state.credit_wait).await.map(|stream| unacked.push(stream));
+    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate, &state.lane(lane).credit_wait).await.map(|stream| unacked.push(stream));
     (reused, written)
 }
 
 /// One transaction on one new unidirectional stream: open, write, finish. Hands back the
 /// finished stream, whose acknowledgement a graceful close waits for. A gate's deadline, when
 /// it comes before `limit`, cuts the write short the same way, and the gate must be claimed
-/// before the stream is finished. With `give_way`, the wait for a stream (the peer's stream
-/// credit) ends with `busy` when a first send arrives; nothing was opened then.
-async fn write_tx(
-    conn: &Connection,
-    tx: Bytes,
-    limit: Duration,
-    gate: Option<&Gate>,
-    give_way: Option<GiveWay<'_>>,
-    credit_wait: &Mutex<Option<Instant>>,
-) -> Result<SendStream, Failure> {
+/// before the stream is finished.
+async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>, credit_wait: &Mutex<Option<Instant>>) -> Result<SendStream, Failure> {
     let own = Instant::now() + limit;
     let by_gate = gate.filter(|g| g.at < own);
     let deadline = tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at));
@@ -312,21 +316,9 @@ async fn write_tx(
         Poll::Ready(opened) => Ok(opened),
         Poll::Pending => {
             *lock(credit_wait) = Some(Instant::now());
-            let timed = tokio::time::timeout_at(deadline, open);
-            // None: gave way to a first send (taken, to be served next) before any credit came.
-            let waited = match give_way {
-                None => Some(timed.await),
-                Some(GiveWay { urgent, taken }) => tokio::select! {
-                    biased;
-                    opened = timed => Some(opened),
-                    Some(job) = urgent.recv() => {
-                        *taken = Some(job);
-                        None
-                    }
-                },
-            };
+            let waited = tokio::time::timeout_at(deadline, open).await;
             *lock(credit_wait) = None;
-            waited.ok_or_else(|| Failure::new(FailReason::Busy, "gave way to a first send while waiting for the peer's stream credit"))?
+            waited
         }
     };
     let mut stream = match opened {

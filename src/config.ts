@@ -63,6 +63,14 @@ export interface Config {
    * thread nears a whole core (many ingress threads on a large machine).
    */
   quicThreads: number;
+  /**
+   * Niceness of the first sends' own QUIC thread (-20..19; 0 leaves it as the process's).
+   * Default -10: on a busy machine that thread, woken for a first send, otherwise waits for a
+   * CPU, and that wait was the whole tail of the service-added latency (docs/performance.md).
+   * Lowering it needs `CAP_SYS_NICE` (or root); without, the service says so once at start and
+   * the thread runs at the process's priority.
+   */
+  quicFirstSendNice: number;
   /** Tip addresses (base58); null uses (or creates) the data directory's own eight. */
   tipAddresses: string[] | null;
   /**
@@ -126,6 +134,7 @@ export const DEFAULT_CONFIG: Config = {
   fanout: 2,
   ingressThreads: Math.max(1, availableParallelism() - 1),
   quicThreads: 1,
+  quicFirstSendNice: -10,
   tipAddresses: null,
   tipRentCheck: 'warn',
   localnet: { validators: 4, slotMs: 400, rpcPort: 0 },
@@ -165,6 +174,7 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
   ...NATS_ENV,
   LANDFALL_ACK_SYNC_MS: 'ackSyncMs',
   LANDFALL_QUIC_THREADS: 'quicThreads',
+  LANDFALL_QUIC_FIRST_SEND_NICE: 'quicFirstSendNice',
 };
 
 /**
@@ -365,6 +375,14 @@ function nonNegativeIntOf(v: unknown, name: string, max = 64): number {
   return n;
 }
 
+function niceOf(v: unknown): number {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < -20 || n > 19) {
+    throw new LandfallError('CONFIG_INVALID', `quicFirstSendNice must be an integer -20..19, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
 function portOf(v: unknown, name: string): number {
   const n = typeof v === 'string' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 65535) {
@@ -433,6 +451,7 @@ export function loadConfig(
     fanout: positiveOf(merged.fanout, 'fanout', true),
     ingressThreads: nonNegativeIntOf(merged.ingressThreads, 'ingressThreads'),
     quicThreads: positiveOf(nonNegativeIntOf(merged.quicThreads, 'quicThreads'), 'quicThreads', true),
+    quicFirstSendNice: niceOf(merged.quicFirstSendNice),
     tipAddresses: tipAddressesOf(merged.tipAddresses),
     tipRentCheck: tipRentCheckOf(merged.tipRentCheck),
     localnet: localnetOf(merged.localnet, merged.localnetRpcPort),

@@ -118,6 +118,21 @@ export function setQuicThreads(threads: number): void {
   }
 }
 
+/**
+ * Start the first sends' own QUIC thread at niceness `nice` (`quicFirstSendNice`) and say what
+ * it got: `{ nice }`, or `{ error }` when the OS refused (lowering it needs `CAP_SYS_NICE`; the
+ * thread then runs at the process's priority). Before the process's first QUIC send; afterwards
+ * only the value it started with is accepted, anything else is `CONFIG_INVALID`.
+ */
+export function setQuicFirstSendNice(nice: number): { nice?: number; error?: string } {
+  try {
+    const got = addon.setQuicFirstSendNice(nice);
+    return got.error != null ? { error: got.error } : { nice: got.nice ?? 0 };
+  } catch (e) {
+    throw new LandfallError('CONFIG_INVALID', (e as Error).message);
+  }
+}
+
 export const base58Encode = addon.base58Encode;
 export function base58Decode(text: string): Buffer {
   try {

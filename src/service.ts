@@ -22,7 +22,7 @@ import { ensurePortFree, isLoopback, listen, type RunningServer } from './http/s
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
-import { ACCOUNT_SLOTS, setQuicThreads, TipSet } from './native.js';
+import { ACCOUNT_SLOTS, setQuicFirstSendNice, setQuicThreads, TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { StoreHealth } from './store/store-health.js';
 import type { StatusRecord } from './store/records.js';
@@ -93,6 +93,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   try {
     const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
+    // Before the first send: the first sends' own QUIC thread, at its priority if the OS allows.
+    const firstSends = setQuicFirstSendNice(config.quicFirstSendNice);
+    if (firstSends.error !== undefined) telemetry.log.warn({ quicFirstSendNice: config.quicFirstSendNice }, firstSends.error);
     // One store state for every thread; the probe (this thread) knows at once if the disk is full.
     const storeHealth = new StoreHealth();
     const store = Store.open(config.dataDir, { health: storeHealth, log: telemetry.log, ackSyncMs: config.ackSyncMs });

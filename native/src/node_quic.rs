@@ -331,7 +331,9 @@ impl QuicClient {
             Some(budget) => client.dispatch_by(&targets.addrs, tx, budget),
             None => client.dispatch(&targets.addrs, tx),
         };
-        runtime().spawn(async move {
+        // Gathered on the first sends' thread, as they are written: the answer does not wait for
+        // the shared runtime's thread (busy with rebroadcast rounds, or waiting for a CPU).
+        quic::first_runtime().spawn(async move {
             let first = dispatched.first_written().await;
             let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(targets.name(o.addr)));
             let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((targets.name(o.addr), o))).collect();
@@ -458,4 +460,35 @@ pub fn send_outcome_reasons() -> Vec<&'static str> {
 #[napi]
 pub fn set_quic_threads(threads: u32) -> Result<(), JsCode> {
     quic::set_runtime_threads(threads as usize).map_err(|e| to_js(&e))
+}
+
+/// Start the first sends' own QUIC thread (`landfall-first`) with niceness `nice` (-20..=19;
+/// 0 leaves it as the process's) and say what it got: `{ nice }`, or `{ error }` when the OS
+/// refused (lowering it needs `CAP_SYS_NICE`; the thread then runs at the process's priority).
+/// A client's first send starts that thread too, with -10, so call this before the first
+/// `QuicClient` sends; afterwards only the value it started with is accepted (the result it got
+/// is returned again), anything else is `QUIC_INVALID_OPTION`.
+#[napi]
+pub fn set_quic_first_send_nice(nice: i32) -> Result<FirstSendPriority, JsCode> {
+    quic::start_first_sends(nice).map(priority_of).map_err(|e| to_js(&e))
+}
+
+fn priority_of(r: std::result::Result<i32, String>) -> FirstSendPriority {
+    match r {
+        Ok(nice) => FirstSendPriority { nice: Some(nice), error: None },
+        Err(error) => FirstSendPriority { nice: None, error: Some(error) },
+    }
+}
+
+/// What the first sends' thread got: `{ nice }` it runs at, or `{ error }` saying why it could
+/// not have the niceness asked for (it then runs at the process's); null before it starts.
+#[napi(object)]
+pub struct FirstSendPriority {
+    pub nice: Option<i32>,
+    pub error: Option<String>,
+}
+
+#[napi]
+pub fn quic_first_send_priority() -> Option<FirstSendPriority> {
+    quic::first_send_priority().map(priority_of)
 }

@@ -10,7 +10,7 @@
 //! a row. First sends now have a lane of their own, with a connection of its own (and so stream
 //! credit the rounds cannot use up).
 
-use landfall_native::quic::{ClientConfig, Faults, ServerConfig};
+use landfall_native::quic::{runtime, ClientConfig, Faults, ServerConfig};
 use std::time::Duration;
 
 mod quic_common;
@@ -75,5 +75,30 @@ async fn a_first_send_does_not_wait_for_stream_credit_a_round_holds() {
         got.insert(recv(&mut rx).await.bytes);
     }
     assert!(got.contains(&payload(9, 200)));
+    srv.close().await;
+}
+
+#[tokio::test]
+async fn a_first_send_is_written_while_the_shared_runtime_thread_is_held() {
+    let (srv, mut rx) = server(5);
+    let to = srv.local_addr();
+    let c = client(6, ClientConfig::default());
+    c.prewarm(&[to]);
+    wait_until("both lanes to connect", || c.peer_stats()[0].connects == 2).await;
+    // The shared runtime's only thread is held until the first send is written, as a slot's
+    // rebroadcast burst holds it, or as the OS does when it gives that thread no CPU.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (holding, started) = std::sync::mpsc::channel::<()>();
+    runtime().spawn(async move {
+        holding.send(()).expect("test waiting");
+        let _ = held.recv_timeout(WAIT);
+    });
+    started.recv_timeout(WAIT).expect("the shared runtime's thread is held");
+    // First sends have a thread of their own (`landfall-first`): written all the same. (On the
+    // shared runtime it waited for the thread and missed its deadline.)
+    let first = c.dispatch_by(&[to], payload(11, 200), FIRST_SEND_BUDGET).first_written().await;
+    release.send(()).expect("holder waiting");
+    assert!(first.written.is_some(), "{:?}", first.failures);
+    assert_eq!(recv(&mut rx).await.bytes, payload(11, 200));
     srv.close().await;
 }

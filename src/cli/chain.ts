@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { ensurePortFree } from '../http/server.js';
 import { startLocalnet, type Localnet, type LocalnetOptions } from '../localnet/index.js';
 import { startService, type Service, type ServiceOptions } from '../service.js';
-import { setQuicThreads } from '../native.js';
+import { setQuicFirstSendNice, setQuicThreads } from '../native.js';
 import { loadTipAddresses } from '../tips.js';
 
 /** Lamports airdropped to each tip address on the local cluster, so any tip leaves it rent-exempt. */
@@ -39,8 +39,10 @@ export async function startServiceOnChain(config: Config, opts: ServiceOptions &
   }
   // A port in use is refused before anything starts, the cluster included.
   await ensurePortFree(config.host, config.port);
-  // The embedded cluster's validators start the QUIC runtime the service then shares.
+  // The embedded cluster's validators start the QUIC runtime the service then shares, and its
+  // own client the first sends' thread (the service says what priority that got).
   setQuicThreads(config.quicThreads);
+  setQuicFirstSendNice(config.quicFirstSendNice);
   if (config.adminPort !== null) await ensurePortFree(config.adminHost, config.adminPort);
   const net = await startLocalnet({ ...config.localnet, ...localnetOptions });
   try {

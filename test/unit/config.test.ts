@@ -55,6 +55,23 @@ describe('quicThreads', () => {
   });
 });
 
+describe('quicFirstSendNice', () => {
+  it('default -10; from the environment and a config file; 0 and the ends of the range are taken', () => {
+    expect(loadConfig({}, {}).quicFirstSendNice).toBe(-10);
+    expect(loadConfig({}, { LANDFALL_QUIC_FIRST_SEND_NICE: '0' }).quicFirstSendNice).toBe(0);
+    expect(loadConfig({}, { LANDFALL_QUIC_FIRST_SEND_NICE: '-20' }).quicFirstSendNice).toBe(-20);
+    const file = join(tmp.dir, 'nice.json');
+    writeFileSync(file, JSON.stringify({ quicFirstSendNice: 19 }));
+    expect(loadConfig({ config: file }, {}).quicFirstSendNice).toBe(19);
+  });
+
+  it('a value outside -20..19, a fraction or an empty variable is an error naming the setting', () => {
+    for (const bad of ['-21', '20', '1.5', '', 'high']) {
+      expect(() => loadConfig({}, { LANDFALL_QUIC_FIRST_SEND_NICE: bad })).toThrow(`quicFirstSendNice must be an integer -20..19, got ${JSON.stringify(bad)}`);
+    }
+  });
+});
+
 describe('tracker.push, tracker.poll', () => {
   it('default: both sources on; a file turns one off, the other stays on', () => {
     expect(loadConfig({}, {}).tracker).toEqual({ push: true, poll: true });

@@ -286,8 +286,8 @@ impl QuicClient {
             let (urgent, urgent_jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let (queue, jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let state = Arc::new(PeerState::new(addr, self.dialer.heard.register(addr)));
-            runtime().spawn(run_lane(state.clone(), Lane::First, urgent_jobs, self.dialer.clone()));
-            runtime().spawn(run_lane(state.clone(), Lane::Rest, jobs, self.dialer.clone()));
+            Lane::First.runtime().spawn(run_lane(state.clone(), Lane::First, urgent_jobs, self.dialer.clone()));
+            Lane::Rest.runtime().spawn(run_lane(state.clone(), Lane::Rest, jobs, self.dialer.clone()));
             PeerHandle { urgent, queue, state }
         });
         handle.clone()

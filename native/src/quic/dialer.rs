@@ -6,7 +6,6 @@ use super::config::ClientConfig;
 use super::gate::Gate;
 use super::heard::Heard;
 use super::outcome::{Close, FailReason, Failure};
-use super::runtime;
 use super::tls;
 use super::worker::{Acquired, Lane, PeerState};
 use quinn::{ConnectError, Connection, ConnectionError, Endpoint};
@@ -76,7 +75,7 @@ pub(super) async fn dial(dialer: Arc<Dialer>, state: Arc<PeerState>, lane: Lane,
     let result = dialer.handshake(state.addr).await;
     let dialed = state.dialed(lane, result, &dialer);
     if let Ok(conn) = &dialed {
-        runtime().spawn(watch_close(conn.clone(), state.clone(), lane, dialer.cfg.clone()));
+        lane.runtime().spawn(watch_close(conn.clone(), state.clone(), lane, dialer.cfg.clone()));
     }
     done.send_replace(Some(dialed));
 }

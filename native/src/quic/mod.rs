@@ -49,7 +49,7 @@ pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
 pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// ALPN protocol id of the Solana TPU.
@@ -146,6 +146,101 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
             // Only fails if the OS refuses threads or an epoll fd at startup: nothing to recover.
             .expect("cannot start the QUIC runtime")
     })
+}
+
+/// Niceness asked for the first sends' thread ([`set_first_send_nice`]); 0 leaves it as the
+/// process's.
+pub const DEFAULT_FIRST_SEND_NICE: i32 = -10;
+
+static FIRST_SEND_NICE: AtomicI32 = AtomicI32::new(DEFAULT_FIRST_SEND_NICE);
+static FIRST_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+/// What the first sends' thread got when it started: the niceness it runs at, or why it could
+/// not have the one asked for.
+static FIRST_SEND_PRIORITY: OnceLock<Result<i32, String>> = OnceLock::new();
+
+/// The first sends' own runtime: one thread (`landfall-first`) that runs only the first sends'
+/// lane of every peer — its writes, its handshakes and the drivers of its connections (quinn
+/// spawns a connection's driver where the handshake runs), so a first send's packets leave from
+/// this thread too. It does a few microseconds of work per first send, and gets a higher
+/// priority than the rest of the process where the OS allows ([`set_first_send_nice`]).
+///
+/// Why: on a busy machine the shared runtime's thread, woken for a first send, waited for a CPU
+/// (in one bench it waited about as long as it ran): the service-added latency's whole tail.
+/// Raising that thread's priority instead cut the tail, but let it run each slot's rebroadcast
+/// burst (tens of ms) ahead of the request threads, and the clients' p99 tripled.
+pub(crate) fn first_runtime() -> &'static tokio::runtime::Runtime {
+    FIRST_RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("landfall-first")
+            .on_thread_start(|| {
+                let _ = FIRST_SEND_PRIORITY.set(raise_priority(FIRST_SEND_NICE.load(Ordering::Acquire)));
+            })
+            .enable_all()
+            .build()
+            .expect("cannot start the first sends' runtime")
+    })
+}
+
+/// Set the calling thread's niceness to `nice` (0: leave it). Lowering it below the process's
+/// needs `CAP_SYS_NICE` (or root, or an `RLIMIT_NICE` that allows it).
+fn raise_priority(nice: i32) -> Result<i32, String> {
+    if nice == 0 {
+        return Ok(0);
+    }
+    // SAFETY: plain syscalls on the calling thread, no pointers.
+    let (rc, err) = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let rc = libc::setpriority(libc::PRIO_PROCESS, tid, nice);
+        (rc, std::io::Error::last_os_error())
+    };
+    if rc == 0 {
+        Ok(nice)
+    } else {
+        Err(format!("cannot set the first sends' thread to nice {nice}: {err} (it needs CAP_SYS_NICE; it runs at the process's priority)"))
+    }
+}
+
+/// Niceness for the first sends' thread (-20..=19; default [`DEFAULT_FIRST_SEND_NICE`]; 0
+/// leaves it as the process's), set before that thread starts (the first client does). Once it
+/// runs, only its own value is accepted again.
+pub fn set_first_send_nice(nice: i32) -> Result<(), QuicError> {
+    check_range("quicFirstSendNice", nice, -20..=19)?;
+    match FIRST_RUNTIME.get() {
+        Some(_) if FIRST_SEND_NICE.load(Ordering::Acquire) != nice => Err(QuicError::InvalidConfig(format!(
+            "quicFirstSendNice: the first sends' thread already runs with {} asked for (set it before the first client starts)",
+            FIRST_SEND_NICE.load(Ordering::Acquire)
+        ))),
+        Some(_) => Ok(()),
+        None => {
+            FIRST_SEND_NICE.store(nice, Ordering::Release);
+            Ok(())
+        }
+    }
+}
+
+/// The niceness the first sends' thread runs at, or why it could not have the one asked for;
+/// None before it starts.
+pub fn first_send_priority() -> Option<Result<i32, String>> {
+    FIRST_SEND_PRIORITY.get().cloned()
+}
+
+/// [`set_first_send_nice`], then start the first sends' thread (if it is not running yet) and
+/// wait for it to say what priority it got (see [`first_send_priority`]). Not from within a
+/// runtime's task: it blocks the calling thread (for a thread's start, well under a millisecond).
+pub fn start_first_sends(nice: i32) -> Result<Result<i32, String>, QuicError> {
+    set_first_send_nice(nice)?;
+    first_runtime();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        if let Some(got) = first_send_priority() {
+            return Ok(got);
+        }
+        if std::time::Instant::now() > deadline {
+            return Ok(Err("the first sends' thread did not start within 5 s".into()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// A check of one numeric option: `Err(InvalidConfig)` naming it when outside `range`.

@@ -10,7 +10,7 @@ use super::heard::{Heard, LastHeard};
 use super::lock;
 use super::outcome::{micros, Close, FailReason, Failure, PeerStats, SendOutcome, Tally};
 use super::peer::{Link, Next};
-use super::runtime;
+use super::{first_runtime, runtime};
 use super::unacked::Unacked;
 use bytes::Bytes;
 use quinn::{Connection, ConnectionError, SendStream, VarInt, WriteError};
@@ -59,6 +59,17 @@ pub(super) enum Lane {
     First,
     /// Everything else: rebroadcast rounds, plain sends.
     Rest,
+}
+
+impl Lane {
+    /// Where the lane's task, handshakes and connection drivers run: first sends on a thread of
+    /// their own ([`first_runtime`]), the rest on the shared runtime.
+    pub(super) fn runtime(self) -> &'static tokio::runtime::Runtime {
+        match self {
+            Lane::First => first_runtime(),
+            Lane::Rest => runtime(),
+        }
+    }
 }
 
 /// One lane's connection state.
@@ -139,7 +150,7 @@ impl PeerState {
                 let (done, dialing) = watch::channel(None);
                 link.start_dial(dialing.clone());
                 drop(link);
-                runtime().spawn(dial(dialer.clone(), self.clone(), lane, done));
+                lane.runtime().spawn(dial(dialer.clone(), self.clone(), lane, done));
                 Acquired::Dialing(dialing)
             }
         }

@@ -7,6 +7,8 @@
  *   node --import tsx bench/ingress-ab.ts <dirA> <dirB> [rounds]
  * BENCH_LOAD_MS sets each measured phase (default 8000). BENCH_CPU_PROF=<dir> writes profiles.
  * BENCH_AB_RATE=<req/s> measures at that open-loop rate instead of the maximum (per-wakeup costs).
+ * BENCH_AB_CONFIG_A / BENCH_AB_CONFIG_B=<json> merge settings into one variant's service config
+ * (an ablation of a setting: the same directory twice, e.g. '{"quicFirstSendNice":0}').
  * Each variant's service-added latency (whole and native part) is pooled over its phases: p50,
  * p99 (bucket bounds) and the share of first sends over 1 ms (exact: 1 ms is a bucket bound).
  */
@@ -41,6 +43,7 @@ let url = '';
 let apiKey = '';
 let gen = 0;
 async function startVariant(dir: string, name: string): Promise<void> {
+  const overrides = JSON.parse(process.env[`BENCH_AB_CONFIG_${name}`] ?? '{}') as Record<string, unknown>;
   await child?.close();
   const port = await freePort();
   child = await spawnChild(name, pathToFileURL(join(dir, 'bench/hosts/landfall.ts')), INSTRUMENT);
@@ -54,6 +57,7 @@ async function startVariant(dir: string, name: string): Promise<void> {
     tipAddresses,
     logLevel: 'warn',
     ingressThreads: 1,
+    ...overrides,
   };
   url = (await child.call<{ url: string }>('start', config)).url;
   apiKey = (await child.call<{ key: string }>('createAccount', { name: 'bench', plan: 'starter' })).key;
@@ -128,7 +132,11 @@ for (let r = 0; r < rounds; r++) {
     }
     results[v!]!.push({ rps: Math.round(p.load.achievedRps), total: Math.round(p.cpuPerAcceptedUs), byName, wakeups });
     console.log(v, JSON.stringify(results[v!]!.at(-1)));
-    const service = p.service as { serviceLatency?: LatencySummary; nativeLatency?: LatencySummary } | undefined;
+    const service = p.service as
+      | { serviceLatency?: LatencySummary; nativeLatency?: LatencySummary; sends?: { ok: number; failed: number }; drops?: Record<string, number> }
+      | undefined;
+    // Both variants must have done the same work: streams written and failed per accepted send.
+    if (service?.sends) console.log(`${v} QUIC writes per send ${(service.sends.ok / p.accepted).toFixed(2)}, failed ${service.sends.failed}, drops ${JSON.stringify(service.drops ?? {})}`);
     if (service?.serviceLatency) latencies[v!]!.whole.push(service.serviceLatency);
     if (service?.nativeLatency) latencies[v!]!.native.push(service.nativeLatency);
     console.log(`${v} service-added: ${latencyLine(service?.serviceLatency ?? null)}; native part: ${latencyLine(service?.nativeLatency ?? null)}`);

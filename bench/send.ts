@@ -395,7 +395,7 @@ function ordered(res: SendResult): Run[] {
 }
 
 /** Thread groups in a fixed order (those present), then any others. */
-const GROUP_ORDER = ['main', 'node-worker', 'landfall-quic', 'libuv-pool', 'v8-platform', 'node-loader', 'node'];
+const GROUP_ORDER = ['main', 'node-worker', 'landfall-first', 'landfall-quic', 'libuv-pool', 'v8-platform', 'node-loader', 'node'];
 
 function groupsOf(res: SendResult): string[] {
   const seen = new Set<string>();
@@ -485,7 +485,7 @@ function readmeTable(res: SendResult): string {
     '',
     `**Where the CPU goes** (µs per accepted send by thread, \`/proc/<pid>/task/<tid>\`; threads named by \`bench/lib/thread-names.cjs\`: ` +
       '`main` the event loop (HTTP, JSON, N-API calls, the engine and tracker), `node-worker` Node worker threads (the ingress threads), ' +
-      '`landfall-quic` the addon’s tokio runtime (QUIC writes: encryption, UDP), `libuv-pool` libuv’s pool (lmdb-js write transactions, ' +
+      '`landfall-first` the addon’s thread for first sends and `landfall-quic` its shared tokio runtime (QUIC writes: encryption, UDP), `libuv-pool` libuv’s pool (lmdb-js write transactions, ' +
       'async N-API work), `v8-platform` V8’s background threads (GC, compilation), `node-loader` the TypeScript loader; the validators’ ' +
       'QUIC arrivals per accepted send show what the sends caused):',
     '',

@@ -446,7 +446,7 @@ function details(res: TargetsResult): string {
           : '.')
       : 'Landfall’s service-added latency: not recorded.',
     '',
-    '**CPU per send by thread, and (in brackets) wake-ups per send** at the maximum and at the low rate (medians over the rounds; `/proc/<pid>/task/<tid>/stat` and the `voluntary_ctxt_switches` of its `status`; threads named as in the send suite: `main`, `node-worker` the ingress threads, `landfall-quic` the QUIC runtime, `libuv-pool`, `v8-platform`)',
+    '**CPU per send by thread, and (in brackets) wake-ups per send** at the maximum and at the low rate (medians over the rounds; `/proc/<pid>/task/<tid>/stat` and the `voluntary_ctxt_switches` of its `status`; threads named as in the send suite: `main`, `node-worker` the ingress threads, `landfall-first` the first sends’ QUIC thread, `landfall-quic` the shared QUIC runtime, `libuv-pool`, `v8-platform`)',
     '',
     mdTable(['step', 'server', ...groups], threadRows),
     '',

@@ -6,7 +6,8 @@
  *
  * Threads are grouped by name. Node 20 names none of its own (every one is `node`), so the bench
  * hosts preload `thread-names.cjs`, which names the V8 platform threads, the libuv pool and each
- * Node worker thread; the addon's tokio threads name themselves (`landfall-quic`); the process's
+ * Node worker thread; the addon's tokio threads name themselves (`landfall-quic`, and `landfall-first`
+ * for first sends); the process's
  * main thread (tid = pid) is `main`.
  */
 import { execFileSync } from 'node:child_process';

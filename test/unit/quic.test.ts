@@ -251,16 +251,21 @@ describe('process-wide sharing', () => {
     expect(out).toContain('received hello');
   });
 
+  /** Runs `fixtures/<name>` in a process of its own (the runtimes are process-wide) and parses the one JSON line it prints. */
+  async function fixtureResult<T>(name: string, arg: string): Promise<T> {
+    const fixture = new URL(`./fixtures/${name}`, import.meta.url);
+    const child = spawn(process.execPath, [fixture.pathname, arg], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, out).toBe(0);
+    return JSON.parse(out) as T;
+  }
+
   it('the runtime runs the threads set before it starts (default 1); another count afterwards is refused, naming the one it runs with', async () => {
     for (const [arg, expected] of [['default', 1], ['2', 2]] as const) {
-      const fixture = new URL('./fixtures/quic-threads.mjs', import.meta.url);
-      const child = spawn(process.execPath, [fixture.pathname, arg], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-      expect(code, out).toBe(0);
-      const r = JSON.parse(out) as { threads: number; again: string };
+      const r = await fixtureResult<{ threads: number; again: string }>('quic-threads.mjs', arg);
       expect(r.threads).toBe(expected);
       expect(r.again).toBe(`QUIC_INVALID_OPTION: invalid option: quicThreads: the QUIC runtime already runs with ${expected} threads (set it before the first client starts)`);
     }
@@ -268,16 +273,8 @@ describe('process-wide sharing', () => {
   });
 
   it('first sends run on a thread of their own at the niceness asked for; another afterwards is refused', async () => {
-    const run = async (arg: string) => {
-      const fixture = new URL('./fixtures/quic-first.mjs', import.meta.url);
-      const child = spawn(process.execPath, [fixture.pathname, arg], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-      expect(code, out).toBe(0);
-      return JSON.parse(out) as { set: unknown; reported: { nice?: number; error?: string }; nices: number[]; written: boolean; again: string };
-    };
+    type FirstThread = { set: unknown; reported: { nice?: number; error?: string }; nices: number[]; written: boolean; again: string };
+    const run = (arg: string) => fixtureResult<FirstThread>('quic-first.mjs', arg);
     // Raising a thread's niceness needs no privilege: this one is exact everywhere.
     const five = await run('5');
     expect(five).toMatchObject({ set: { nice: 5 }, reported: { nice: 5 }, nices: [5], written: true });

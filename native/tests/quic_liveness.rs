@@ -5,7 +5,7 @@
 //! pulled cable or a firewall look like from here. Every test uses its own identity seeds
 //! (clients are shared per identity across the process, and tests run in parallel).
 
-use landfall_native::quic::{ClientConfig, FailReason, Faults, QuicClient, QuicServer};
+use landfall_native::quic::{ClientConfig, FailReason, Faults, QuicClient, QuicServer, ServerConfig};
 use std::time::Duration;
 
 mod quic_common;
@@ -168,4 +168,38 @@ fn the_alive_window_must_lie_between_the_keep_alive_and_the_idle_timeout() {
     assert_eq!(QuicClient::new(&seed(10), at_keep_alive).err().map(|e| e.code()), Some("QUIC_INVALID_OPTION"));
     let past_idle = ClientConfig { alive_window: Duration::from_secs(11), ..ClientConfig::default() };
     assert_eq!(QuicClient::new(&seed(10), past_idle).err().map(|e| e.code()), Some("QUIC_INVALID_OPTION"));
+}
+
+#[tokio::test]
+async fn a_peer_back_from_a_silent_restart_gets_fresh_connections_on_both_lanes() {
+    // The defaults (keep-alive 1 s, alive window 1.5 s): the dead connections' own keep-alives
+    // are slow to bring back the restarted server's reset, as with a real validator.
+    let (srv, _old_rx) = server(11);
+    let to = srv.local_addr();
+    let c = client(12, ClientConfig::default());
+    c.prewarm(&[to]);
+    wait_until("both lanes to connect", || c.peer_stats()[0].connects == 2).await;
+    // The server dies without a word, stays away past the alive window, and a new one comes up
+    // on the same port: it knows neither connection.
+    black_hole(&srv);
+    wait_until("the peer to be quiet past the window", || c.peer_stats()[0].quiet_ms.is_some_and(|q| q > 1_600)).await;
+    srv.close().await;
+    let (again, mut rx) = QuicServer::bind(&seed(11), ServerConfig { bind: to, max_streams_per_100ms: 0, ..ServerConfig::default() }).expect("rebind");
+
+    // A first send finds its lane's connection stale; once the back-off is over the next one
+    // connects to the new server, and the peer is heard from again.
+    let stale = c.dispatch_by(&[to], payload(1, 100), Duration::from_secs(2)).first_written().await;
+    assert_eq!(stale.failures.iter().map(|o| o.reason).collect::<Vec<_>>(), vec![Some(FailReason::ConnectionStale)]);
+    wait_until("the back-off to pass", || c.peer_stats()[0].backoff_remaining_ms == 0).await;
+    let first = c.dispatch_by(&[to], payload(2, 100), Duration::from_secs(2)).first_written().await;
+    assert!(first.written.is_some(), "{first:?}");
+    assert_eq!(recv(&mut rx).await.bytes, payload(2, 100));
+
+    // The other lane's connection went quiet with the first's: it was dropped with it, so a
+    // plain send connects afresh and reaches the new server. (Kept, it looked alive again — the
+    // peer is heard from — and the send was "written" into a connection nobody reads.)
+    let o = c.send(to, payload(3, 100)).await;
+    assert!(o.ok() && !o.reused, "{o:?}");
+    assert_eq!(recv(&mut rx).await.bytes, payload(3, 100));
+    again.close().await;
 }

@@ -62,6 +62,13 @@ pub(super) enum Lane {
 }
 
 impl Lane {
+    fn other(self) -> Lane {
+        match self {
+            Lane::First => Lane::Rest,
+            Lane::Rest => Lane::First,
+        }
+    }
+
     /// Where the lane's task, handshakes and connection drivers run: first sends on a thread of
     /// their own ([`first_runtime`]), the rest on the shared runtime.
     pub(super) fn runtime(self) -> &'static tokio::runtime::Runtime {
@@ -122,7 +129,13 @@ impl PeerState {
         let mut link = lock(&self.lane(lane).link);
         if let Some(conn) = link.live().cloned() {
             match conn.close_reason() {
-                Some(err) => Self::closed(&mut link, &err, now, cfg),
+                Some(err) => {
+                    if Self::closed(&mut link, &err, now, cfg) {
+                        drop(link);
+                        self.lose_other(lane, "the peer reset a connection: it lost its state (restarted)", now, cfg);
+                        link = lock(&self.lane(lane).link);
+                    }
+                }
                 None => {
                     // Fast path: one atomic load and a clock read per send.
                     let quiet = dialer.heard.quiet_for(&self.heard, now);
@@ -137,6 +150,7 @@ impl PeerState {
                     link.lost(Close { code: None, reason: detail.clone() }, now, cfg);
                     drop(link);
                     conn.close(VarInt::from_u32(0), b"stale");
+                    self.lose_other(lane, &detail, now, cfg);
                     return Acquired::Failed(Failure::new(FailReason::ConnectionStale, detail));
                 }
             }
@@ -184,18 +198,40 @@ impl PeerState {
 
     /// The watcher's report that `lane`'s connection `id` closed with `err`.
     pub(super) fn note_closed(&self, lane: Lane, id: usize, err: &ConnectionError, cfg: &ClientConfig) {
+        let now = Instant::now();
         let mut link = lock(&self.lane(lane).link);
-        if link.live().is_some_and(|c| c.stable_id() == id) {
-            Self::closed(&mut link, err, Instant::now(), cfg);
+        if link.live().is_some_and(|c| c.stable_id() == id) && Self::closed(&mut link, err, now, cfg) {
+            drop(link);
+            self.lose_other(lane, "the peer reset a connection: it lost its state (restarted)", now, cfg);
         }
     }
 
-    fn closed(link: &mut Link<Connection, DialWait>, err: &ConnectionError, now: Instant, cfg: &ClientConfig) {
+    /// Record a closed connection; true when the close says the peer lost its state (a
+    /// stateless reset: it restarted), which the other lane's connection cannot have survived.
+    fn closed(link: &mut Link<Connection, DialWait>, err: &ConnectionError, now: Instant, cfg: &ClientConfig) -> bool {
         // Our own close (unused connection, client closing) is not the peer's doing.
         if matches!(err, ConnectionError::LocallyClosed) {
             link.dropped();
+            false
         } else {
             link.lost(Close::of(err), now, cfg);
+            matches!(err, ConnectionError::Reset)
+        }
+    }
+
+    /// What proves one lane's connection dead proves the other's dead too: both hear the peer
+    /// through the same evidence (`heard` is kept per address, not per connection), and a peer
+    /// that was quiet past the alive window, or reset a connection, was so for both. Without
+    /// this, the first lane reconnecting to a restarted validator made the other lane's dead
+    /// connection look alive again, and sends were "written" into it: never delivered
+    /// (`quic_liveness.rs`; most likely what made an acknowledged send of the Agave restart test
+    /// expire with all four of its writes reported written).
+    fn lose_other(&self, lane: Lane, why: &str, now: Instant, cfg: &ClientConfig) {
+        let mut link = lock(&self.lane(lane.other()).link);
+        let close = Close { code: None, reason: format!("{why} (seen on the other lane's connection)") };
+        if let Some(conn) = link.lost(close, now, cfg) {
+            drop(link);
+            conn.close(VarInt::from_u32(0), b"stale");
         }
     }
 

@@ -177,8 +177,7 @@ async fn a_peer_back_from_a_silent_restart_gets_fresh_connections_on_both_lanes(
     let (srv, _old_rx) = server(11);
     let to = srv.local_addr();
     let c = client(12, ClientConfig::default());
-    c.prewarm(&[to]);
-    wait_until("both lanes to connect", || c.peer_stats()[0].connects == 2).await;
+    both_lanes_up(&c, to).await;
     // The server dies without a word, stays away past the alive window, and a new one comes up
     // on the same port: it knows neither connection.
     black_hole(&srv);

@@ -49,8 +49,7 @@ async fn a_first_send_does_not_wait_for_stream_credit_a_round_holds() {
     // Long enough that no round write waiting for credit times out in this test.
     let c = client(4, ClientConfig { send_timeout: Duration::from_secs(10), ..ClientConfig::default() });
     // Both lanes' connections up, as the service's prewarm has them before a leader's slot.
-    c.prewarm(&[to]);
-    wait_until("both lanes to connect", || c.peer_stats()[0].connects == 2).await;
+    both_lanes_up(&c, to).await;
     assert_eq!(srv.stats().connections_open, 2);
     // The path goes dark: the streams the round's connection has credit for are taken into its
     // buffers, and its next write waits for credit that cannot come back.
@@ -83,8 +82,7 @@ async fn a_first_send_is_written_while_the_shared_runtime_thread_is_held() {
     let (srv, mut rx) = server(5);
     let to = srv.local_addr();
     let c = client(6, ClientConfig::default());
-    c.prewarm(&[to]);
-    wait_until("both lanes to connect", || c.peer_stats()[0].connects == 2).await;
+    both_lanes_up(&c, to).await;
     // The shared runtime's only thread is held until the first send is written, as a slot's
     // rebroadcast burst holds it, or as the OS does when it gives that thread no CPU.
     let (release, held) = std::sync::mpsc::channel::<()>();

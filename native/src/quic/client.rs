@@ -5,7 +5,8 @@
 //! connection and writes the queued transactions one stream at a time. One writer per
 //! connection is what Agave's `tpu-client-next` does and measured best: streams written
 //! concurrently on one connection interleave their frames, and a validator then waits longer
-//! for any one transaction to be complete. A full queue refuses at once (`queue_full`) instead of growing.
+//! for any one transaction to be complete. A full queue refuses at once (`queue_full`) instead
+//! of growing.
 //!
 //! A peer that closes the connection (any of Agave's close codes: 1 dropped, 2 disallowed,
 //! 4 too many, 5 invalid stream, or a refusal) or cannot be reached is put in back-off (the

@@ -232,17 +232,16 @@ pub fn first_send_priority() -> Option<Result<i32, String>> {
 /// runtime's task: it blocks the calling thread (for a thread's start, well under a millisecond).
 pub fn start_first_sends(nice: i32) -> Result<Result<i32, String>, QuicError> {
     set_first_send_nice(nice)?;
-    first_runtime();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        if let Some(got) = first_send_priority() {
-            return Ok(got);
-        }
-        if std::time::Instant::now() > deadline {
-            return Ok(Err("the first sends' thread did not start within 5 s".into()));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    // A task runs on the thread only once it has set its priority (`on_thread_start`): its
+    // answer is what the thread got.
+    let (told, answer) = std::sync::mpsc::channel();
+    first_runtime().spawn(async move {
+        let _ = told.send(first_send_priority());
+    });
+    Ok(match answer.recv_timeout(std::time::Duration::from_secs(5)) {
+        Ok(Some(got)) => got,
+        _ => Err("the first sends' thread did not start within 5 s".into()),
+    })
 }
 
 /// A check of one numeric option: `Err(InvalidConfig)` naming it when outside `range`.

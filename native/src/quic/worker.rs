@@ -22,6 +22,9 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
+/// Why a lane's connection is dropped when the other lane's was reset by the peer.
+const PEER_RESET: &str = "the peer reset a connection: it lost its state (restarted)";
+
 /// On close, how long a connection waits for the peer to acknowledge the streams written on it.
 const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
@@ -132,7 +135,7 @@ impl PeerState {
                 Some(err) => {
                     if Self::closed(&mut link, &err, now, cfg) {
                         drop(link);
-                        self.lose_other(lane, "the peer reset a connection: it lost its state (restarted)", now, cfg);
+                        self.lose_other(lane, PEER_RESET, now, cfg);
                         link = lock(&self.lane(lane).link);
                     }
                 }
@@ -202,7 +205,7 @@ impl PeerState {
         let mut link = lock(&self.lane(lane).link);
         if link.live().is_some_and(|c| c.stable_id() == id) && Self::closed(&mut link, err, now, cfg) {
             drop(link);
-            self.lose_other(lane, "the peer reset a connection: it lost its state (restarted)", now, cfg);
+            self.lose_other(lane, PEER_RESET, now, cfg);
         }
     }
 

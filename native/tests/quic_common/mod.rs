@@ -45,6 +45,12 @@ pub async fn recv(rx: &mut UnboundedReceiver<Received>) -> Received {
     tokio::time::timeout(WAIT, rx.recv()).await.expect("no transaction within the wait bound").expect("server closed")
 }
 
+/// Prewarm `to` and wait until both of its lanes (first sends, the rest) are connected.
+pub async fn both_lanes_up(c: &QuicClient, to: std::net::SocketAddr) {
+    c.prewarm(&[to]);
+    wait_until("both lanes to connect", || c.peer_stats()[0].connects == 2).await;
+}
+
 /// Poll `cond` every 10 ms until it holds; panics after `WAIT`.
 pub async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;

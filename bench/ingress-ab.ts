@@ -132,13 +132,13 @@ for (let r = 0; r < rounds; r++) {
     }
     results[v!]!.push({ rps: Math.round(p.load.achievedRps), total: Math.round(p.cpuPerAcceptedUs), byName, wakeups });
     console.log(v, JSON.stringify(results[v!]!.at(-1)));
-    const service = p.service as
-      | { serviceLatency?: LatencySummary; nativeLatency?: LatencySummary; sends?: { ok: number; failed: number }; drops?: Record<string, number> }
-      | undefined;
+    const service = p.service;
     // Both variants must have done the same work: streams written and failed per accepted send.
-    if (service?.sends) console.log(`${v} QUIC writes per send ${(service.sends.ok / p.accepted).toFixed(2)}, failed ${service.sends.failed}, drops ${JSON.stringify(service.drops ?? {})}`);
-    if (service?.serviceLatency) latencies[v!]!.whole.push(service.serviceLatency);
-    if (service?.nativeLatency) latencies[v!]!.native.push(service.nativeLatency);
+    if (service) {
+      console.log(`${v} QUIC writes per send ${(service.sends.ok / p.accepted).toFixed(2)}, failed ${service.sends.failed}, drops ${JSON.stringify(service.drops)}`);
+      latencies[v!]!.whole.push(service.serviceLatency);
+      latencies[v!]!.native.push(service.nativeLatency);
+    }
     console.log(`${v} service-added: ${latencyLine(service?.serviceLatency ?? null)}; native part: ${latencyLine(service?.nativeLatency ?? null)}`);
   }
 }

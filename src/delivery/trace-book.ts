@@ -9,12 +9,14 @@
  * Memory: a trace lives here exactly as long as the rebroadcast scheduler keeps its flight (the
  * rounds, a few slots; an anti-MEV hold, at most a blockhash lifetime), plus one commit window.
  */
+import { signatureIn } from '../store/status-codec.js';
 import type { Accepted } from './delivery.js';
 import { TraceBuilder, unpackAttempts, type Trace } from './trace.js';
 
 /** Where finished traces go (the `Store`). */
 export interface TraceStore {
-  putTrace(signature: string, trace: Trace): Promise<boolean>;
+  /** `key`: the signature's 64 bytes where the caller holds them (else decoded from `signature`). */
+  putTrace(signature: string, trace: Trace, key?: Buffer): Promise<boolean>;
   getTrace(signature: string): Trace | undefined;
 }
 
@@ -24,6 +26,11 @@ export class LiveTrace extends TraceBuilder {
   outstanding = 0;
   /** The flight ended: write once `outstanding` is 0. */
   ended = false;
+  /**
+   * The signature's 64 bytes (the trace's key), in the transaction's wire when the hand-off
+   * said where: the write then does not decode the base58 again (~2 µs a send on the main thread).
+   */
+  key: Buffer | undefined = undefined;
 
   constructor(
     readonly signature: string,
@@ -76,6 +83,7 @@ export class TraceBook {
     let t = this.live.get(sig);
     if (t === undefined) {
       t = new LiveTrace(sig, Number(a.receivedAt) / 1000, this.writing.get(sig));
+      if (a.signatureOffset !== undefined) t.key = signatureIn(a.wire, a.signatureOffset);
       this.live.set(sig, t);
     }
     t.ended = false;
@@ -138,7 +146,7 @@ export class TraceBook {
     this.live.delete(t.signature);
     if (this.store === null) return;
     this.writing.set(t.signature, t);
-    const promise = this.store.putTrace(t.signature, t);
+    const promise = this.store.putTrace(t.signature, t, t.key);
     // One reaction per commit window, not per trace: the writes of a window share its promise.
     let batch = this.batch;
     if (batch === null || batch.promise !== promise) {

@@ -154,10 +154,15 @@ export interface RecordBytes {
   blockhash: Uint8Array;
 }
 
+/** A record's key (its first signature's 64 bytes) read in place from its transaction's wire. */
+export function signatureIn(wire: Buffer, signatureOffset: number): Buffer {
+  return wire.subarray(signatureOffset, signatureOffset + SIGNATURE_BYTES);
+}
+
 /** A record's bytes read in place from its transaction's wire, at the native inspection's offsets. */
 export function recordBytesIn(wire: Buffer, signatureOffset: number, blockhashOffset: number): RecordBytes {
   return {
-    signature: wire.subarray(signatureOffset, signatureOffset + SIGNATURE_BYTES),
+    signature: signatureIn(wire, signatureOffset),
     blockhash: wire.subarray(blockhashOffset, blockhashOffset + BLOCKHASH_BYTES),
   };
 }

@@ -158,13 +158,14 @@ export class StatusTables {
    * Write a transaction's delivery trace, in the status records' commit window (no transaction
    * of its own). Resolves as `updateStatus` does. Read back by `getTrace` once committed: the
    * delivery engine keeps serving it from memory until then.
+   * @param known the signature's 64 bytes where the caller holds them (not decoded again)
    */
-  putTrace(signature: string, trace: Trace): Promise<boolean> {
+  putTrace(signature: string, trace: Trace, known?: Buffer): Promise<boolean> {
     if (this.guard.closed) {
       this.guard.log.error({ sig: signature }, 'trace not written: store is closed');
       return Promise.resolve(false);
     }
-    const key = statusKey(signature);
+    const key = known ?? statusKey(signature);
     if (!key) return Promise.reject(new RangeError(`trace: ${JSON.stringify(signature)} is not a 64-byte base58 signature`));
     return this.window.queue({ key, value: encodeTrace(trace), token: TRACE_WRITE });
   }

@@ -181,8 +181,8 @@ export class Store {
   recoverAcknowledged(): StatusRecord[] {
     return this.statusTables.recoverAcknowledged();
   }
-  putTrace(signature: string, trace: Trace): Promise<boolean> {
-    return this.statusTables.putTrace(signature, trace);
+  putTrace(signature: string, trace: Trace, key?: Buffer): Promise<boolean> {
+    return this.statusTables.putTrace(signature, trace, key);
   }
   getTrace(signature: string): Trace | undefined {
     return this.statusTables.getTrace(signature);

@@ -13,7 +13,7 @@ import { DEFAULT_SEND_OPTIONS, type Accepted } from '../../src/delivery/delivery
 import { Rebroadcaster } from '../../src/delivery/rebroadcast.js';
 import { packAttempt, type Attempt, type PackedAttempts } from '../../src/delivery/trace.js';
 import { TraceBook } from '../../src/delivery/trace-book.js';
-import { base58Encode } from '../../src/native.js';
+import { base58Decode, base58Encode } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { waitFor } from '../../harness/localnet.js';
 import { statusRecord } from '../../harness/records.js';
@@ -123,6 +123,29 @@ describe('rebroadcast rounds in the delivery trace', () => {
       ['backoff', 2],
     ]);
     expect(book.size).toBe(0);
+  });
+
+  it('a trace is written under the signature bytes the hand-off located in the wire, and read back by its base58', async () => {
+    const tmp = tempDir();
+    const store = Store.open(tmp.dir);
+    closers.push(() => tmp.cleanup());
+    closers.push(() => store.close());
+    // Hear the key each write is given (the real store still writes it).
+    const keys: Array<Buffer | undefined> = [];
+    const putTrace = store.putTrace.bind(store);
+    store.putTrace = (signature, trace, key) => (keys.push(key), putTrace(signature, trace, key));
+    const book = new TraceBook(() => null);
+    book.store = store;
+    const a = accepted();
+    // As a real wire lays it out: the signature count, then the first signature's 64 bytes.
+    a.wire = Buffer.concat([Buffer.from([1]), base58Decode(a.record.signature), randomBytes(100)]);
+    a.signatureOffset = 1;
+    book.end(book.open(a, null));
+    await store.flushed();
+    expect(keys).toHaveLength(1);
+    expect(keys[0]!.buffer).toBe(a.wire.buffer); // read in place, not decoded from the base58 again
+    expect(keys[0]!.equals(base58Decode(a.record.signature))).toBe(true);
+    expect(store.getTrace(a.record.signature)).toEqual({ attempts: [], omitted: 0 });
   });
 
   it('a transaction with its rounds used up leaves the book when the next slot drops it', async () => {

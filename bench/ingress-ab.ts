@@ -9,6 +9,8 @@
  * BENCH_AB_RATE=<req/s> measures at that open-loop rate instead of the maximum (per-wakeup costs).
  * BENCH_AB_CONFIG_A / BENCH_AB_CONFIG_B=<json> merge settings into one variant's service config
  * (an ablation of a setting: the same directory twice, e.g. '{"quicFirstSendNice":0}').
+ * BENCH_AB_NODE_ARGS_A / BENCH_AB_NODE_ARGS_B=<flags> add Node/V8 flags to one variant's process
+ * (space-separated, e.g. '--max-semi-space-size=32').
  * Each variant's service-added latency (whole and native part) is pooled over its phases: p50,
  * p99 (bucket bounds) and the share of first sends over 1 ms (exact: 1 ms is a bucket bound).
  */
@@ -46,7 +48,8 @@ async function startVariant(dir: string, name: string): Promise<void> {
   const overrides = JSON.parse(process.env[`BENCH_AB_CONFIG_${name}`] ?? '{}') as Record<string, unknown>;
   await child?.close();
   const port = await freePort();
-  child = await spawnChild(name, pathToFileURL(join(dir, 'bench/hosts/landfall.ts')), INSTRUMENT);
+  const nodeArgs = (process.env[`BENCH_AB_NODE_ARGS_${name}`] ?? '').split(' ').filter((a) => a !== '');
+  child = await spawnChild(name, pathToFileURL(join(dir, 'bench/hosts/landfall.ts')), [...INSTRUMENT, ...nodeArgs]);
   const config = {
     ...DEFAULT_CONFIG,
     port,

@@ -29,6 +29,12 @@ import { fmtNs, fmtOps } from './suite.js';
 /** At most this many requests in flight in an open-loop phase (more queue in the client). */
 export const OPEN_CONNECTIONS = 64;
 export const WARMUP_MS = 1000;
+/**
+ * The warm-up of an open-loop phase, at the phase's rate: `WARMUP_MS`, or `BENCH_RATE_WARMUP_MS`
+ * to check what a longer one changes (at 400 req/s a fresh process is still compiling hot
+ * functions, on V8's platform threads, through the measured window).
+ */
+const rateWarmupMs = Number(process.env['BENCH_RATE_WARMUP_MS'] ?? WARMUP_MS);
 /** The closed-loop warm-up of a maximum-rate phase, which also sizes its transaction supply. */
 export const PROBE_MS = 1500;
 /**
@@ -343,8 +349,8 @@ export async function ratePhase(stack: Stack, server: Server, shape: RequestShap
   const phase = await runPhase(stack, server, shape, {
     rate,
     durationMs,
-    warmupMs: WARMUP_MS,
-    warmupRequests: supply(rate, WARMUP_MS, 1.05),
+    warmupMs: rateWarmupMs,
+    warmupRequests: supply(rate, rateWarmupMs, 1.05),
     requests: () => supply(rate, durationMs, 1.05),
   });
   const sl = phase.service?.serviceLatency;

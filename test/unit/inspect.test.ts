@@ -404,6 +404,25 @@ describe('valid transactions: verdict ok and the facts web3.js states', () => {
 // ---- tampering -----------------------------------------------------------------------------
 
 describe('tampering: any changed byte is refused', () => {
+  it('a key verified before (kept decoded by the thread) still refuses a signature it did not make', () => {
+    const payer = Keypair.generate();
+    const good = simpleTip(tip(0), 10_000, payer);
+    okTx(inspectTransaction(good.base64, tips));
+    okTx(inspectTransaction(good.base64, tips)); // the payer's key now comes from the thread's cache
+    // The same payer's next transaction, its signature's last bit flipped (s stays canonical).
+    const next = simpleTip(tip(1), 20_000, payer);
+    const forged = flipBit(next.bytes, 1 + 63, 0);
+    const e = errOf(inspectWire(Buffer.from(forged), tips));
+    expect(e.code).toBe('SIGNATURE_INVALID');
+    expect(e.context).toMatchObject({ index: 0 });
+    // And another payer's signature on it (the key is not the signer's).
+    const other = simpleTip(tip(1), 20_000, Keypair.generate());
+    const swapped = Uint8Array.from(next.bytes);
+    swapped.set(other.signatures[0]!, 1);
+    expect(errOf(inspectWire(Buffer.from(swapped), tips)).code).toBe('SIGNATURE_INVALID');
+    okTx(inspectTransaction(next.base64, tips));
+  });
+
   /** Flip every bit of every message byte; classify each mutation independently. */
   function flipEveryMessageBit(built: BuiltTx): { invalid: number; framing: number } {
     const layout = layoutOf(built);

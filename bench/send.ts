@@ -50,7 +50,7 @@ import {
   type Server,
 } from './lib/phase.js';
 import { clockTicks } from './lib/proc-cpu.js';
-import type { LoopDelay, ThreadLoopDelay } from './lib/process-stats.js';
+import { LOOP_DELAY_RESOLUTION_MS, type LoopDelay, type ThreadLoopDelay } from './lib/process-stats.js';
 import { defaultIngressThreads, hasSendThreads, LOAD_CLUSTER, SINK_CLUSTER, startStack, TIP_LAMPORTS, UNLIMITED_TPS, type Stack } from './lib/stack.js';
 import {
   finishMachineInfo,
@@ -478,7 +478,7 @@ function readmeTable(res: SendResult): string {
     `Each phase: a warm-up at the phase's own rate (${WARMUP_MS / 1000} s; for max, a ${PROBE_MS / 1000} s closed-loop probe), then ${res.config.loadMs / 1000} s measured. ` +
       'Latency is the client’s (request handed to undici → response read); service-added latency is the service’s own histogram (request ' +
       'received → first QUIC stream written), reset before the measured load; its values are bucket bounds ("not recorded": the histogram the bench ' +
-      'reads stayed empty). Event-loop delay: how late a 1 ms timer ran (`monitorEventLoopDelay`) on the server’s main thread and on each worker ' +
+      `reads stayed empty). Event-loop delay: how late a ${LOOP_DELAY_RESOLUTION_MS} ms timer ran (\`monitorEventLoopDelay\`) on the server’s main thread and on each worker ` +
       'thread (`bench/lib/loop-delay.cjs`; with ingress threads those are the loops that serve requests). **CPU per accepted send**: the server process’s CPU time (utime + stime ' +
       `of every thread, \`/proc/<pid>/stat\`, ${res.config.clockTicksPerSec} ticks/s) from the start of the measured load until the service has ` +
       'finished its rebroadcasts, ÷ the 200 responses of the measured load. CPU cores used: each process’s CPU time during the measured load ÷ its length.',

@@ -119,15 +119,30 @@ export function setQuicThreads(threads: number): void {
 }
 
 /**
+ * Set the calling thread's niceness (`ingressNice`: each ingress thread sets its own as it
+ * starts) and say what it got: `{ nice }`, or `{ error }` naming `thread` when the OS refused
+ * (lowering it needs `CAP_SYS_NICE`; the thread keeps its priority) or `nice` is not -20..19.
+ */
+export function setThreadNice(nice: number, thread: string): ThreadPriority {
+  return priorityOf(addon.setThreadNice(nice, thread));
+}
+
+/** What a thread got when its niceness was set: the niceness it runs at, or why not. */
+export type ThreadPriority = { nice: number; error?: undefined } | { nice?: undefined; error: string };
+
+function priorityOf(got: addon.ThreadPriority): ThreadPriority {
+  return got.error != null ? { error: got.error } : { nice: got.nice ?? 0 };
+}
+
+/**
  * Start the first sends' own QUIC thread at niceness `nice` (`quicFirstSendNice`) and say what
  * it got: `{ nice }`, or `{ error }` when the OS refused (lowering it needs `CAP_SYS_NICE`; the
  * thread then runs at the process's priority). Before the process's first QUIC send; afterwards
  * only the value it started with is accepted, anything else is `CONFIG_INVALID`.
  */
-export function setQuicFirstSendNice(nice: number): { nice?: number; error?: string } {
+export function setQuicFirstSendNice(nice: number): ThreadPriority {
   try {
-    const got = addon.setQuicFirstSendNice(nice);
-    return got.error != null ? { error: got.error } : { nice: got.nice ?? 0 };
+    return priorityOf(addon.setQuicFirstSendNice(nice));
   } catch (e) {
     throw new LandfallError('CONFIG_INVALID', (e as Error).message);
   }

@@ -12,6 +12,7 @@ pub mod error;
 pub mod inspect;
 pub mod overlay;
 pub mod parse;
+pub mod priority;
 pub mod quic;
 pub mod registry;
 pub mod tip;

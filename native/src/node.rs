@@ -489,3 +489,30 @@ pub fn usage_get(index: f64, day: f64) -> Result<Option<UsageCounts>, JsCode> {
 pub fn usage_take_dirty() -> Vec<u32> {
     usage::TABLE.take_dirty()
 }
+
+/// What a thread got when its niceness was set: `{ nice }` it runs at, or `{ error }` saying why
+/// it could not have the niceness asked for (it then keeps the priority it had).
+#[napi(object)]
+pub struct ThreadPriority {
+    pub nice: Option<i32>,
+    pub error: Option<String>,
+}
+
+pub(crate) fn priority_of(r: std::result::Result<i32, String>) -> ThreadPriority {
+    match r {
+        Ok(nice) => ThreadPriority { nice: Some(nice), error: None },
+        Err(error) => ThreadPriority { nice: None, error: Some(error) },
+    }
+}
+
+/// Set the calling thread's niceness (-20..=19; 0 leaves it): each ingress thread sets its own
+/// as it starts (`ingressNice`), so requests run ahead of the slot's rebroadcast burst and the
+/// tracker. Never throws: a value out of range, or one the OS refused (lowering it needs
+/// `CAP_SYS_NICE`), comes back as `{ error }`, naming `thread`.
+#[napi]
+pub fn set_thread_nice(nice: i32, thread: String) -> ThreadPriority {
+    if !(-20..=19).contains(&nice) {
+        return priority_of(Err(format!("{thread}: nice must be an integer -20..19, got {nice}")));
+    }
+    priority_of(crate::priority::set_current_thread_nice(nice, &thread))
+}

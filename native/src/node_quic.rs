@@ -10,6 +10,7 @@
 
 use crate::base58;
 use crate::error::{internal, to_js, JsCode, Refusal};
+use crate::node::{priority_of, ThreadPriority};
 use crate::quic::{self, runtime, QuicError, MAX_TX_SIZE};
 use bytes::Bytes;
 use napi::bindgen_prelude::*;
@@ -469,26 +470,11 @@ pub fn set_quic_threads(threads: u32) -> Result<(), JsCode> {
 /// `QuicClient` sends; afterwards only the value it started with is accepted (the result it got
 /// is returned again), anything else is `QUIC_INVALID_OPTION`.
 #[napi]
-pub fn set_quic_first_send_nice(nice: i32) -> Result<FirstSendPriority, JsCode> {
+pub fn set_quic_first_send_nice(nice: i32) -> Result<ThreadPriority, JsCode> {
     quic::start_first_sends(nice).map(priority_of).map_err(|e| to_js(&e))
 }
 
-fn priority_of(r: std::result::Result<i32, String>) -> FirstSendPriority {
-    match r {
-        Ok(nice) => FirstSendPriority { nice: Some(nice), error: None },
-        Err(error) => FirstSendPriority { nice: None, error: Some(error) },
-    }
-}
-
-/// What the first sends' thread got: `{ nice }` it runs at, or `{ error }` saying why it could
-/// not have the niceness asked for (it then runs at the process's); null before it starts.
-#[napi(object)]
-pub struct FirstSendPriority {
-    pub nice: Option<i32>,
-    pub error: Option<String>,
-}
-
 #[napi]
-pub fn quic_first_send_priority() -> Option<FirstSendPriority> {
+pub fn quic_first_send_priority() -> Option<ThreadPriority> {
     quic::first_send_priority().map(priority_of)
 }

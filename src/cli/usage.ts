@@ -69,6 +69,8 @@ settings of the config file (--config; docs/operations.md has each one's meaning
   fanout            leaders each send goes to (default 2)
   ingressThreads    threads serving HTTP on the one port (default: cores - 1, at least 1)
   quicThreads       threads of the QUIC runtime every send shares (default 1; env LANDFALL_QUIC_THREADS)
+  ingressNice       niceness of each ingress thread, -20..19 (default -5; 0: the process's; lowering it
+                    needs CAP_SYS_NICE; env LANDFALL_INGRESS_NICE)
   quicFirstSendNice niceness of the first sends' own QUIC thread, -20..19 (default -10; 0: the process's;
                     lowering it needs CAP_SYS_NICE; env LANDFALL_QUIC_FIRST_SEND_NICE)
   plans             the plan table (default: starter, growth, pro, whale of docs/api.md)

@@ -26,7 +26,7 @@ import { listen, type RunningServer } from '../http/server.js';
 import { StatusHub } from '../http/stream.js';
 import { StreamSlots } from '../http/stream-slots.js';
 import { QuicClient } from '../../native/index.js';
-import { TipSet } from '../native.js';
+import { setThreadNice, TipSet } from '../native.js';
 import { StoreHealth } from '../store/store-health.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import { Store } from '../store/store.js';
@@ -90,6 +90,9 @@ class IngressDelivery implements Delivery {
 
 const { config } = init;
 const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth) });
+// Requests ahead of the slot's rebroadcast burst and the tracker (`ingressNice`); said once, by the first thread.
+const priority = setThreadNice(config.ingressNice, `ingress thread ${init.index}`);
+if (priority.error !== undefined && init.index === 0) telemetry.log.warn({ ingressNice: config.ingressNice }, priority.error);
 const store = Store.open(config.dataDir, { health: new StoreHealth(init.storeHealth), log: telemetry.log, ackSyncMs: config.ackSyncMs });
 const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
 const tips = new TipSet(init.tipAddresses);

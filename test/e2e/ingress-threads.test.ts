@@ -8,6 +8,7 @@
  * - status pushes reach the account's streams on every thread.
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,13 +18,20 @@ import { account, payer, startStack, tipped, type Stack } from '../../harness/st
 import { web3Base58 } from '../../harness/transactions.js';
 
 const CONNECTIONS = 16;
+const INGRESS_NICE = 7;
+
+/** The niceness of every thread of this process (field 19 of `/proc/self/task/<tid>/stat`). */
+function threadNices(): number[] {
+  return readdirSync('/proc/self/task').map((t) => Number(readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
+}
 
 let s: Stack;
 /** One keep-alive connection each: each stays on the thread the kernel gave it. */
 let agents: Agent[];
 
 beforeAll(async () => {
-  s = await startStack({ config: { ingressThreads: 2 } });
+  // A niceness nothing else in this process has: the ingress threads can be told apart by it.
+  s = await startStack({ config: { ingressThreads: 2, ingressNice: INGRESS_NICE } });
   agents = Array.from({ length: CONNECTIONS }, () => new Agent({ connections: 1, pipelining: 1 }));
 });
 
@@ -54,6 +62,10 @@ async function call(agent: Agent, method: 'GET' | 'POST', path: string, key: str
 const randomSignature = () => web3Base58(randomBytes(64));
 
 describe('two ingress threads', () => {
+  it('each runs at the niceness ingressNice asks for', () => {
+    expect(threadNices().filter((n) => n === INGRESS_NICE)).toHaveLength(2);
+  });
+
   it('serve on one port: connections land on both threads', async () => {
     const a = account(s, 'whale');
     const threads = new Set<number>();

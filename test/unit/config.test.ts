@@ -55,19 +55,22 @@ describe('quicThreads', () => {
   });
 });
 
-describe('quicFirstSendNice', () => {
-  it('default -10; from the environment and a config file; 0 and the ends of the range are taken', () => {
-    expect(loadConfig({}, {}).quicFirstSendNice).toBe(-10);
-    expect(loadConfig({}, { LANDFALL_QUIC_FIRST_SEND_NICE: '0' }).quicFirstSendNice).toBe(0);
-    expect(loadConfig({}, { LANDFALL_QUIC_FIRST_SEND_NICE: '-20' }).quicFirstSendNice).toBe(-20);
+describe.each([
+  ['quicFirstSendNice', 'LANDFALL_QUIC_FIRST_SEND_NICE', -10],
+  ['ingressNice', 'LANDFALL_INGRESS_NICE', -5],
+] as const)('%s', (name, env, dflt) => {
+  it(`default ${dflt}; from the environment and a config file; 0 and the ends of the range are taken`, () => {
+    expect(loadConfig({}, {})[name]).toBe(dflt);
+    expect(loadConfig({}, { [env]: '0' })[name]).toBe(0);
+    expect(loadConfig({}, { [env]: '-20' })[name]).toBe(-20);
     const file = join(tmp.dir, 'nice.json');
-    writeFileSync(file, JSON.stringify({ quicFirstSendNice: 19 }));
-    expect(loadConfig({ config: file }, {}).quicFirstSendNice).toBe(19);
+    writeFileSync(file, JSON.stringify({ [name]: 19 }));
+    expect(loadConfig({ config: file }, {})[name]).toBe(19);
   });
 
   it('a value outside -20..19, a fraction or an empty variable is an error naming the setting', () => {
     for (const bad of ['-21', '20', '1.5', '', 'high']) {
-      expect(() => loadConfig({}, { LANDFALL_QUIC_FIRST_SEND_NICE: bad })).toThrow(`quicFirstSendNice must be an integer -20..19, got ${JSON.stringify(bad)}`);
+      expect(() => loadConfig({}, { [env]: bad })).toThrow(`${name} must be an integer -20..19, got ${JSON.stringify(bad)}`);
     }
   });
 });

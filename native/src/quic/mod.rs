@@ -176,31 +176,12 @@ pub(crate) fn first_runtime() -> &'static tokio::runtime::Runtime {
             .worker_threads(1)
             .thread_name("landfall-first")
             .on_thread_start(|| {
-                let _ = FIRST_SEND_PRIORITY.set(set_thread_nice(FIRST_SEND_NICE.load(Ordering::Acquire)));
+                let _ = FIRST_SEND_PRIORITY.set(crate::priority::set_current_thread_nice(FIRST_SEND_NICE.load(Ordering::Acquire), "the first sends' thread"));
             })
             .enable_all()
             .build()
             .expect("cannot start the first sends' runtime")
     })
-}
-
-/// Set the calling thread's niceness to `nice` (0: leave it). Lowering it below the process's
-/// needs `CAP_SYS_NICE` (or root, or an `RLIMIT_NICE` that allows it).
-fn set_thread_nice(nice: i32) -> Result<i32, String> {
-    if nice == 0 {
-        return Ok(0);
-    }
-    // SAFETY: plain syscalls on the calling thread, no pointers.
-    let (rc, err) = unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        let rc = libc::setpriority(libc::PRIO_PROCESS, tid, nice);
-        (rc, std::io::Error::last_os_error())
-    };
-    if rc == 0 {
-        Ok(nice)
-    } else {
-        Err(format!("cannot set the first sends' thread to nice {nice}: {err} (it needs CAP_SYS_NICE; it runs at the process's priority)"))
-    }
 }
 
 /// Niceness for the first sends' thread (-20..=19; default [`DEFAULT_FIRST_SEND_NICE`]; 0

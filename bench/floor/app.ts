@@ -12,10 +12,12 @@
  *
  * What it leaves out, and the service does: API key hashing and account lookup, token buckets and
  * the in-flight cap, the store (status record, acknowledgement log, trace), confirmation tracking,
- * metrics and logs, worker threads. One thread (the main one) serves HTTP.
+ * metrics and logs, worker threads. One thread (the main one) serves HTTP, at the niceness the
+ * service gives its request threads (`ingressNice`); first sends go out from the addon's own
+ * thread at its default niceness, as the service's do.
  */
 import * as uWS from 'uWebSockets.js';
-import { inspect, QuicClient, TipSet } from '../../native/index.js';
+import { inspect, QuicClient, setThreadNice, TipSet } from '../../native/index.js';
 import { LeaderTracker } from '../../src/delivery/leaders.js';
 import { DEFAULT_CONFIG } from '../../src/config.js';
 import { QUIC_QUEUE_PER_PEER } from '../../src/delivery/engine.js';
@@ -51,6 +53,8 @@ interface Flight {
 }
 
 export async function startFloor(opts: FloorOptions): Promise<Floor> {
+  const priority = setThreadNice(DEFAULT_CONFIG.ingressNice, "the floor's request thread");
+  if (priority.error != null) console.warn(priority.error);
   const tips = new TipSet(opts.tipAddresses);
   const client = new QuicClient({ identity: opts.identity, maxQueuePerPeer: QUIC_QUEUE_PER_PEER });
   const bearer = `Bearer ${opts.apiKey}`;

@@ -34,8 +34,8 @@ thread_local! {
 }
 
 /// The verifying key of `bytes`, decoded once per thread while it stays in the cache: a bot
-/// signs with the same few keys, and decoding one (a square root in the field, the serial
-/// backend) is about a sixth of a verification. `None` if `bytes` is not a point (never cached).
+/// signs with the same few keys, and decoding one (a square root in the field, on the serial
+/// backend) is ~4 µs of a ~49 µs inspection. `None` if `bytes` is not a point (never cached).
 /// The cache is keyed by the exact 32 bytes and bounded; SipHash keeps crafted keys from
 /// colliding on purpose, and a flood of new keys only empties it.
 pub fn verifying_key(bytes: &[u8; 32]) -> Option<VerifyingKey> {

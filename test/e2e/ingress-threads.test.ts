@@ -8,22 +8,17 @@
  * - status pushes reach the account's streams on every thread.
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { waitFor } from '../../harness/localnet.js';
+import { threadNices } from '../../harness/thread-nice.mjs';
 import { account, payer, startStack, tipped, type Stack } from '../../harness/stack.js';
 import { web3Base58 } from '../../harness/transactions.js';
 
 const CONNECTIONS = 16;
 const INGRESS_NICE = 7;
-
-/** The niceness of every thread of this process (field 19 of `/proc/self/task/<tid>/stat`). */
-function threadNices(): number[] {
-  return readdirSync('/proc/self/task').map((t) => Number(readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
-}
 
 let s: Stack;
 /** One keep-alive connection each: each stays on the thread the kernel gave it. */

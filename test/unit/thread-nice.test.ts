@@ -3,12 +3,9 @@
  * real worker thread, read back from `/proc/thread-self/stat`.
  */
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-
-/** This thread's niceness: field 19 of `/proc/thread-self/stat` (after the parenthesised name). */
-const niceNow = (): number => Number(readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1]!.split(' ')[16]);
+import { ownNice } from '../../harness/thread-nice.mjs';
 
 interface Step {
   asked: number;
@@ -18,7 +15,7 @@ interface Step {
 
 describe('setThreadNice', () => {
   it('sets the calling thread only; 0 leaves it; out of range and refused come back as errors naming the thread', async () => {
-    const before = niceNow();
+    const before = ownNice();
     const worker = new Worker(new URL('./fixtures/thread-nice-worker.mjs', import.meta.url));
     const [steps] = (await once(worker, 'message')) as [Step[]];
     await worker.terminate();
@@ -36,6 +33,6 @@ describe('setThreadNice', () => {
       expect(lowered!.now).toBe(4);
     }
     // This thread (the test's) was not touched.
-    expect(niceNow()).toBe(before);
+    expect(ownNice()).toBe(before);
   });
 });

@@ -37,7 +37,10 @@ struct Cell {
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Cell = Cell { config: AtomicU64::new(0), tat: AtomicU64::new(0) };
+const EMPTY: Cell = Cell {
+    config: AtomicU64::new(0),
+    tat: AtomicU64::new(0),
+};
 static CELLS: [Cell; SLOTS] = [EMPTY; SLOTS];
 
 const CAP_BITS: u32 = 24;
@@ -95,7 +98,9 @@ pub fn configure(slot: u32, rate: f64, capacity: u32) -> Result<(), BucketError>
     if capacity == 0 || capacity > MAX_CAPACITY {
         return Err(BucketError::InvalidCapacity);
     }
-    let old = c.config.swap(interval << CAP_BITS | u64::from(capacity), Ordering::AcqRel);
+    let old = c
+        .config
+        .swap(interval << CAP_BITS | u64::from(capacity), Ordering::AcqRel);
     let old_interval = old >> CAP_BITS;
     if old_interval != 0 {
         // Keep the number of tokens in use, not the time debt: 8 tokens used at 8/s are 8
@@ -106,7 +111,10 @@ pub fn configure(slot: u32, rate: f64, capacity: u32) -> Result<(), BucketError>
         while tat > now {
             let used = (tat - now) as u128 * u128::from(interval) / u128::from(old_interval);
             let new_tat = now + used.min(u128::from(capacity) * u128::from(interval)) as u64;
-            match c.tat.compare_exchange_weak(tat, new_tat, Ordering::AcqRel, Ordering::Acquire) {
+            match c
+                .tat
+                .compare_exchange_weak(tat, new_tat, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => break,
                 Err(actual) => tat = actual,
             }
@@ -125,20 +133,35 @@ pub fn reset(slot: u32) -> Result<(), BucketError> {
 #[inline]
 pub fn take_at(slot: u32, n: u32, now: u64) -> Take {
     let Ok(c) = cell(slot) else {
-        return Take { granted: false, remaining: 0, retry_after_ns: u64::MAX, reset_ns: 0 };
+        return Take {
+            granted: false,
+            remaining: 0,
+            retry_after_ns: u64::MAX,
+            reset_ns: 0,
+        };
     };
     let config = c.config.load(Ordering::Acquire);
     let interval = config >> CAP_BITS;
     let capacity = config & CAP_MASK;
     if interval == 0 {
-        return Take { granted: false, remaining: 0, retry_after_ns: u64::MAX, reset_ns: 0 };
+        return Take {
+            granted: false,
+            remaining: 0,
+            retry_after_ns: u64::MAX,
+            reset_ns: 0,
+        };
     }
     let tolerance = capacity * interval; // burst window, ns (< 2^64 by the config packing)
     if u64::from(n) > capacity {
         // More than the bucket can ever hold: never grantable (and n·interval could overflow).
         let in_use = c.tat.load(Ordering::Acquire).saturating_sub(now);
         let remaining = (tolerance.saturating_sub(in_use) / interval) as u32;
-        return Take { granted: false, remaining, retry_after_ns: u64::MAX, reset_ns: in_use };
+        return Take {
+            granted: false,
+            remaining,
+            retry_after_ns: u64::MAX,
+            reset_ns: in_use,
+        };
     }
     let cost = u64::from(n) * interval;
     let mut tat = c.tat.load(Ordering::Acquire);
@@ -149,10 +172,22 @@ pub fn take_at(slot: u32, n: u32, now: u64) -> Take {
         if debt > tolerance {
             let in_use = base - now;
             let remaining = (tolerance.saturating_sub(in_use) / interval) as u32;
-            let retry = if cost > tolerance { u64::MAX } else { debt - tolerance };
-            return Take { granted: false, remaining, retry_after_ns: retry, reset_ns: in_use };
+            let retry = if cost > tolerance {
+                u64::MAX
+            } else {
+                debt - tolerance
+            };
+            return Take {
+                granted: false,
+                remaining,
+                retry_after_ns: retry,
+                reset_ns: in_use,
+            };
         }
-        match c.tat.compare_exchange_weak(tat, new_tat, Ordering::AcqRel, Ordering::Acquire) {
+        match c
+            .tat
+            .compare_exchange_weak(tat, new_tat, Ordering::AcqRel, Ordering::Acquire)
+        {
             Ok(_) => {
                 return Take {
                     granted: true,
@@ -200,7 +235,7 @@ mod tests {
         let r = take_at(s, 1, t0);
         assert!(!r.granted);
         assert_eq!(r.retry_after_ns, 100_000_000); // one token per 100 ms
-        // 100 ms later exactly one token is back.
+                                                   // 100 ms later exactly one token is back.
         assert!(take_at(s, 1, t0 + 100_000_000).granted);
         assert!(!take_at(s, 1, t0 + 100_000_000).granted);
     }
@@ -226,7 +261,10 @@ mod tests {
     fn unconfigured_and_out_of_range_slots_refuse() {
         assert!(!take(12, 1).granted);
         assert!(!take(SLOTS as u32, 1).granted);
-        assert_eq!(configure(SLOTS as u32, 1.0, 1), Err(BucketError::SlotOutOfRange));
+        assert_eq!(
+            configure(SLOTS as u32, 1.0, 1),
+            Err(BucketError::SlotOutOfRange)
+        );
         assert_eq!(configure(13, 0.0, 1), Err(BucketError::InvalidRate));
         assert_eq!(configure(13, f64::NAN, 1), Err(BucketError::InvalidRate));
         assert_eq!(configure(13, 1.0, 0), Err(BucketError::InvalidCapacity));
@@ -245,7 +283,11 @@ mod tests {
         configure(s, 150.0, 150).unwrap();
         let r = take(s, 1);
         assert!(r.granted);
-        assert!((140..=142).contains(&r.remaining), "remaining {}", r.remaining);
+        assert!(
+            (140..=142).contains(&r.remaining),
+            "remaining {}",
+            r.remaining
+        );
         // Downgrade back: usage is capped at the new capacity, never negative.
         configure(s, 8.0, 8).unwrap();
         assert!(!take(s, 1).granted);
@@ -265,7 +307,11 @@ mod tests {
         configure(s, 0.01, 4).unwrap();
         let r = take(s, 1);
         assert!(!r.granted);
-        assert!(r.retry_after_ns <= 100 * NANOS_PER_SEC, "{}", r.retry_after_ns);
+        assert!(
+            r.retry_after_ns <= 100 * NANOS_PER_SEC,
+            "{}",
+            r.retry_after_ns
+        );
         assert!(r.reset_ns <= 400 * NANOS_PER_SEC, "{}", r.reset_ns);
     }
 
@@ -298,6 +344,9 @@ mod tests {
         let bound = f64::from(cap) + rate * elapsed;
         assert!(total <= bound, "granted {total} > bound {bound}");
         // And the limiter is not starving anyone: at least the burst plus most of the refill.
-        assert!(total >= f64::from(cap) + rate * 0.3 * 0.5, "granted only {total}");
+        assert!(
+            total >= f64::from(cap) + rate * 0.3 * 0.5,
+            "granted only {total}"
+        );
     }
 }

@@ -93,7 +93,13 @@ pub struct TxError {
 
 impl TxError {
     pub const fn new(code: Code, detail: &'static str) -> Self {
-        TxError { code, offset: None, index: None, detail, value: None }
+        TxError {
+            code,
+            offset: None,
+            index: None,
+            detail,
+            value: None,
+        }
     }
     pub const fn at(mut self, offset: usize) -> Self {
         self.offset = Some(offset as u32);
@@ -201,7 +207,10 @@ pub struct Refusal {
 
 impl Refusal {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Refusal { code, message: message.into() }
+        Refusal {
+            code,
+            message: message.into(),
+        }
     }
 }
 

@@ -31,8 +31,11 @@ pub struct Report {
 /// Decode standard, padded base64 into `out`, refusing anything that cannot be a transaction.
 pub fn decode_base64(text: &[u8], out: &mut [u8; PACKET_DATA_SIZE]) -> Result<usize> {
     if text.len() > MAX_BASE64_LEN {
-        return Err(TxError::new(Code::TooLarge, "base64 text longer than any 1232-byte transaction")
-            .value(text.len()));
+        return Err(TxError::new(
+            Code::TooLarge,
+            "base64 text longer than any 1232-byte transaction",
+        )
+        .value(text.len()));
     }
     if text.is_empty() {
         return Err(TxError::new(Code::Base64Invalid, "empty transaction"));
@@ -45,9 +48,10 @@ pub fn decode_base64(text: &[u8], out: &mut [u8; PACKET_DATA_SIZE]) -> Result<us
             base64::DecodeSliceError::DecodeError(base64::DecodeError::InvalidLength(_)) => {
                 ("base64 length is not a multiple of 4", None)
             }
-            base64::DecodeSliceError::DecodeError(base64::DecodeError::InvalidLastSymbol(at, _)) => {
-                ("non-canonical final base64 symbol", Some(at))
-            }
+            base64::DecodeSliceError::DecodeError(base64::DecodeError::InvalidLastSymbol(
+                at,
+                _,
+            )) => ("non-canonical final base64 symbol", Some(at)),
             base64::DecodeSliceError::DecodeError(base64::DecodeError::InvalidPadding) => {
                 ("invalid base64 padding", None)
             }
@@ -94,7 +98,10 @@ pub fn inspect_bytes(bytes: &[u8], tips: &TipSet) -> Result<Report> {
 /// Verdicts are per item and equal to `inspect_bytes` on each.
 pub fn inspect_many(txs: &[&[u8]], tips: &TipSet) -> Vec<Result<Report>> {
     let parsed: Vec<Result<TxView<'_>>> = txs.iter().map(|b| TxView::parse(b)).collect();
-    let views: Vec<TxView<'_>> = parsed.iter().filter_map(|p| p.as_ref().ok().copied()).collect();
+    let views: Vec<TxView<'_>> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().copied())
+        .collect();
     let mut verdicts = verify_batch(&views).into_iter();
     parsed
         .iter()
@@ -103,7 +110,10 @@ pub fn inspect_many(txs: &[&[u8]], tips: &TipSet) -> Vec<Result<Report>> {
             Ok(view) => {
                 // One verdict per parsed view, in order; a missing one (impossible) must never
                 // read as "verified".
-                verdicts.next().unwrap_or(Err(TxError::new(Code::SignatureInvalid, "signature not verified")))?;
+                verdicts.next().unwrap_or(Err(TxError::new(
+                    Code::SignatureInvalid,
+                    "signature not verified",
+                )))?;
                 Ok(report(view, tips))
             }
         })

@@ -4,16 +4,16 @@
 
 use crate::bucket;
 use crate::error::{Code, TxError};
-use crate::{overlay, registry, usage};
 use crate::inspect::{decode_base64, inspect_bytes, inspect_many, Report};
 use crate::parse::{Version, PACKET_DATA_SIZE};
 use crate::tip;
+use crate::{overlay, registry, usage};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use std::sync::Arc;
 
-pub use crate::error::JsCode;
 use crate::error::to_js;
+pub use crate::error::JsCode;
 
 /// Why a transaction was refused: a stable `code` and the precise, human-readable `message`.
 #[napi(object)]
@@ -74,7 +74,11 @@ fn b58(bytes: &[u8]) -> String {
 }
 
 /// The one mapping from an inspection result to its JS shape.
-fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wire: Option<&[u8]>) -> Inspection {
+fn to_inspection(
+    r: std::result::Result<Report, TxError>,
+    tips: &tip::TipSet,
+    wire: Option<&[u8]>,
+) -> Inspection {
     match r {
         Ok(rep) => Inspection {
             ok: true,
@@ -91,7 +95,11 @@ fn to_inspection(r: std::result::Result<Report, TxError>, tips: &tip::TipSet, wi
             }),
             tip_lamports: Some(BigInt::from(rep.scan.tip_lamports)),
             tip_transfers: Some(rep.scan.tip_transfers),
-            tip_account: rep.scan.first_tip_account.and_then(|i| tips.keys().get(i as usize)).map(|k| b58(k)),
+            tip_account: rep
+                .scan
+                .first_tip_account
+                .and_then(|i| tips.keys().get(i as usize))
+                .map(|k| b58(k)),
             transfers_via_lookup: Some(rep.scan.transfers_via_lookup),
             durable_nonce: Some(rep.scan.durable_nonce),
             nonce_account: rep.scan.nonce_account.map(|k| b58(&k)),
@@ -144,7 +152,9 @@ impl TipSet {
         for a in &addresses {
             keys.push(decode_key(a)?);
         }
-        Ok(TipSet { inner: Arc::new(tip::TipSet::new(keys)) })
+        Ok(TipSet {
+            inner: Arc::new(tip::TipSet::new(keys)),
+        })
     }
 
     /// The addresses, base58, in the order given.
@@ -158,7 +168,10 @@ fn decode_key(a: &str) -> Result<[u8; 32], JsCode> {
     let mut out = [0u8; 32];
     match crate::base58::decode_into(a, &mut out) {
         Some(32) => Ok(out),
-        _ => Err(to_js(&TxError::new(Code::Base58Invalid, "not a base58 32-byte address"))),
+        _ => Err(to_js(&TxError::new(
+            Code::Base58Invalid,
+            "not a base58 32-byte address",
+        ))),
     }
 }
 
@@ -235,13 +248,19 @@ impl Task for InspectTask {
 /// `inspectBatch` on a libuv pool thread, so the calling thread stays responsive.
 #[napi(ts_return_type = "Promise<Array<Inspection>>")]
 pub fn inspect_batch_async(transactions: Vec<String>, tips: &TipSet) -> AsyncTask<InspectTask> {
-    AsyncTask::new(InspectTask { texts: transactions, tips: tips.inner.clone() })
+    AsyncTask::new(InspectTask {
+        texts: transactions,
+        tips: tips.inner.clone(),
+    })
 }
 
 /// A bare ed25519 `verify_strict` of one signature: the benchmark baseline for `inspect`.
 #[napi(catch_unwind)]
 pub fn ed25519_verify(message: &[u8], signature: &[u8], public_key: &[u8]) -> bool {
-    let (Ok(sig), Ok(key)) = (<[u8; 64]>::try_from(signature), <[u8; 32]>::try_from(public_key)) else {
+    let (Ok(sig), Ok(key)) = (
+        <[u8; 64]>::try_from(signature),
+        <[u8; 32]>::try_from(public_key),
+    ) else {
         return false;
     };
     ed25519_dalek::VerifyingKey::from_bytes(&key)
@@ -273,7 +292,8 @@ pub const BUCKET_SLOTS: u32 = bucket::SLOTS as u32;
 /// A JS number as an exact u32, or None (NaN, fractions, negatives and values ≥ 2^32 are
 /// refused here rather than wrapped by the number conversion).
 fn exact_u32(v: f64) -> Option<u32> {
-    (v.is_finite() && v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v)).then_some(v as u32)
+    (v.is_finite() && v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v))
+        .then_some(v as u32)
 }
 
 fn slot_of(v: f64) -> Result<u32, JsCode> {
@@ -329,12 +349,21 @@ pub struct BucketTake {
 pub fn bucket_take_detailed(slot: f64, n: f64) -> BucketTake {
     let t = match (exact_u32(slot), exact_u32(n)) {
         (Some(slot), Some(n)) => bucket::take(slot, n),
-        _ => bucket::Take { granted: false, remaining: 0, retry_after_ns: u64::MAX, reset_ns: 0 },
+        _ => bucket::Take {
+            granted: false,
+            remaining: 0,
+            retry_after_ns: u64::MAX,
+            reset_ns: 0,
+        },
     };
     BucketTake {
         granted: t.granted,
         remaining: t.remaining,
-        retry_after_ms: if t.retry_after_ns == u64::MAX { f64::INFINITY } else { t.retry_after_ns as f64 / 1e6 },
+        retry_after_ms: if t.retry_after_ns == u64::MAX {
+            f64::INFINITY
+        } else {
+            t.retry_after_ns as f64 / 1e6
+        },
         reset_ms: t.reset_ns as f64 / 1e6,
     }
 }
@@ -350,7 +379,9 @@ pub fn bucket_available(slot: f64) -> u32 {
 /// take itself can be reported apart from the cost of one N-API call.
 #[napi]
 pub fn bucket_take_cost_ns(slot: f64, iterations: u32) -> f64 {
-    let Some(slot) = exact_u32(slot) else { return f64::NAN };
+    let Some(slot) = exact_u32(slot) else {
+        return f64::NAN;
+    };
     let n = iterations.max(1);
     let start = std::time::Instant::now();
     let mut granted = 0u32;
@@ -379,7 +410,10 @@ fn exact_u53(v: f64) -> Option<u64> {
 #[napi]
 pub fn overlay_put(key: &[u8], value: &[u8]) -> Result<f64, JsCode> {
     // Tokens stay below 2^53 for centuries of puts, so the conversion is exact.
-    overlay::global().put(key, value).map(|t| t as f64).map_err(|e| to_js(&e))
+    overlay::global()
+        .put(key, value)
+        .map(|t| t as f64)
+        .map_err(|e| to_js(&e))
 }
 
 /// A copy of the overlay's value under `key`, or null.
@@ -416,7 +450,9 @@ pub fn account_slot(key: String) -> Result<u32, JsCode> {
 /// The key registered at `index`, or null (so a persister that gets indexes can name them).
 #[napi]
 pub fn account_slot_key(index: f64) -> Option<String> {
-    exact_u32(index).and_then(|i| registry::global().key(i)).map(|k| k.to_string())
+    exact_u32(index)
+        .and_then(|i| registry::global().key(i))
+        .map(|k| k.to_string())
 }
 
 /// Indexes `accountSlot` has handed out so far.
@@ -435,9 +471,14 @@ pub struct UsageCounts {
 }
 
 fn usage_index(v: f64) -> Result<u32, JsCode> {
-    exact_u32(v).filter(|&i| (i as usize) < usage::CAPACITY).ok_or_else(|| {
-        to_js(&TxError::new(Code::UsageIndexOutOfRange, "usage index must be an accountSlot index (a whole number below 32768)"))
-    })
+    exact_u32(v)
+        .filter(|&i| (i as usize) < usage::CAPACITY)
+        .ok_or_else(|| {
+            to_js(&TxError::new(
+                Code::UsageIndexOutOfRange,
+                "usage index must be an accountSlot index (a whole number below 32768)",
+            ))
+        })
 }
 
 fn usage_u32(what: &'static str, v: f64) -> Result<u32, JsCode> {
@@ -451,11 +492,17 @@ fn usage_u32(what: &'static str, v: f64) -> Result<u32, JsCode> {
 #[napi]
 pub fn usage_init(index: f64, total: f64, day: f64, today: f64) -> Result<bool, JsCode> {
     let index = usage_index(index)?;
-    let total = exact_u53(total)
-        .ok_or_else(|| to_js(&TxError::new(Code::UsageInvalidValue, "total must be a whole number below 2^53")))?;
+    let total = exact_u53(total).ok_or_else(|| {
+        to_js(&TxError::new(
+            Code::UsageInvalidValue,
+            "total must be a whole number below 2^53",
+        ))
+    })?;
     let day = usage_u32("day must be a whole number of days since the epoch", day)?;
     let today = usage_u32("today must be a whole number below 2^32", today)?;
-    usage::TABLE.init(index, total, day, today).map_err(|e| to_js(&e))
+    usage::TABLE
+        .init(index, total, day, today)
+        .map_err(|e| to_js(&e))
 }
 
 /// Count `n` sends of account `index` on UTC day `day`, lock-free: total += n; today += n on
@@ -480,7 +527,10 @@ pub fn usage_get(index: f64, day: f64) -> Result<Option<UsageCounts>, JsCode> {
     Ok(usage::TABLE
         .get(index, day)
         .map_err(|e| to_js(&e))?
-        .map(|c| UsageCounts { total: c.total as f64, today: c.today }))
+        .map(|c| UsageCounts {
+            total: c.total as f64,
+            today: c.today,
+        }))
 }
 
 /// Initialized account indexes whose usage changed since the last call (any thread's), in
@@ -500,8 +550,14 @@ pub struct ThreadPriority {
 
 pub(crate) fn priority_of(r: std::result::Result<i32, String>) -> ThreadPriority {
     match r {
-        Ok(nice) => ThreadPriority { nice: Some(nice), error: None },
-        Err(error) => ThreadPriority { nice: None, error: Some(error) },
+        Ok(nice) => ThreadPriority {
+            nice: Some(nice),
+            error: None,
+        },
+        Err(error) => ThreadPriority {
+            nice: None,
+            error: Some(error),
+        },
     }
 }
 
@@ -512,7 +568,9 @@ pub(crate) fn priority_of(r: std::result::Result<i32, String>) -> ThreadPriority
 #[napi]
 pub fn set_thread_nice(nice: i32, thread: String) -> ThreadPriority {
     if !(-20..=19).contains(&nice) {
-        return priority_of(Err(format!("{thread}: nice must be an integer -20..19, got {nice}")));
+        return priority_of(Err(format!(
+            "{thread}: nice must be an integer -20..19, got {nice}"
+        )));
     }
     priority_of(crate::priority::set_current_thread_nice(nice, &thread))
 }

@@ -25,8 +25,12 @@ fn fail(code: &'static str, message: impl Into<String>) -> napi::Error<JsCode> {
 }
 
 pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, JsCode> {
-    text.parse()
-        .map_err(|_| fail("QUIC_INVALID_ADDRESS", format!("`{text}` is not an \"ip:port\" socket address")))
+    text.parse().map_err(|_| {
+        fail(
+            "QUIC_INVALID_ADDRESS",
+            format!("`{text}` is not an \"ip:port\" socket address"),
+        )
+    })
 }
 
 /// TPU addresses parsed once. The hot path sends each transaction to the same few leaders
@@ -49,13 +53,22 @@ struct Parsed {
 
 impl Parsed {
     fn new(texts: Vec<String>) -> Result<Self, JsCode> {
-        let addrs = texts.iter().map(|t| parse_addr(t)).collect::<Result<Arc<[_]>, _>>()?;
-        Ok(Parsed { addrs, texts: texts.into() })
+        let addrs = texts
+            .iter()
+            .map(|t| parse_addr(t))
+            .collect::<Result<Arc<[_]>, _>>()?;
+        Ok(Parsed {
+            addrs,
+            texts: texts.into(),
+        })
     }
 
     /// The text `addr` was given as.
     fn name(&self, addr: SocketAddr) -> String {
-        self.addrs.iter().position(|a| *a == addr).map_or_else(|| addr.to_string(), |i| self.texts[i].clone())
+        self.addrs
+            .iter()
+            .position(|a| *a == addr)
+            .map_or_else(|| addr.to_string(), |i| self.texts[i].clone())
     }
 }
 
@@ -64,7 +77,9 @@ impl TpuTargets {
     /// Parse "ip:port" targets once; throws `QUIC_INVALID_ADDRESS` naming the first bad one.
     #[napi(constructor)]
     pub fn new(targets: Vec<String>) -> Result<Self, JsCode> {
-        Ok(TpuTargets { parsed: Parsed::new(targets)? })
+        Ok(TpuTargets {
+            parsed: Parsed::new(targets)?,
+        })
     }
 
     /// How many targets.
@@ -97,7 +112,10 @@ fn check_tx(tx: &[u8], index: Option<usize>) -> Result<(), JsCode> {
         return Err(fail("QUIC_TX_EMPTY", format!("{which} is empty")));
     }
     if tx.len() > MAX_TX_SIZE {
-        return Err(fail("QUIC_TX_TOO_LARGE", format!("{which} is {} bytes, more than {MAX_TX_SIZE}", tx.len())));
+        return Err(fail(
+            "QUIC_TX_TOO_LARGE",
+            format!("{which} is {} bytes, more than {MAX_TX_SIZE}", tx.len()),
+        ));
     }
     Ok(())
 }
@@ -106,7 +124,10 @@ pub(crate) fn parse_seed(identity: &[u8]) -> Result<[u8; 32], JsCode> {
     identity.try_into().map_err(|_| {
         fail(
             "QUIC_INVALID_IDENTITY",
-            format!("identity must be the 32-byte ed25519 secret seed (got {} bytes)", identity.len()),
+            format!(
+                "identity must be the 32-byte ed25519 secret seed (got {} bytes)",
+                identity.len()
+            ),
         )
     })
 }
@@ -117,13 +138,24 @@ pub(crate) fn whole(name: &str, value: Option<f64>, default: u64, max: u64) -> R
     if v.is_finite() && v.fract() == 0.0 && (0.0..=max as f64).contains(&v) {
         Ok(v as u64)
     } else {
-        Err(to_js(&QuicError::InvalidConfig(format!("{name} must be a whole number in 0..={max} (got {v})"))))
+        Err(to_js(&QuicError::InvalidConfig(format!(
+            "{name} must be a whole number in 0..={max} (got {v})"
+        ))))
     }
 }
 
 /// An optional millisecond option as a Duration (range checks are the config's own).
-pub(crate) fn millis(name: &str, value: Option<f64>, default: Duration) -> Result<Duration, JsCode> {
-    let ms = whole(name, value, u64::try_from(default.as_millis()).unwrap_or(u64::MAX), 3_600_000)?;
+pub(crate) fn millis(
+    name: &str,
+    value: Option<f64>,
+    default: Duration,
+) -> Result<Duration, JsCode> {
+    let ms = whole(
+        name,
+        value,
+        u64::try_from(default.as_millis()).unwrap_or(u64::MAX),
+        3_600_000,
+    )?;
     Ok(Duration::from_millis(ms))
 }
 
@@ -256,11 +288,24 @@ impl QuicClient {
         let idle_timeout = millis("idleTimeoutMs", opts.idle_timeout_ms, d.idle_timeout)?;
         let keep_alive = millis("keepAliveMs", opts.keep_alive_ms, d.keep_alive)?;
         let cfg = quic::ClientConfig {
-            max_queue_per_peer: whole("maxQueuePerPeer", opts.max_queue_per_peer, d.max_queue_per_peer as u64, 1_000_000)? as usize,
+            max_queue_per_peer: whole(
+                "maxQueuePerPeer",
+                opts.max_queue_per_peer,
+                d.max_queue_per_peer as u64,
+                1_000_000,
+            )? as usize,
             idle_timeout,
             keep_alive,
-            alive_window: millis("aliveWindowMs", opts.alive_window_ms, (keep_alive * 3 / 2).min(idle_timeout))?,
-            handshake_timeout: millis("handshakeTimeoutMs", opts.handshake_timeout_ms, d.handshake_timeout)?,
+            alive_window: millis(
+                "aliveWindowMs",
+                opts.alive_window_ms,
+                (keep_alive * 3 / 2).min(idle_timeout),
+            )?,
+            handshake_timeout: millis(
+                "handshakeTimeoutMs",
+                opts.handshake_timeout_ms,
+                d.handshake_timeout,
+            )?,
             send_timeout: millis("sendTimeoutMs", opts.send_timeout_ms, d.send_timeout)?,
             backoff_base: millis("backoffBaseMs", opts.backoff_base_ms, d.backoff_base)?,
             backoff_max: millis("backoffMaxMs", opts.backoff_max_ms, d.backoff_max)?,
@@ -268,7 +313,10 @@ impl QuicClient {
         };
         let inner = quic::QuicClient::new(&seed, cfg).map_err(|e| to_js(&e))?;
         let identity = base58::encode(&inner.identity());
-        Ok(QuicClient { inner: Some(inner), identity })
+        Ok(QuicClient {
+            inner: Some(inner),
+            identity,
+        })
     }
 
     /// The identity public key, base58.
@@ -278,14 +326,21 @@ impl QuicClient {
     }
 
     fn client(&self) -> Result<&Arc<quic::QuicClient>, JsCode> {
-        self.inner.as_ref().ok_or_else(|| fail("QUIC_CLOSED", "this QuicClient was closed"))
+        self.inner
+            .as_ref()
+            .ok_or_else(|| fail("QUIC_CLOSED", "this QuicClient was closed"))
     }
 
     /// Send one transaction (1..=1232 bytes) to every target ("ip:port") at once, one
     /// unidirectional stream each. Resolves with one result per target, in order; never
     /// rejects for network failures (they are results). Throws for bad arguments.
     #[napi(ts_return_type = "Promise<SendResult[]>")]
-    pub fn send<'env>(&self, env: &'env Env, #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'env>, tx: &[u8]) -> Result<Object<'env>, JsCode> {
+    pub fn send<'env>(
+        &self,
+        env: &'env Env,
+        #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'env>,
+        tx: &[u8],
+    ) -> Result<Object<'env>, JsCode> {
         let client = self.client()?;
         check_tx(tx, None)?;
         let targets = parse_targets(targets)?;
@@ -295,7 +350,13 @@ impl QuicClient {
         let dispatched = client.dispatch(&targets.addrs, tx);
         runtime().spawn(async move {
             let outcomes = dispatched.outcomes().await;
-            let results: Vec<SendResult> = targets.texts.iter().cloned().zip(outcomes).map(to_send_result).collect();
+            let results: Vec<SendResult> = targets
+                .texts
+                .iter()
+                .cloned()
+                .zip(outcomes)
+                .map(to_send_result)
+                .collect();
             deferred.resolve(move |_| Ok(results));
         });
         Ok(promise)
@@ -323,8 +384,14 @@ impl QuicClient {
         let targets = parse_targets(targets)?;
         let budget = match deadline_ms {
             None => None,
-            Some(ms) if ms.is_finite() && ms.fract() == 0.0 && (1.0..=60_000.0).contains(&ms) => Some(Duration::from_millis(ms as u64)),
-            Some(ms) => return Err(to_js(&QuicError::InvalidConfig(format!("deadlineMs must be a whole number in 1..=60000 (got {ms})")))),
+            Some(ms) if ms.is_finite() && ms.fract() == 0.0 && (1.0..=60_000.0).contains(&ms) => {
+                Some(Duration::from_millis(ms as u64))
+            }
+            Some(ms) => {
+                return Err(to_js(&QuicError::InvalidConfig(format!(
+                    "deadlineMs must be a whole number in 1..=60000 (got {ms})"
+                ))))
+            }
         };
         let tx = Bytes::copy_from_slice(tx);
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
@@ -336,10 +403,23 @@ impl QuicClient {
         // the shared runtime's thread (busy with rebroadcast rounds, or waiting for a CPU).
         quic::first_runtime().spawn(async move {
             let first = dispatched.first_written().await;
-            let target = first.written.as_ref().map_or(Either::B(Null), |o| Either::A(targets.name(o.addr)));
-            let failures: Vec<SendResult> = first.failures.into_iter().map(|o| to_send_result((targets.name(o.addr), o))).collect();
+            let target = first
+                .written
+                .as_ref()
+                .map_or(Either::B(Null), |o| Either::A(targets.name(o.addr)));
+            let failures: Vec<SendResult> = first
+                .failures
+                .into_iter()
+                .map(|o| to_send_result((targets.name(o.addr), o)))
+                .collect();
             let elapsed_us = first.elapsed_us as f64;
-            deferred.resolve(move |_| Ok(FirstSend { target, elapsed_us, failures }));
+            deferred.resolve(move |_| {
+                Ok(FirstSend {
+                    target,
+                    elapsed_us,
+                    failures,
+                })
+            });
         });
         Ok(promise)
     }
@@ -369,7 +449,12 @@ impl QuicClient {
         let (deferred, promise) = env.create_deferred().map_err(internal)?;
         let dispatched = client.dispatch_batch(&addrs, &txs);
         runtime().spawn(async move {
-            let words: Vec<u16> = dispatched.outcomes().await.iter().map(quic::SendOutcome::word).collect();
+            let words: Vec<u16> = dispatched
+                .outcomes()
+                .await
+                .iter()
+                .map(quic::SendOutcome::word)
+                .collect();
             deferred.resolve(move |_| Ok(Uint16Array::new(words)));
         });
         Ok(promise)
@@ -395,7 +480,10 @@ impl QuicClient {
 
     /// Open connections to `targets` ahead of the first send; returns at once.
     #[napi]
-    pub fn prewarm(&self, #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'_>) -> Result<(), JsCode> {
+    pub fn prewarm(
+        &self,
+        #[napi(ts_arg_type = "string[] | TpuTargets")] targets: Targets<'_>,
+    ) -> Result<(), JsCode> {
         let client = self.client()?;
         client.prewarm(&parse_targets(targets)?.addrs);
         Ok(())
@@ -404,7 +492,12 @@ impl QuicClient {
     /// Connection state and counters of every validator this process's client has reached.
     #[napi]
     pub fn peer_stats(&self) -> Result<Vec<PeerStats>, JsCode> {
-        Ok(self.client()?.peer_stats().into_iter().map(to_peer_stats).collect())
+        Ok(self
+            .client()?
+            .peer_stats()
+            .into_iter()
+            .map(to_peer_stats)
+            .collect())
     }
 
     /// Give up this handle. The shared client closes when the process's last handle for the
@@ -447,7 +540,6 @@ fn to_peer_stats(p: quic::PeerStats) -> PeerStats {
     }
 }
 
-
 /// The failure reasons of `sendMany`'s outcome words, by index (its low byte minus 2): the
 /// same strings `SendResult.reason` and `drainOutcomes` use.
 #[napi]
@@ -471,7 +563,9 @@ pub fn set_quic_threads(threads: u32) -> Result<(), JsCode> {
 /// is returned again), anything else is `QUIC_INVALID_OPTION`.
 #[napi]
 pub fn set_quic_first_send_nice(nice: i32) -> Result<ThreadPriority, JsCode> {
-    quic::start_first_sends(nice).map(priority_of).map_err(|e| to_js(&e))
+    quic::start_first_sends(nice)
+        .map(priority_of)
+        .map_err(|e| to_js(&e))
 }
 
 #[napi]

@@ -90,14 +90,26 @@ impl QuicServer {
     /// transaction; an exception it throws is an uncaught exception, as in any event listener.
     /// Until `close()`, the server keeps the process alive, as an open `net.Server` does.
     #[napi(constructor)]
-    pub fn new(opts: QuicServerOptions, on_transaction: Function<ReceivedTransaction, ()>) -> Result<Self, JsCode> {
+    pub fn new(
+        opts: QuicServerOptions,
+        on_transaction: Function<ReceivedTransaction, ()>,
+    ) -> Result<Self, JsCode> {
         let seed = parse_seed(&opts.identity)?;
         let d = quic::ServerConfig::default();
         let cfg = quic::ServerConfig {
             bind: parse_addr(&opts.bind)?,
-            max_streams_per_100ms: whole("maxStreamsPer100ms", opts.max_streams_per_100ms, d.max_streams_per_100ms, 1_000_000)?,
-            max_connections_per_peer: whole("maxConnectionsPerPeer", opts.max_connections_per_peer, d.max_connections_per_peer as u64, 65_536)?
-                as usize,
+            max_streams_per_100ms: whole(
+                "maxStreamsPer100ms",
+                opts.max_streams_per_100ms,
+                d.max_streams_per_100ms,
+                1_000_000,
+            )?,
+            max_connections_per_peer: whole(
+                "maxConnectionsPerPeer",
+                opts.max_connections_per_peer,
+                d.max_connections_per_peer as u64,
+                65_536,
+            )? as usize,
             max_connections_per_ip_per_minute: whole(
                 "maxConnectionsPerIpPerMinute",
                 opts.max_connections_per_ip_per_minute,
@@ -105,7 +117,11 @@ impl QuicServer {
                 1_000_000,
             )?,
             idle_timeout: millis("idleTimeoutMs", opts.idle_timeout_ms, d.idle_timeout)?,
-            handshake_timeout: millis("handshakeTimeoutMs", opts.handshake_timeout_ms, d.handshake_timeout)?,
+            handshake_timeout: millis(
+                "handshakeTimeoutMs",
+                opts.handshake_timeout_ms,
+                d.handshake_timeout,
+            )?,
             stream_read_timeout: d.stream_read_timeout,
         };
         let callback = on_transaction
@@ -144,7 +160,9 @@ impl QuicServer {
     pub fn set_faults(&self, faults: QuicFaults) -> Result<(), JsCode> {
         let loss = faults.packet_loss_pct.unwrap_or(0.0);
         if !(0.0..=100.0).contains(&loss) {
-            return Err(to_js(&QuicError::InvalidConfig(format!("packetLossPct must be in 0..=100 (got {loss})"))));
+            return Err(to_js(&QuicError::InvalidConfig(format!(
+                "packetLossPct must be in 0..=100 (got {loss})"
+            ))));
         }
         let refuse_code = match faults.refuse_code {
             None => None,

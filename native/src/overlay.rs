@@ -121,10 +121,18 @@ impl Overlay {
 
 fn check(key: &[u8], value: &[u8]) -> Result<(), TxError> {
     if key.len() > MAX_KEY {
-        return Err(TxError::new(Code::OverlayKeyTooLarge, "overlay key longer than 128 bytes").value(key.len()));
+        return Err(TxError::new(
+            Code::OverlayKeyTooLarge,
+            "overlay key longer than 128 bytes",
+        )
+        .value(key.len()));
     }
     if value.len() > MAX_VALUE {
-        return Err(TxError::new(Code::OverlayValueTooLarge, "overlay value longer than 4096 bytes").value(value.len()));
+        return Err(TxError::new(
+            Code::OverlayValueTooLarge,
+            "overlay value longer than 4096 bytes",
+        )
+        .value(value.len()));
     }
     Ok(())
 }
@@ -163,7 +171,9 @@ mod tests {
     #[test]
     fn tokens_increase_across_keys_and_never_are_zero() {
         let o = Overlay::new();
-        let tokens: Vec<u64> = (0..100u32).map(|i| o.put(&i.to_le_bytes(), b"v").unwrap()).collect();
+        let tokens: Vec<u64> = (0..100u32)
+            .map(|i| o.put(&i.to_le_bytes(), b"v").unwrap())
+            .collect();
         assert!(tokens[0] >= 1);
         assert!(tokens.windows(2).all(|w| w[1] > w[0]));
         assert!(!o.release(&0u32.to_le_bytes(), 0));
@@ -192,7 +202,11 @@ mod tests {
             o.put(&i.to_be_bytes(), b"v").unwrap();
         }
         // 100 per shard on average; a broken shard choice puts them all in one or a few.
-        assert!(o.shards.iter().all(|s| lock(s).len() > 40), "{:?}", o.shards.iter().map(|s| lock(s).len()).collect::<Vec<_>>());
+        assert!(
+            o.shards.iter().all(|s| lock(s).len() > 40),
+            "{:?}",
+            o.shards.iter().map(|s| lock(s).len()).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -200,7 +214,9 @@ mod tests {
         let o = Arc::new(Overlay::new());
         let token = {
             let o = o.clone();
-            std::thread::spawn(move || o.put(b"cross", b"from writer").unwrap()).join().unwrap()
+            std::thread::spawn(move || o.put(b"cross", b"from writer").unwrap())
+                .join()
+                .unwrap()
         };
         let o2 = o.clone();
         let seen = std::thread::spawn(move || o2.get(b"cross")).join().unwrap();

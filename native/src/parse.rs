@@ -70,13 +70,22 @@ pub fn read_compact_u16(bytes: &[u8], offset: &mut usize) -> Result<u16> {
     let mut value: u32 = 0;
     for i in 0..3 {
         let Some(&byte) = bytes.get(start + i) else {
-            return Err(TxError::malformed(start + i, "a compact-u16 length, found end of input"));
+            return Err(TxError::malformed(
+                start + i,
+                "a compact-u16 length, found end of input",
+            ));
         };
         if i > 0 && byte == 0 {
-            return Err(TxError::malformed(start + i, "a minimally encoded compact-u16"));
+            return Err(TxError::malformed(
+                start + i,
+                "a minimally encoded compact-u16",
+            ));
         }
         if i == 2 && byte > 0x03 {
-            return Err(TxError::malformed(start + i, "a compact-u16 that fits in 16 bits"));
+            return Err(TxError::malformed(
+                start + i,
+                "a compact-u16 that fits in 16 bits",
+            ));
         }
         value |= u32::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
@@ -85,11 +94,19 @@ pub fn read_compact_u16(bytes: &[u8], offset: &mut usize) -> Result<u16> {
         }
     }
     // The third byte was ≤ 3, so its continuation bit is clear and the loop returned.
-    Err(TxError::malformed(start + 2, "a compact-u16 of at most 3 bytes"))
+    Err(TxError::malformed(
+        start + 2,
+        "a compact-u16 of at most 3 bytes",
+    ))
 }
 
 #[inline(always)]
-fn take<'a>(bytes: &'a [u8], offset: &mut usize, len: usize, what: &'static str) -> Result<&'a [u8]> {
+fn take<'a>(
+    bytes: &'a [u8],
+    offset: &mut usize,
+    len: usize,
+    what: &'static str,
+) -> Result<&'a [u8]> {
     let start = *offset;
     match bytes.get(start..start.saturating_add(len)) {
         Some(s) => {
@@ -102,7 +119,9 @@ fn take<'a>(bytes: &'a [u8], offset: &mut usize, len: usize, what: &'static str)
 
 #[inline(always)]
 fn byte(bytes: &[u8], offset: &mut usize, what: &'static str) -> Result<u8> {
-    let b = *bytes.get(*offset).ok_or(TxError::malformed(*offset, what))?;
+    let b = *bytes
+        .get(*offset)
+        .ok_or(TxError::malformed(*offset, what))?;
     *offset += 1;
     Ok(b)
 }
@@ -111,8 +130,10 @@ impl<'a> TxView<'a> {
     /// Frame and sanitize `bytes` as one transaction. Errors carry the byte offset.
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         if bytes.len() > PACKET_DATA_SIZE {
-            return Err(TxError::new(Code::TooLarge, "transaction larger than 1232 bytes")
-                .value(bytes.len()));
+            return Err(
+                TxError::new(Code::TooLarge, "transaction larger than 1232 bytes")
+                    .value(bytes.len()),
+            );
         }
         let mut off = 0usize;
 
@@ -124,7 +145,12 @@ impl<'a> TxView<'a> {
             return Err(TxError::malformed(0, "at most 12 signatures").value(num_sigs.into()));
         }
         let signatures_offset = off;
-        take(bytes, &mut off, usize::from(num_sigs) * SIGNATURE_LEN, "64 bytes per signature")?;
+        take(
+            bytes,
+            &mut off,
+            usize::from(num_sigs) * SIGNATURE_LEN,
+            "64 bytes per signature",
+        )?;
 
         // Message: optional version prefix, then the header.
         let message_offset = off;
@@ -132,9 +158,11 @@ impl<'a> TxView<'a> {
         let (version, num_required_signatures) = if first & VERSION_PREFIX_MASK != 0 {
             let v = first & !VERSION_PREFIX_MASK;
             if v != 0 {
-                return Err(TxError::new(Code::UnsupportedVersion, "unsupported message version")
-                    .value(v.into())
-                    .at(message_offset));
+                return Err(
+                    TxError::new(Code::UnsupportedVersion, "unsupported message version")
+                        .value(v.into())
+                        .at(message_offset),
+                );
             }
             (Version::V0, byte(bytes, &mut off, "a message header")?)
         } else {
@@ -147,12 +175,19 @@ impl<'a> TxView<'a> {
         let keys_len_offset = off;
         let num_static_keys = read_compact_u16(bytes, &mut off)?;
         if usize::from(num_static_keys) > MAX_ACCOUNTS {
-            return Err(TxError::new(Code::TooManyAccounts, "too many static account keys")
-                .value(num_static_keys.into())
-                .at(keys_len_offset));
+            return Err(
+                TxError::new(Code::TooManyAccounts, "too many static account keys")
+                    .value(num_static_keys.into())
+                    .at(keys_len_offset),
+            );
         }
         let static_keys_offset = off;
-        take(bytes, &mut off, usize::from(num_static_keys) * PUBKEY_LEN, "32 bytes per account key")?;
+        take(
+            bytes,
+            &mut off,
+            usize::from(num_static_keys) * PUBKEY_LEN,
+            "32 bytes per account key",
+        )?;
         let blockhash_offset = off;
         take(bytes, &mut off, HASH_LEN, "a 32-byte recent blockhash")?;
 
@@ -177,15 +212,23 @@ impl<'a> TxView<'a> {
             lookups_start = off;
             for i in 0..num_lookups {
                 let at = off;
-                take(bytes, &mut off, PUBKEY_LEN, "a 32-byte lookup table address")?;
+                take(
+                    bytes,
+                    &mut off,
+                    PUBKEY_LEN,
+                    "a 32-byte lookup table address",
+                )?;
                 let nw = read_compact_u16(bytes, &mut off)?;
                 take(bytes, &mut off, nw.into(), "lookup writable indexes")?;
                 let nr = read_compact_u16(bytes, &mut off)?;
                 take(bytes, &mut off, nr.into(), "lookup readonly indexes")?;
                 if nw == 0 && nr == 0 {
-                    return Err(TxError::new(Code::EmptyLookup, "address table lookup with no indexes")
-                        .index(i.into())
-                        .at(at));
+                    return Err(TxError::new(
+                        Code::EmptyLookup,
+                        "address table lookup with no indexes",
+                    )
+                    .index(i.into())
+                    .at(at));
                 }
                 w = w.saturating_add(nw);
                 r = r.saturating_add(nr);
@@ -194,8 +237,10 @@ impl<'a> TxView<'a> {
         let _ = lookups_offset;
 
         if off != bytes.len() {
-            return Err(TxError::malformed(off, "end of transaction, found trailing bytes")
-                .value(bytes.len() - off));
+            return Err(
+                TxError::malformed(off, "end of transaction, found trailing bytes")
+                    .value(bytes.len() - off),
+            );
         }
 
         // Sanitize, in the validator's order.
@@ -225,8 +270,9 @@ impl<'a> TxView<'a> {
         }
         let total_accounts = num_static + usize::from(w) + usize::from(r);
         if total_accounts > MAX_ACCOUNTS {
-            return Err(TxError::new(Code::TooManyAccounts, "more than 256 accounts")
-                .value(total_accounts));
+            return Err(
+                TxError::new(Code::TooManyAccounts, "more than 256 accounts").value(total_accounts),
+            );
         }
 
         let view = TxView {
@@ -262,10 +308,17 @@ impl<'a> TxView<'a> {
                     .index(i)
                     .value(ix.program_id_index.into()));
             }
-            if let Some(&bad) = ix.accounts.iter().find(|&&a| usize::from(a) >= total_accounts) {
-                return Err(TxError::new(Code::InvalidAccountIndex, "instruction account index out of range")
-                    .index(i)
-                    .value(bad.into()));
+            if let Some(&bad) = ix
+                .accounts
+                .iter()
+                .find(|&&a| usize::from(a) >= total_accounts)
+            {
+                return Err(TxError::new(
+                    Code::InvalidAccountIndex,
+                    "instruction account index out of range",
+                )
+                .index(i)
+                .value(bad.into()));
             }
         }
         Ok(view)
@@ -305,12 +358,20 @@ impl<'a> TxView<'a> {
 
     /// Iterate the (already framed) instructions.
     pub fn instructions(&self) -> Instructions<'a> {
-        Instructions { bytes: self.bytes, offset: self.instructions_offset.into(), left: self.num_instructions }
+        Instructions {
+            bytes: self.bytes,
+            offset: self.instructions_offset.into(),
+            left: self.num_instructions,
+        }
     }
 
     /// Iterate the (already framed) address table lookups; empty for legacy transactions.
     pub fn lookups(&self) -> Lookups<'a> {
-        Lookups { bytes: self.bytes, offset: self.lookups_offset.into(), left: self.num_lookups }
+        Lookups {
+            bytes: self.bytes,
+            offset: self.lookups_offset.into(),
+            left: self.num_lookups,
+        }
     }
 
     /// Whether account index `i` (static or lookup) is writable, by the header and lookup rules.
@@ -350,7 +411,11 @@ impl<'a> Iterator for Instructions<'a> {
         let accounts = take(b, off, n.into(), "").ok()?;
         let n = read_compact_u16(b, off).ok()?;
         let data = take(b, off, n.into(), "").ok()?;
-        Some(Instruction { program_id_index, accounts, data })
+        Some(Instruction {
+            program_id_index,
+            accounts,
+            data,
+        })
     }
 }
 
@@ -375,6 +440,10 @@ impl<'a> Iterator for Lookups<'a> {
         let writable = take(b, off, n.into(), "").ok()?;
         let n = read_compact_u16(b, off).ok()?;
         let readonly = take(b, off, n.into(), "").ok()?;
-        Some(Lookup { table, writable, readonly })
+        Some(Lookup {
+            table,
+            writable,
+            readonly,
+        })
     }
 }

@@ -19,7 +19,10 @@ use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 /// Distinct keys the process-wide registry accepts.
 pub const CAPACITY: usize = crate::bucket::SLOTS / 2;
-const _: () = assert!(2 * CAPACITY <= crate::bucket::SLOTS, "2·index must be a bucket slot");
+const _: () = assert!(
+    2 * CAPACITY <= crate::bucket::SLOTS,
+    "2·index must be a bucket slot"
+);
 
 #[derive(Default)]
 struct Slots {
@@ -37,7 +40,10 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(capacity: usize) -> Self {
-        Registry { capacity, slots: RwLock::new(Slots::default()) }
+        Registry {
+            capacity,
+            slots: RwLock::new(Slots::default()),
+        }
     }
 
     /// The index of `key`, allocating the next one on first sight. Refuses with
@@ -45,7 +51,13 @@ impl Registry {
     pub fn slot(&self, key: &str) -> Result<u32, TxError> {
         // Fast path: a known key, read lock only. No critical section here can panic part-way
         // through a change, so a poisoned lock still guards consistent data.
-        if let Some(&i) = self.slots.read().unwrap_or_else(PoisonError::into_inner).index.get(key) {
+        if let Some(&i) = self
+            .slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .index
+            .get(key)
+        {
             return Ok(i);
         }
         // Slow path: look again under the write lock (another thread may have just added it).
@@ -55,7 +67,10 @@ impl Registry {
         }
         let i = slots.keys.len();
         if i >= self.capacity {
-            return Err(TxError::new(Code::AccountSlotsFull, "every account slot is taken").value(self.capacity));
+            return Err(
+                TxError::new(Code::AccountSlotsFull, "every account slot is taken")
+                    .value(self.capacity),
+            );
         }
         let key: Arc<str> = key.into();
         slots.keys.push(key.clone());
@@ -65,12 +80,21 @@ impl Registry {
 
     /// The key of index `i`, if allocated (so a thread that persists by index can name it).
     pub fn key(&self, i: u32) -> Option<Arc<str>> {
-        self.slots.read().unwrap_or_else(PoisonError::into_inner).keys.get(i as usize).cloned()
+        self.slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys
+            .get(i as usize)
+            .cloned()
     }
 
     /// Indexes allocated so far (the next index to be handed out).
     pub fn len(&self) -> usize {
-        self.slots.read().unwrap_or_else(PoisonError::into_inner).keys.len()
+        self.slots
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -100,7 +124,11 @@ mod tests {
         assert_eq!(r.slot("acc_a").unwrap(), 0);
         assert_eq!(r.slot("acc_b").unwrap(), 1);
         assert_eq!(r.slot("acc_a").unwrap(), 0);
-        assert_eq!(r.slot("").unwrap(), 2, "the empty string is a key like any other");
+        assert_eq!(
+            r.slot("").unwrap(),
+            2,
+            "the empty string is a key like any other"
+        );
         assert_eq!(r.len(), 3);
         assert_eq!(r.key(1).as_deref(), Some("acc_b"));
         assert_eq!(r.key(3), None);
@@ -145,7 +173,11 @@ mod tests {
         assert!(maps.iter().all(|m| *m == maps[0]), "threads disagree");
         let mut indexes: Vec<u32> = maps[0].values().copied().collect();
         indexes.sort_unstable();
-        assert_eq!(indexes, (0..500).collect::<Vec<_>>(), "dense, no index handed out twice");
+        assert_eq!(
+            indexes,
+            (0..500).collect::<Vec<_>>(),
+            "dense, no index handed out twice"
+        );
         assert_eq!(r.len(), 500);
     }
 }

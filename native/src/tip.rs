@@ -79,7 +79,9 @@ pub fn scan(view: &TxView<'_>, tips: &TipSet) -> Scan {
         // parse() guarantees the program index is a static key.
         let program = view.static_key(usize::from(ix.program_id_index));
         if *program == SYSTEM_PROGRAM {
-            let Some(tag) = u32_le(ix.data, 0) else { continue };
+            let Some(tag) = u32_le(ix.data, 0) else {
+                continue;
+            };
             // (lamports, destination account position) of a transfer, if this is one that can
             // execute: enough accounts and well-formed data (the program tolerates trailing bytes).
             // Account roles the System Program will insist on; a transfer that breaks them
@@ -92,23 +94,27 @@ pub fn scan(view: &TxView<'_>, tips: &TipSet) -> Scan {
                     .filter(|_| signer(0) && writable(0) && writable(1))
                     .map(|l| (l, 1)),
                 SYSTEM_TRANSFER_WITH_SEED if ix.accounts.len() >= 3 => {
-                    u64_le(ix.data, 4).zip(u64_le(ix.data, 12)).and_then(|(l, seed_len)| {
-                        // tag(4) + lamports(8) + seed len(8) + seed + owner(32); the funded
-                        // account is derived (writable), its base signs, the destination is
-                        // writable.
-                        (seed_len <= MAX_SEED_LEN
-                            && ix.data.len() as u64 >= 20 + seed_len + 32
-                            && writable(0)
-                            && signer(1)
-                            && writable(2))
+                    u64_le(ix.data, 4)
+                        .zip(u64_le(ix.data, 12))
+                        .and_then(|(l, seed_len)| {
+                            // tag(4) + lamports(8) + seed len(8) + seed + owner(32); the funded
+                            // account is derived (writable), its base signs, the destination is
+                            // writable.
+                            (seed_len <= MAX_SEED_LEN
+                                && ix.data.len() as u64 >= 20 + seed_len + 32
+                                && writable(0)
+                                && signer(1)
+                                && writable(2))
                             .then_some((l, 2))
-                    })
+                        })
                 }
                 // As the validator's durable-nonce check (`get_durable_nonce`): first
                 // instruction, and the nonce account (its first account) writable and a static
                 // key (SIMD-0242 `require_static_nonce_account`: one loaded from a lookup table
                 // does not make a durable-nonce transaction, so its blockhash is checked as usual).
-                SYSTEM_ADVANCE_NONCE if n == 0 && !ix.accounts.is_empty() && writable(0) && acc(0) < num_static => {
+                SYSTEM_ADVANCE_NONCE
+                    if n == 0 && !ix.accounts.is_empty() && writable(0) && acc(0) < num_static =>
+                {
                     out.durable_nonce = true;
                     out.nonce_account = Some(*view.static_key(acc(0)));
                     None
@@ -145,9 +151,13 @@ mod tests {
 
     #[test]
     fn compute_budget_id_matches_its_base58() {
-        let decoded = bs58::decode("ComputeBudget111111111111111111111111111111").into_vec().unwrap();
+        let decoded = bs58::decode("ComputeBudget111111111111111111111111111111")
+            .into_vec()
+            .unwrap();
         assert_eq!(decoded.as_slice(), &COMPUTE_BUDGET_PROGRAM);
-        let sys = bs58::decode("11111111111111111111111111111111").into_vec().unwrap();
+        let sys = bs58::decode("11111111111111111111111111111111")
+            .into_vec()
+            .unwrap();
         assert_eq!(sys.as_slice(), &SYSTEM_PROGRAM);
     }
 }

@@ -48,7 +48,12 @@ struct Cell {
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Cell = Cell { total: AtomicU64::new(0), packed: AtomicU64::new(0), state: AtomicU8::new(NEW), dirty: AtomicBool::new(false) };
+const EMPTY: Cell = Cell {
+    total: AtomicU64::new(0),
+    packed: AtomicU64::new(0),
+    state: AtomicU8::new(NEW),
+    dirty: AtomicBool::new(false),
+};
 
 const fn pack(day: u32, today: u32) -> u64 {
     (day as u64) << 32 | today as u64
@@ -85,14 +90,20 @@ impl<const N: usize> Default for Table<N> {
 
 impl<const N: usize> Table<N> {
     pub const fn new() -> Self {
-        Table { cells: [EMPTY; N], high: AtomicU32::new(0) }
+        Table {
+            cells: [EMPTY; N],
+            high: AtomicU32::new(0),
+        }
     }
 
     fn cell(&self, index: u32) -> Result<&Cell, TxError> {
-        let cell = self
-            .cells
-            .get(index as usize)
-            .ok_or_else(|| TxError::new(Code::UsageIndexOutOfRange, "usage index past the account slot capacity").value(index as usize))?;
+        let cell = self.cells.get(index as usize).ok_or_else(|| {
+            TxError::new(
+                Code::UsageIndexOutOfRange,
+                "usage index past the account slot capacity",
+            )
+            .value(index as usize)
+        })?;
         // Read-mostly: the shared line is only written when the table grows.
         if self.high.load(Ordering::Relaxed) <= index {
             self.high.fetch_max(index + 1, Ordering::Relaxed);
@@ -104,7 +115,10 @@ impl<const N: usize> Table<N> {
     /// this call did it, false if another call already had. Adds made before it are kept on top.
     pub fn init(&self, index: u32, total: u64, day: u32, today: u32) -> Result<bool, TxError> {
         let c = self.cell(index)?;
-        if c.state.compare_exchange(NEW, LOADING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if c.state
+            .compare_exchange(NEW, LOADING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return Ok(false);
         }
         c.total.fetch_add(total, Ordering::AcqRel);
@@ -119,7 +133,10 @@ impl<const N: usize> Table<N> {
             } else {
                 break;
             };
-            match c.packed.compare_exchange_weak(cur, merged, Ordering::AcqRel, Ordering::Acquire) {
+            match c
+                .packed
+                .compare_exchange_weak(cur, merged, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => break,
                 Err(actual) => cur = actual,
             }
@@ -148,7 +165,10 @@ impl<const N: usize> Table<N> {
                 };
                 // A failed CAS means another thread changed the word: re-read and retry (the
                 // loop is wait-free in practice, as in `bucket::take_at`).
-                match c.packed.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
+                match c
+                    .packed
+                    .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(_) => break,
                     Err(actual) => cur = actual,
                 }
@@ -162,14 +182,21 @@ impl<const N: usize> Table<N> {
     /// The counts of `index` as seen on `day`, or `None` until it is initialized.
     pub fn get(&self, index: u32, day: u32) -> Result<Option<Counts>, TxError> {
         let c = self.cells.get(index as usize).ok_or_else(|| {
-            TxError::new(Code::UsageIndexOutOfRange, "usage index past the account slot capacity").value(index as usize)
+            TxError::new(
+                Code::UsageIndexOutOfRange,
+                "usage index past the account slot capacity",
+            )
+            .value(index as usize)
         })?;
         if c.state.load(Ordering::Acquire) != READY {
             return Ok(None);
         }
         let total = c.total.load(Ordering::Acquire);
         let (d, t) = unpack(c.packed.load(Ordering::Acquire));
-        Ok(Some(Counts { total, today: if d == day { t } else { 0 } }))
+        Ok(Some(Counts {
+            total,
+            today: if d == day { t } else { 0 },
+        }))
     }
 
     /// The initialized indexes changed since the last call, ascending; clears their dirty flag.
@@ -178,7 +205,10 @@ impl<const N: usize> Table<N> {
         let high = (self.high.load(Ordering::Acquire) as usize).min(N);
         let mut out = Vec::new();
         for (i, c) in self.cells[..high].iter().enumerate() {
-            if c.dirty.load(Ordering::Relaxed) && c.state.load(Ordering::Acquire) == READY && c.dirty.swap(false, Ordering::AcqRel) {
+            if c.dirty.load(Ordering::Relaxed)
+                && c.state.load(Ordering::Acquire) == READY
+                && c.dirty.swap(false, Ordering::AcqRel)
+            {
                 out.push(i as u32);
             }
         }
@@ -202,12 +232,33 @@ mod tests {
         let t = table();
         assert_eq!(t.get(3, DAY).unwrap(), None, "uninitialized");
         assert!(t.init(3, 1000, DAY, 40).unwrap());
-        assert!(!t.init(3, 5, DAY, 5).unwrap(), "a second init changes nothing");
-        assert_eq!(t.get(3, DAY).unwrap(), Some(Counts { total: 1000, today: 40 }));
+        assert!(
+            !t.init(3, 5, DAY, 5).unwrap(),
+            "a second init changes nothing"
+        );
+        assert_eq!(
+            t.get(3, DAY).unwrap(),
+            Some(Counts {
+                total: 1000,
+                today: 40
+            })
+        );
         assert!(t.add(3, 2, DAY).unwrap());
-        assert_eq!(t.get(3, DAY).unwrap(), Some(Counts { total: 1002, today: 42 }));
+        assert_eq!(
+            t.get(3, DAY).unwrap(),
+            Some(Counts {
+                total: 1002,
+                today: 42
+            })
+        );
         // Asked about another day, today's count is 0.
-        assert_eq!(t.get(3, DAY + 1).unwrap(), Some(Counts { total: 1002, today: 0 }));
+        assert_eq!(
+            t.get(3, DAY + 1).unwrap(),
+            Some(Counts {
+                total: 1002,
+                today: 0
+            })
+        );
     }
 
     #[test]
@@ -215,34 +266,92 @@ mod tests {
         let t = table();
         t.init(0, 10, DAY, 10).unwrap();
         t.add(0, 3, DAY).unwrap();
-        assert_eq!(t.get(0, DAY).unwrap(), Some(Counts { total: 13, today: 13 }));
+        assert_eq!(
+            t.get(0, DAY).unwrap(),
+            Some(Counts {
+                total: 13,
+                today: 13
+            })
+        );
         t.add(0, 4, DAY + 1).unwrap();
-        assert_eq!(t.get(0, DAY + 1).unwrap(), Some(Counts { total: 17, today: 4 }));
+        assert_eq!(
+            t.get(0, DAY + 1).unwrap(),
+            Some(Counts {
+                total: 17,
+                today: 4
+            })
+        );
         // An add stamped with yesterday (computed before midnight) counts in the total only.
         t.add(0, 5, DAY).unwrap();
-        assert_eq!(t.get(0, DAY + 1).unwrap(), Some(Counts { total: 22, today: 4 }));
-        assert_eq!(t.get(0, DAY).unwrap(), Some(Counts { total: 22, today: 0 }));
+        assert_eq!(
+            t.get(0, DAY + 1).unwrap(),
+            Some(Counts {
+                total: 22,
+                today: 4
+            })
+        );
+        assert_eq!(
+            t.get(0, DAY).unwrap(),
+            Some(Counts {
+                total: 22,
+                today: 0
+            })
+        );
         // Persisted counts of an older day than now: today starts from 0.
         t.init(1, 50, DAY - 1, 9).unwrap();
-        assert_eq!(t.get(1, DAY).unwrap(), Some(Counts { total: 50, today: 0 }));
+        assert_eq!(
+            t.get(1, DAY).unwrap(),
+            Some(Counts {
+                total: 50,
+                today: 0
+            })
+        );
         t.add(1, 1, DAY).unwrap();
-        assert_eq!(t.get(1, DAY).unwrap(), Some(Counts { total: 51, today: 1 }));
+        assert_eq!(
+            t.get(1, DAY).unwrap(),
+            Some(Counts {
+                total: 51,
+                today: 1
+            })
+        );
     }
 
     #[test]
     fn adds_before_init_are_kept_and_merged_with_the_persisted_counts() {
         let t = table();
-        assert!(!t.add(5, 3, DAY).unwrap(), "reports the index was not initialized");
+        assert!(
+            !t.add(5, 3, DAY).unwrap(),
+            "reports the index was not initialized"
+        );
         assert!(!t.add(5, 4, DAY).unwrap());
         assert_eq!(t.get(5, DAY).unwrap(), None);
-        assert!(t.take_dirty().is_empty(), "nothing partial is handed to the persister");
+        assert!(
+            t.take_dirty().is_empty(),
+            "nothing partial is handed to the persister"
+        );
         assert!(t.init(5, 100, DAY, 20).unwrap());
-        assert_eq!(t.get(5, DAY).unwrap(), Some(Counts { total: 107, today: 27 }));
-        assert_eq!(t.take_dirty(), vec![5], "the adds made before init are persisted after it");
+        assert_eq!(
+            t.get(5, DAY).unwrap(),
+            Some(Counts {
+                total: 107,
+                today: 27
+            })
+        );
+        assert_eq!(
+            t.take_dirty(),
+            vec![5],
+            "the adds made before init are persisted after it"
+        );
         // Persisted on an older day than the early adds: today is the adds' alone.
         t.add(6, 2, DAY).unwrap();
         t.init(6, 100, DAY - 1, 20).unwrap();
-        assert_eq!(t.get(6, DAY).unwrap(), Some(Counts { total: 102, today: 2 }));
+        assert_eq!(
+            t.get(6, DAY).unwrap(),
+            Some(Counts {
+                total: 102,
+                today: 2
+            })
+        );
     }
 
     #[test]
@@ -251,7 +360,10 @@ mod tests {
         for i in [2, 9, 4] {
             t.init(i, 0, DAY, 0).unwrap();
         }
-        assert!(t.take_dirty().is_empty(), "init alone changes nothing to persist");
+        assert!(
+            t.take_dirty().is_empty(),
+            "init alone changes nothing to persist"
+        );
         t.add(9, 1, DAY).unwrap();
         t.add(2, 1, DAY).unwrap();
         t.add(9, 1, DAY).unwrap();
@@ -265,8 +377,14 @@ mod tests {
     #[test]
     fn out_of_range_indexes_are_coded_errors() {
         let t = table();
-        assert_eq!(t.add(64, 1, DAY).unwrap_err().code, Code::UsageIndexOutOfRange);
-        assert_eq!(t.init(u32::MAX, 1, DAY, 1).unwrap_err().code, Code::UsageIndexOutOfRange);
+        assert_eq!(
+            t.add(64, 1, DAY).unwrap_err().code,
+            Code::UsageIndexOutOfRange
+        );
+        assert_eq!(
+            t.init(u32::MAX, 1, DAY, 1).unwrap_err().code,
+            Code::UsageIndexOutOfRange
+        );
         assert_eq!(t.get(64, DAY).unwrap_err().code, Code::UsageIndexOutOfRange);
         assert!(t.take_dirty().is_empty());
         assert!(TABLE.add(CAPACITY as u32, 1, DAY).is_err());
@@ -277,7 +395,13 @@ mod tests {
         let t = table();
         t.init(7, 0, DAY, u32::MAX - 1).unwrap();
         t.add(7, 5, DAY).unwrap();
-        assert_eq!(t.get(7, DAY).unwrap(), Some(Counts { total: 5, today: u32::MAX }));
+        assert_eq!(
+            t.get(7, DAY).unwrap(),
+            Some(Counts {
+                total: 5,
+                today: u32::MAX
+            })
+        );
     }
 
     #[test]
@@ -351,7 +475,11 @@ mod tests {
                     let (t, go) = (t.clone(), go.clone());
                     std::thread::spawn(move || {
                         go.wait();
-                        let won = if k % 2 == 0 { t.init(9, 500, DAY, 50).unwrap() } else { false };
+                        let won = if k % 2 == 0 {
+                            t.init(9, 500, DAY, 50).unwrap()
+                        } else {
+                            false
+                        };
                         for _ in 0..100 {
                             t.add(9, 1, DAY).unwrap();
                         }
@@ -359,9 +487,19 @@ mod tests {
                     })
                 })
                 .collect();
-            let winners = handles.into_iter().map(|h| h.join().unwrap()).filter(|&w| w).count();
+            let winners = handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .filter(|&w| w)
+                .count();
             assert_eq!(winners, 1);
-            assert_eq!(t.get(9, DAY).unwrap(), Some(Counts { total: 1300, today: 850 }));
+            assert_eq!(
+                t.get(9, DAY).unwrap(),
+                Some(Counts {
+                    total: 1300,
+                    today: 850
+                })
+            );
         }
     }
 }

@@ -59,7 +59,9 @@ pub const MIN_BATCH: usize = 4;
 fn unsigned_check(view: &TxView<'_>) -> Result<()> {
     for i in 0..usize::from(view.num_signatures) {
         if view.signature(i).iter().all(|&b| b == 0) {
-            return Err(TxError::new(Code::Unsigned, "required signature is all zeros (unsigned)").index(i));
+            return Err(
+                TxError::new(Code::Unsigned, "required signature is all zeros (unsigned)").index(i),
+            );
         }
     }
     Ok(())
@@ -90,7 +92,10 @@ fn small_order_ys() -> &'static [[u8; 32]; 8] {
     static YS: OnceLock<[[u8; 32]; 8]> = OnceLock::new();
     YS.get_or_init(|| {
         let mut ys = [[0u8; 32]; 8];
-        for (y, p) in ys.iter_mut().zip(curve25519_dalek::constants::EIGHT_TORSION.iter()) {
+        for (y, p) in ys
+            .iter_mut()
+            .zip(curve25519_dalek::constants::EIGHT_TORSION.iter())
+        {
             *y = p.compress().to_bytes();
             y[31] &= 0x7f;
         }

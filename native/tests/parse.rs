@@ -7,7 +7,10 @@ use landfall_native::parse::{read_compact_u16, TxView, Version, PACKET_DATA_SIZE
 use landfall_native::verify::verify_single;
 
 fn code(bytes: &[u8]) -> Code {
-    TxView::parse(bytes).and_then(|v| verify_single(&v)).unwrap_err().code
+    TxView::parse(bytes)
+        .and_then(|v| verify_single(&v))
+        .unwrap_err()
+        .code
 }
 
 #[test]
@@ -19,7 +22,13 @@ fn compact_u16_round_trips_every_value_and_rejects_non_minimal() {
         assert_eq!(read_compact_u16(&b, &mut off).unwrap(), v);
         assert_eq!(off, b.len());
     }
-    for bad in [&[0x80u8, 0x00][..], &[0x81, 0x80, 0x00], &[0xff, 0xff, 0x04], &[0x80], &[0xff, 0xff]] {
+    for bad in [
+        &[0x80u8, 0x00][..],
+        &[0x81, 0x80, 0x00],
+        &[0xff, 0xff, 0x04],
+        &[0x80],
+        &[0xff, 0xff],
+    ] {
         assert!(read_compact_u16(bad, &mut 0).is_err(), "{bad:?}");
     }
 }
@@ -39,15 +48,28 @@ fn legacy_and_v0_parse_with_their_fields() {
 
     let mut t0 = tx.clone();
     t0.v0 = true;
-    t0.luts.push(Lut { table: [3; 32], writable: vec![1, 2], readonly: vec![5] });
+    t0.luts.push(Lut {
+        table: [3; 32],
+        writable: vec![1, 2],
+        readonly: vec![5],
+    });
     t0.ixs[0].accounts = vec![0, 3]; // destination from the lookup table
     let b0 = t0.build();
     let v0 = TxView::parse(&b0).unwrap();
     assert_eq!(v0.version, Version::V0);
     assert_eq!((v0.num_lookup_writable, v0.num_lookup_readonly), (2, 1));
-    assert_eq!(v0.message()[0], 0x80, "the signed message includes the version prefix");
+    assert_eq!(
+        v0.message()[0],
+        0x80,
+        "the signed message includes the version prefix"
+    );
     verify_single(&v0).unwrap();
-    assert!(v0.is_writable_index(0) && !v0.is_writable_index(2) && v0.is_writable_index(3) && !v0.is_writable_index(5));
+    assert!(
+        v0.is_writable_index(0)
+            && !v0.is_writable_index(2)
+            && v0.is_writable_index(3)
+            && !v0.is_writable_index(5)
+    );
 }
 
 #[test]
@@ -64,7 +86,11 @@ fn size_and_trailing_bytes() {
 fn every_truncation_is_malformed() {
     let mut tx = simple_transfer(key(3), [9; 32], 1);
     tx.v0 = true;
-    tx.luts.push(Lut { table: [3; 32], writable: vec![1], readonly: vec![] });
+    tx.luts.push(Lut {
+        table: [3; 32],
+        writable: vec![1],
+        readonly: vec![],
+    });
     let bytes = tx.build();
     for n in 0..bytes.len() {
         let err = TxView::parse(&bytes[..n]).unwrap_err();
@@ -128,21 +154,36 @@ fn sanitize_rules() {
     let mut t = simple_transfer(key(8), [9; 32], 1);
     t.ixs[0].accounts = vec![0, 3];
     let e = TxView::parse(&t.build()).unwrap_err();
-    assert_eq!((e.code, e.index, e.value), (Code::InvalidAccountIndex, Some(0), Some(3)));
+    assert_eq!(
+        (e.code, e.index, e.value),
+        (Code::InvalidAccountIndex, Some(0), Some(3))
+    );
     t.v0 = true;
-    t.luts.push(Lut { table: [1; 32], writable: vec![0], readonly: vec![] });
+    t.luts.push(Lut {
+        table: [1; 32],
+        writable: vec![0],
+        readonly: vec![],
+    });
     assert!(TxView::parse(&t.build()).is_ok());
 
     // Empty lookup.
     let mut t = simple_transfer(key(8), [9; 32], 1);
     t.v0 = true;
-    t.luts.push(Lut { table: [1; 32], writable: vec![], readonly: vec![] });
+    t.luts.push(Lut {
+        table: [1; 32],
+        writable: vec![],
+        readonly: vec![],
+    });
     assert_eq!(code(&t.build()), Code::EmptyLookup);
 
     // More than 256 accounts through lookups.
     let mut t = simple_transfer(key(8), [9; 32], 1);
     t.v0 = true;
-    t.luts.push(Lut { table: [1; 32], writable: (0..=255).collect(), readonly: vec![] });
+    t.luts.push(Lut {
+        table: [1; 32],
+        writable: (0..=255).collect(),
+        readonly: vec![],
+    });
     assert_eq!(code(&t.build()), Code::TooManyAccounts);
 }
 
@@ -156,12 +197,16 @@ fn unsigned_and_invalid_signatures_name_their_index() {
 
     let mut zero = good.clone();
     zero[1 + 64..1 + 128].fill(0);
-    let e = TxView::parse(&zero).and_then(|v| verify_single(&v)).unwrap_err();
+    let e = TxView::parse(&zero)
+        .and_then(|v| verify_single(&v))
+        .unwrap_err();
     assert_eq!((e.code, e.index), (Code::Unsigned, Some(1)));
 
     let mut bad = good.clone();
     bad[1 + 64 + 10] ^= 1;
-    let e = TxView::parse(&bad).and_then(|v| verify_single(&v)).unwrap_err();
+    let e = TxView::parse(&bad)
+        .and_then(|v| verify_single(&v))
+        .unwrap_err();
     assert_eq!((e.code, e.index), (Code::SignatureInvalid, Some(1)));
 
     // Every single-bit flip of the message invalidates signature 0 (or the framing).
@@ -169,6 +214,9 @@ fn unsigned_and_invalid_signatures_name_their_index() {
     for i in mo..good.len() {
         let mut b = good.clone();
         b[i] ^= 0x10;
-        assert!(TxView::parse(&b).and_then(|v| verify_single(&v)).is_err(), "flip at {i}");
+        assert!(
+            TxView::parse(&b).and_then(|v| verify_single(&v)).is_err(),
+            "flip at {i}"
+        );
     }
 }

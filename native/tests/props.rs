@@ -18,7 +18,14 @@ fn arb_tx() -> impl Strategy<Value = Tx> {
         1usize..=3,
         0usize..=4,
         any::<bool>(),
-        prop::collection::vec((any::<u8>(), prop::collection::vec(any::<u8>(), 0..6), prop::collection::vec(any::<u8>(), 0..40)), 1..4),
+        prop::collection::vec(
+            (
+                any::<u8>(),
+                prop::collection::vec(any::<u8>(), 0..6),
+                prop::collection::vec(any::<u8>(), 0..40),
+            ),
+            1..4,
+        ),
         prop::collection::vec((1usize..4, 0usize..3), 0..3),
         any::<u64>(),
         any::<[u8; 32]>(),
@@ -34,16 +41,27 @@ fn arb_tx() -> impl Strategy<Value = Tx> {
                 tx.luts = luts
                     .into_iter()
                     .enumerate()
-                    .map(|(i, (w, r))| Lut { table: [i as u8 + 50; 32], writable: (0..w as u8).collect(), readonly: (0..r as u8).collect() })
+                    .map(|(i, (w, r))| Lut {
+                        table: [i as u8 + 50; 32],
+                        writable: (0..w as u8).collect(),
+                        readonly: (0..r as u8).collect(),
+                    })
                     .collect();
             }
             let nstatic = tx.num_static();
-            let total = nstatic + tx.luts.iter().map(|l| l.writable.len() + l.readonly.len()).sum::<usize>();
+            let total = nstatic
+                + tx.luts
+                    .iter()
+                    .map(|l| l.writable.len() + l.readonly.len())
+                    .sum::<usize>();
             tx.ixs = ixs
                 .into_iter()
                 .map(|(p, accs, data)| Ix {
                     program: 1 + (p as usize % (nstatic - 1)) as u8,
-                    accounts: accs.into_iter().map(|a| (a as usize % total) as u8).collect(),
+                    accounts: accs
+                        .into_iter()
+                        .map(|a| (a as usize % total) as u8)
+                        .collect(),
                     data,
                 })
                 .collect();
@@ -154,13 +172,15 @@ proptest! {
 fn crafted_encodings_get_the_same_verdict_in_batch_and_single() {
     // Signatures verify_strict refuses for reasons other than the group equation: a
     // non-canonical s (s + ℓ), a small-order R (identity), a non-canonical R (y ≥ p).
-    let base: Vec<Vec<u8>> = (0..12).map(|i| simple_transfer(key(900 + i), [9; 32], 1).build()).collect();
+    let base: Vec<Vec<u8>> = (0..12)
+        .map(|i| simple_transfer(key(900 + i), [9; 32], 1).build())
+        .collect();
     let mut crafted = base.clone();
     // s + ℓ on tx 1 (adds ℓ to the little-endian scalar in bytes 33..65).
     {
         const ELL: [u8; 32] = [
-            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9,
+            0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
         ];
         let s = &mut crafted[1][33..65];
         let mut carry = 0u16;
@@ -198,9 +218,21 @@ fn tips_are_found_summed_and_lookup_tips_flagged() {
     t.others = vec![tip_a, SYSTEM, tip_b, [77; 32]];
     t.readonly_unsigned = 1;
     t.ixs = vec![
-        Ix { program: 2, accounts: vec![0, 1], data: transfer_data(1_000) },
-        Ix { program: 2, accounts: vec![0, 3], data: transfer_data(2_500) },
-        Ix { program: 2, accounts: vec![0, 4], data: transfer_data(9_999) },
+        Ix {
+            program: 2,
+            accounts: vec![0, 1],
+            data: transfer_data(1_000),
+        },
+        Ix {
+            program: 2,
+            accounts: vec![0, 3],
+            data: transfer_data(2_500),
+        },
+        Ix {
+            program: 2,
+            accounts: vec![0, 4],
+            data: transfer_data(9_999),
+        },
     ];
     // readonly_unsigned=1 makes key 4 ([77;32]) readonly; fine for a scan.
     let r = inspect_bytes(&t.build(), &tips).unwrap();
@@ -212,17 +244,31 @@ fn tips_are_found_summed_and_lookup_tips_flagged() {
     let mut t = Tx::new(vec![key(21)]);
     t.others = vec![[5; 32], tip_b, SYSTEM];
     t.readonly_unsigned = 1;
-    t.ixs = vec![Ix { program: 3, accounts: vec![1, 0, 2], data: transfer_with_seed_data(4_321, b"seed", [6; 32]) }];
+    t.ixs = vec![Ix {
+        program: 3,
+        accounts: vec![1, 0, 2],
+        data: transfer_with_seed_data(4_321, b"seed", [6; 32]),
+    }];
     let r = inspect_bytes(&t.build(), &tips).unwrap();
-    assert_eq!((r.scan.tip_lamports, r.scan.first_tip_account), (4_321, Some(1)));
+    assert_eq!(
+        (r.scan.tip_lamports, r.scan.first_tip_account),
+        (4_321, Some(1))
+    );
     // A seed longer than 32 bytes can never execute: not a tip.
     t.ixs[0].data = transfer_with_seed_data(4_321, &[b'x'; 33], [6; 32]);
-    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_lamports, 0);
+    assert_eq!(
+        inspect_bytes(&t.build(), &tips).unwrap().scan.tip_lamports,
+        0
+    );
 
     // Destination only through a lookup table: flagged, not counted.
     let mut t = simple_transfer(key(22), [9; 32], 1);
     t.v0 = true;
-    t.luts.push(Lut { table: [1; 32], writable: vec![4], readonly: vec![] });
+    t.luts.push(Lut {
+        table: [1; 32],
+        writable: vec![4],
+        readonly: vec![],
+    });
     t.ixs[0].accounts = vec![0, 3];
     let r = inspect_bytes(&t.build(), &tips).unwrap();
     assert_eq!((r.scan.tip_lamports, r.scan.transfers_via_lookup), (0, 1));
@@ -230,26 +276,45 @@ fn tips_are_found_summed_and_lookup_tips_flagged() {
     // Truncated transfer data and too few accounts: not tips.
     let mut t = simple_transfer(key(23), tip_a, 1);
     t.ixs[0].data.truncate(11);
-    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
+    assert_eq!(
+        inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers,
+        0
+    );
     let mut t = simple_transfer(key(23), tip_a, 1);
     t.ixs[0].accounts = vec![1];
-    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
+    assert_eq!(
+        inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers,
+        0
+    );
 
     // A transfer the System Program would refuse pays nothing: read-only destination,
     // unsigned source.
     let mut t = simple_transfer(key(25), tip_a, 5_000);
     t.readonly_unsigned = 2; // makes tip_a (index 1) read-only too
-    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
+    assert_eq!(
+        inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers,
+        0
+    );
     let mut t = Tx::new(vec![key(26)]);
     t.others = vec![tip_a, [44; 32], SYSTEM]; // SYSTEM read-only, the others writable
     t.readonly_unsigned = 1;
-    t.ixs = vec![Ix { program: 3, accounts: vec![2, 1], data: transfer_data(5_000) }]; // [44;32] never signed
-    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers, 0);
+    t.ixs = vec![Ix {
+        program: 3,
+        accounts: vec![2, 1],
+        data: transfer_data(5_000),
+    }]; // [44;32] never signed
+    assert_eq!(
+        inspect_bytes(&t.build(), &tips).unwrap().scan.tip_transfers,
+        0
+    );
 
     // Saturating sum.
     let mut t = simple_transfer(key(24), tip_a, u64::MAX);
     t.ixs.push(t.ixs[0].clone());
-    assert_eq!(inspect_bytes(&t.build(), &tips).unwrap().scan.tip_lamports, u64::MAX);
+    assert_eq!(
+        inspect_bytes(&t.build(), &tips).unwrap().scan.tip_lamports,
+        u64::MAX
+    );
 }
 
 #[test]
@@ -263,23 +328,47 @@ fn durable_nonce_and_compute_budget_are_reported() {
     let mut price = vec![3u8];
     price.extend_from_slice(&12_345u64.to_le_bytes());
     t.ixs = vec![
-        Ix { program: 2, accounts: vec![1, 0, 0], data: 4u32.to_le_bytes().to_vec() },
-        Ix { program: 3, accounts: vec![], data: limit },
-        Ix { program: 3, accounts: vec![], data: price },
+        Ix {
+            program: 2,
+            accounts: vec![1, 0, 0],
+            data: 4u32.to_le_bytes().to_vec(),
+        },
+        Ix {
+            program: 3,
+            accounts: vec![],
+            data: limit,
+        },
+        Ix {
+            program: 3,
+            accounts: vec![],
+            data: price,
+        },
     ];
     let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
     assert!(s.durable_nonce);
     // The nonce account is the first instruction's account 0 (static key 1 here).
     assert_eq!(s.nonce_account, Some([8; 32]));
-    assert_eq!((s.compute_unit_limit, s.compute_unit_price), (Some(200_000), Some(12_345)));
+    assert_eq!(
+        (s.compute_unit_limit, s.compute_unit_price),
+        (Some(200_000), Some(12_345))
+    );
     // A read-only nonce account: the validator does not treat it as durable.
     let mut ro = t.clone();
     ro.others = vec![SYSTEM, COMPUTE_BUDGET_PROGRAM, [8; 32]];
     ro.readonly_unsigned = 3;
-    ro.ixs[0] = Ix { program: 1, accounts: vec![3, 0, 0], data: 4u32.to_le_bytes().to_vec() };
+    ro.ixs[0] = Ix {
+        program: 1,
+        accounts: vec![3, 0, 0],
+        data: 4u32.to_le_bytes().to_vec(),
+    };
     ro.ixs[1].program = 2;
     ro.ixs[2].program = 2;
-    assert!(!inspect_bytes(&ro.build(), &tips).unwrap().scan.durable_nonce);
+    assert!(
+        !inspect_bytes(&ro.build(), &tips)
+            .unwrap()
+            .scan
+            .durable_nonce
+    );
     // AdvanceNonceAccount not first: not a durable-nonce transaction, and no nonce account.
     t.ixs.swap(0, 1);
     let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
@@ -299,14 +388,34 @@ fn a_nonce_account_from_a_lookup_table_is_not_a_durable_nonce() {
     t.v0 = true;
     t.others = vec![[8; 32], SYSTEM];
     t.readonly_unsigned = 1;
-    t.luts = vec![Lut { table: [0xa1; 32], writable: vec![5], readonly: vec![3] }];
-    t.ixs = vec![Ix { program: 2, accounts: vec![1, 0], data: advance.clone() }];
+    t.luts = vec![Lut {
+        table: [0xa1; 32],
+        writable: vec![5],
+        readonly: vec![3],
+    }];
+    t.ixs = vec![Ix {
+        program: 2,
+        accounts: vec![1, 0],
+        data: advance.clone(),
+    }];
     let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
-    assert_eq!((s.durable_nonce, s.nonce_account), (true, Some([8; 32])), "static nonce account");
+    assert_eq!(
+        (s.durable_nonce, s.nonce_account),
+        (true, Some([8; 32])),
+        "static nonce account"
+    );
     for i in [3u8, 4] {
-        t.ixs = vec![Ix { program: 2, accounts: vec![i, 0], data: advance.clone() }];
+        t.ixs = vec![Ix {
+            program: 2,
+            accounts: vec![i, 0],
+            data: advance.clone(),
+        }];
         let s = inspect_bytes(&t.build(), &tips).unwrap().scan;
-        assert_eq!((s.durable_nonce, s.nonce_account), (false, None), "account index {i}");
+        assert_eq!(
+            (s.durable_nonce, s.nonce_account),
+            (false, None),
+            "account index {i}"
+        );
     }
 }
 
@@ -316,10 +425,27 @@ fn base64_is_strict() {
     let good = simple_transfer(key(40), [9; 32], 1).build();
     use base64::Engine;
     let text = base64::engine::general_purpose::STANDARD.encode(&good);
-    assert_eq!(decode_base64(text.as_bytes(), &mut buf).unwrap(), good.len());
-    for bad in ["", "A", "AA=", "A===", "AAA-", "AB==", "AAAA AAAA", "AAAAAA"] {
+    assert_eq!(
+        decode_base64(text.as_bytes(), &mut buf).unwrap(),
+        good.len()
+    );
+    for bad in [
+        "",
+        "A",
+        "AA=",
+        "A===",
+        "AAA-",
+        "AB==",
+        "AAAA AAAA",
+        "AAAAAA",
+    ] {
         assert!(decode_base64(bad.as_bytes(), &mut buf).is_err(), "{bad:?}");
     }
     let too_long = "A".repeat(1648);
-    assert_eq!(decode_base64(too_long.as_bytes(), &mut buf).unwrap_err().code, Code::TooLarge);
+    assert_eq!(
+        decode_base64(too_long.as_bytes(), &mut buf)
+            .unwrap_err()
+            .code,
+        Code::TooLarge
+    );
 }

@@ -5,7 +5,9 @@
 //! shared per identity across the process, and tests run in parallel) and its own servers.
 
 use bytes::Bytes;
-use landfall_native::quic::{ClientConfig, FailReason, OutcomeCount, SendOutcome, WORD_FAILED_BASE, WORD_WRITTEN};
+use landfall_native::quic::{
+    ClientConfig, FailReason, OutcomeCount, SendOutcome, WORD_FAILED_BASE, WORD_WRITTEN,
+};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -29,7 +31,10 @@ fn undialable() -> SocketAddr {
 }
 
 /// Drained counts, summed per (target, reason) into `into`.
-fn add_counts(into: &mut HashMap<(SocketAddr, Option<FailReason>), u64>, drained: Vec<OutcomeCount>) {
+fn add_counts(
+    into: &mut HashMap<(SocketAddr, Option<FailReason>), u64>,
+    drained: Vec<OutcomeCount>,
+) {
     for c in drained {
         *into.entry((c.addr, c.reason)).or_default() += c.count;
     }
@@ -47,17 +52,26 @@ async fn send_first_settles_on_the_live_target_without_waiting_for_a_dead_one() 
     let (srv, mut rx) = server(1);
     let (_dead_socket, dead) = silent();
     let live = srv.local_addr();
-    let cfg = ClientConfig { handshake_timeout: Duration::from_secs(3), ..ClientConfig::default() };
+    let cfg = ClientConfig {
+        handshake_timeout: Duration::from_secs(3),
+        ..ClientConfig::default()
+    };
     let c = client(2, cfg);
     let tx = payload(1, 300);
 
     // The dead target first: its handshake is still pending when the live one is written.
-    let first = tokio::time::timeout(WAIT, c.send_first(&[dead, live], tx.clone())).await.expect("send_first must settle");
+    let first = tokio::time::timeout(WAIT, c.send_first(&[dead, live], tx.clone()))
+        .await
+        .expect("send_first must settle");
     let written = first.written.as_ref().expect("the live target is written");
     assert_eq!(written.addr, live);
     assert!(written.ok());
     assert_eq!(first.elapsed_us, written.elapsed_us);
-    assert!(first.failures.is_empty(), "the dead target's outcome is not known yet: {:?}", first.failures);
+    assert!(
+        first.failures.is_empty(),
+        "the dead target's outcome is not known yet: {:?}",
+        first.failures
+    );
     // Ordering, not wall clock: the dead target had not failed when send_first settled.
     let stats: HashMap<SocketAddr, _> = c.peer_stats().into_iter().map(|p| (p.addr, p)).collect();
     assert_eq!((stats[&dead].sent, stats[&dead].failed), (0, 0));
@@ -68,7 +82,10 @@ async fn send_first_settles_on_the_live_target_without_waiting_for_a_dead_one() 
     let mut counts = HashMap::new();
     let deadline = Instant::now() + WAIT;
     while !counts.contains_key(&(dead, Some(FailReason::HandshakeTimeout))) {
-        assert!(Instant::now() < deadline, "the late outcome was never counted: {counts:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the late outcome was never counted: {counts:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
         add_counts(&mut counts, c.drain_outcomes());
     }
@@ -83,14 +100,25 @@ async fn send_first_reports_the_failures_known_before_the_first_write() {
     let (srv, mut rx) = server(3);
     let live = srv.local_addr();
     let (_dead_socket, dead) = silent();
-    let cfg = ClientConfig { max_queue_per_peer: 1, handshake_timeout: Duration::from_secs(5), ..ClientConfig::default() };
+    let cfg = ClientConfig {
+        max_queue_per_peer: 1,
+        handshake_timeout: Duration::from_secs(5),
+        ..ClientConfig::default()
+    };
     let c = client(4, cfg);
     // Make the dead target's queue full, and keep it full: its task takes one transaction and
     // waits on the handshake (5 s); one more then fills the queue until that times out.
     let _held = c.dispatch(&[dead], payload(90, 50));
     let deadline = Instant::now() + WAIT;
-    while c.peer_stats().iter().any(|p| p.addr == dead && p.queued > 0) {
-        assert!(Instant::now() < deadline, "the task never took its first transaction");
+    while c
+        .peer_stats()
+        .iter()
+        .any(|p| p.addr == dead && p.queued > 0)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the task never took its first transaction"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let _queued = c.dispatch(&[dead], payload(91, 50));
@@ -108,15 +136,23 @@ async fn send_first_reports_the_failures_known_before_the_first_write() {
 #[tokio::test]
 async fn send_first_settles_with_every_failure_when_no_target_is_written() {
     let (_dead_socket, dead) = silent();
-    let cfg = ClientConfig { handshake_timeout: Duration::from_millis(300), ..ClientConfig::default() };
+    let cfg = ClientConfig {
+        handshake_timeout: Duration::from_millis(300),
+        ..ClientConfig::default()
+    };
     let c = client(5, cfg);
-    let first = tokio::time::timeout(WAIT, c.send_first(&[dead, undialable()], payload(3, 100))).await.expect("must settle");
+    let first = tokio::time::timeout(WAIT, c.send_first(&[dead, undialable()], payload(3, 100)))
+        .await
+        .expect("must settle");
     assert!(first.written.is_none());
     // In the order they became known: the undialable one at once, the silent one at its timeout.
     let reasons: Vec<_> = first.failures.iter().map(|o| (o.addr, o.reason)).collect();
     assert_eq!(
         reasons,
-        vec![(undialable(), Some(FailReason::ConnectFailed)), (dead, Some(FailReason::HandshakeTimeout))]
+        vec![
+            (undialable(), Some(FailReason::ConnectFailed)),
+            (dead, Some(FailReason::HandshakeTimeout))
+        ]
     );
     assert!(first.elapsed_us >= first.failures[1].elapsed_us);
     // No targets: settles at once, with nothing.
@@ -127,16 +163,33 @@ async fn send_first_settles_with_every_failure_when_no_target_is_written() {
 #[test]
 fn an_outcome_word_carries_written_or_the_reason_and_the_close_code() {
     let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    let o = |reason: Option<FailReason>, code: Option<u64>| SendOutcome { addr, reason, code, detail: None, elapsed_us: 0, reused: false };
+    let o = |reason: Option<FailReason>, code: Option<u64>| SendOutcome {
+        addr,
+        reason,
+        code,
+        detail: None,
+        elapsed_us: 0,
+        reused: false,
+    };
     assert_eq!(o(None, None).word(), WORD_WRITTEN);
     for (i, r) in FailReason::ALL.iter().enumerate() {
-        assert_eq!(o(Some(*r), None).word(), WORD_FAILED_BASE + i as u16, "{r:?}");
+        assert_eq!(
+            o(Some(*r), None).word(),
+            WORD_FAILED_BASE + i as u16,
+            "{r:?}"
+        );
     }
     // The close code + 1 in the high byte (0 stays distinct from none), capped.
     let refused = o(Some(FailReason::ConnectionLost), Some(2)).word();
-    assert_eq!((refused & 0xff, refused >> 8), (WORD_FAILED_BASE + FailReason::ConnectionLost as u16, 3));
+    assert_eq!(
+        (refused & 0xff, refused >> 8),
+        (WORD_FAILED_BASE + FailReason::ConnectionLost as u16, 3)
+    );
     assert_eq!(o(Some(FailReason::Backoff), Some(0)).word() >> 8, 1);
-    assert_eq!(o(Some(FailReason::StreamStopped), Some(70_000)).word() >> 8, 255);
+    assert_eq!(
+        o(Some(FailReason::StreamStopped), Some(70_000)).word() >> 8,
+        255
+    );
 }
 
 #[tokio::test]
@@ -145,9 +198,13 @@ async fn a_batch_reaches_every_live_target_with_a_flag_per_transaction_and_targe
     let (s2, mut rx2) = server(7);
     let addrs = [s1.local_addr(), undialable(), s2.local_addr()];
     let c = client(8, ClientConfig::default());
-    let txs: Vec<Bytes> = (0..5).map(|i| payload(100 + i, 200 + 100 * i as usize)).collect();
+    let txs: Vec<Bytes> = (0..5)
+        .map(|i| payload(100 + i, 200 + 100 * i as usize))
+        .collect();
 
-    let outcomes = tokio::time::timeout(WAIT, c.send_batch(&addrs, &txs)).await.expect("batch must settle");
+    let outcomes = tokio::time::timeout(WAIT, c.send_batch(&addrs, &txs))
+        .await
+        .expect("batch must settle");
     assert_eq!(outcomes.len(), txs.len() * addrs.len());
     for (i, _) in txs.iter().enumerate() {
         for (t, &addr) in addrs.iter().enumerate() {
@@ -182,7 +239,11 @@ async fn drain_counts_every_send_path_once_and_resets() {
     let (srv, mut rx) = server(9);
     let to = srv.local_addr();
     let (_dead_socket, dead) = silent();
-    let cfg = ClientConfig { max_queue_per_peer: 1, handshake_timeout: Duration::from_millis(500), ..ClientConfig::default() };
+    let cfg = ClientConfig {
+        max_queue_per_peer: 1,
+        handshake_timeout: Duration::from_millis(500),
+        ..ClientConfig::default()
+    };
     let c = client(10, cfg);
     assert!(c.drain_outcomes().is_empty());
 
@@ -192,12 +253,21 @@ async fn drain_counts_every_send_path_once_and_resets() {
     assert!(batch[0].ok());
     // Refused before a peer exists: counted, and no peer is started.
     let other: SocketAddr = "127.0.0.1:9".parse().unwrap();
-    assert_eq!(c.send(other, Bytes::new()).await.reason, Some(FailReason::Empty));
-    assert_eq!(c.send(other, payload(0, 1233)).await.reason, Some(FailReason::TooLarge));
+    assert_eq!(
+        c.send(other, Bytes::new()).await.reason,
+        Some(FailReason::Empty)
+    );
+    assert_eq!(
+        c.send(other, payload(0, 1233)).await.reason,
+        Some(FailReason::TooLarge)
+    );
     assert!(c.peer_stats().iter().all(|p| p.addr != other));
     // A full queue refuses at once: counted too.
     let burst = c.send_many(&[dead, dead, dead, dead], payload(4, 50)).await;
-    let full = burst.iter().filter(|o| o.reason == Some(FailReason::QueueFull)).count() as u64;
+    let full = burst
+        .iter()
+        .filter(|o| o.reason == Some(FailReason::QueueFull))
+        .count() as u64;
     assert!(full >= 2, "{burst:?}");
 
     let mut counts = HashMap::new();
@@ -206,8 +276,15 @@ async fn drain_counts_every_send_path_once_and_resets() {
     assert_eq!(counts[&(other, Some(FailReason::Empty))], 1);
     assert_eq!(counts[&(other, Some(FailReason::TooLarge))], 1);
     assert_eq!(counts[&(dead, Some(FailReason::QueueFull))], full);
-    let dead_total: u64 = counts.iter().filter(|((a, _), _)| *a == dead).map(|(_, n)| n).sum();
-    assert_eq!(dead_total, 4, "every one of the four is counted once: {counts:?}");
+    let dead_total: u64 = counts
+        .iter()
+        .filter(|((a, _), _)| *a == dead)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(
+        dead_total, 4,
+        "every one of the four is counted once: {counts:?}"
+    );
     // Reset: nothing new, nothing drained.
     assert!(c.drain_outcomes().is_empty());
     for _ in 0..3 {

@@ -25,7 +25,13 @@ const FIRST_SEND_BUDGET: Duration = Duration::from_millis(500);
 #[tokio::test]
 async fn a_first_send_is_written_within_its_deadline_while_a_round_floods_a_throttled_peer() {
     // 4 streams per 100 ms: a round of 600 is ~12 s of the server's reading.
-    let (srv, mut rx) = server_with(1, ServerConfig { max_streams_per_100ms: 4, ..ServerConfig::default() });
+    let (srv, mut rx) = server_with(
+        1,
+        ServerConfig {
+            max_streams_per_100ms: 4,
+            ..ServerConfig::default()
+        },
+    );
     let to = srv.local_addr();
     let c = client(2, ClientConfig::default());
     assert!(c.send(to, payload(0, 200)).await.ok(), "connected");
@@ -33,8 +39,15 @@ async fn a_first_send_is_written_within_its_deadline_while_a_round_floods_a_thro
 
     let txs: Vec<_> = (0..600u32).map(|i| payload(1_000 + i, 200)).collect();
     let round = c.dispatch_batch(&[to], &txs);
-    let first = c.dispatch_by(&[to], payload(7, 200), FIRST_SEND_BUDGET).first_written().await;
-    assert!(first.written.is_some(), "the first send must be written within its deadline: {:?}", first.failures);
+    let first = c
+        .dispatch_by(&[to], payload(7, 200), FIRST_SEND_BUDGET)
+        .first_written()
+        .await;
+    assert!(
+        first.written.is_some(),
+        "the first send must be written within its deadline: {:?}",
+        first.failures
+    );
     // The round goes on beside it, on its own connection: the peer reads it at its own pace.
     let stats = c.peer_stats();
     assert!(stats[0].queued > 0, "the round is still queued: {stats:?}");
@@ -47,28 +60,55 @@ async fn a_first_send_does_not_wait_for_stream_credit_a_round_holds() {
     let (srv, mut rx) = server(3);
     let to = srv.local_addr();
     // Long enough that no round write waiting for credit times out in this test.
-    let c = client(4, ClientConfig { send_timeout: Duration::from_secs(10), ..ClientConfig::default() });
+    let c = client(
+        4,
+        ClientConfig {
+            send_timeout: Duration::from_secs(10),
+            ..ClientConfig::default()
+        },
+    );
     // Both lanes' connections up, as the service's prewarm has them before a leader's slot.
     both_lanes_up(&c, to).await;
     assert_eq!(srv.stats().connections_open, 2);
     // The path goes dark: the streams the round's connection has credit for are taken into its
     // buffers, and its next write waits for credit that cannot come back.
-    srv.set_faults(Faults { packet_loss_pct: 100.0, ..Faults::default() });
+    srv.set_faults(Faults {
+        packet_loss_pct: 100.0,
+        ..Faults::default()
+    });
     let txs: Vec<_> = (0..300u32).map(|i| payload(2_000 + i, 200)).collect();
     let round = c.dispatch_batch(&[to], &txs);
-    wait_until("the round's writer to wait for stream credit", || c.peer_stats()[0].credit_wait_ms.is_some()).await;
+    wait_until("the round's writer to wait for stream credit", || {
+        c.peer_stats()[0].credit_wait_ms.is_some()
+    })
+    .await;
     assert!(c.peer_stats()[0].sent > 1, "the credit it had was used");
 
     // A first send arrives: its lane's connection has the credit the round could not take, so
     // it is written at once. (On one connection it waited for the round's credit and, the path
     // being dark, missed its deadline.)
-    let first = c.dispatch_by(&[to], payload(9, 200), FIRST_SEND_BUDGET).first_written().await;
-    assert!(first.written.is_some(), "the first send must not wait for the round's credit: {:?}", first.failures);
+    let first = c
+        .dispatch_by(&[to], payload(9, 200), FIRST_SEND_BUDGET)
+        .first_written()
+        .await;
+    assert!(
+        first.written.is_some(),
+        "the first send must not wait for the round's credit: {:?}",
+        first.failures
+    );
     // The path comes back: the peer gets the first send, and every write of the round, none
     // lost to the first send.
     srv.set_faults(Faults::default());
     let outcomes = round.outcomes().await;
-    assert!(outcomes.iter().all(|o| o.ok()), "{:?}", outcomes.iter().filter(|o| !o.ok()).map(|o| o.reason).collect::<Vec<_>>());
+    assert!(
+        outcomes.iter().all(|o| o.ok()),
+        "{:?}",
+        outcomes
+            .iter()
+            .filter(|o| !o.ok())
+            .map(|o| o.reason)
+            .collect::<Vec<_>>()
+    );
     let mut got = std::collections::HashSet::new();
     while got.len() < txs.len() + 1 {
         got.insert(recv(&mut rx).await.bytes);
@@ -91,10 +131,15 @@ async fn a_first_send_is_written_while_the_shared_runtime_thread_is_held() {
         holding.send(()).expect("test waiting");
         let _ = held.recv_timeout(WAIT);
     });
-    started.recv_timeout(WAIT).expect("the shared runtime's thread is held");
+    started
+        .recv_timeout(WAIT)
+        .expect("the shared runtime's thread is held");
     // First sends have a thread of their own (`landfall-first`): written all the same. (On the
     // shared runtime it waited for the thread and missed its deadline.)
-    let first = c.dispatch_by(&[to], payload(11, 200), FIRST_SEND_BUDGET).first_written().await;
+    let first = c
+        .dispatch_by(&[to], payload(11, 200), FIRST_SEND_BUDGET)
+        .first_written()
+        .await;
     release.send(()).expect("holder waiting");
     assert!(first.written.is_some(), "{:?}", first.failures);
     assert_eq!(recv(&mut rx).await.bytes, payload(11, 200));

@@ -83,7 +83,6 @@ use tokio::sync::{mpsc, oneshot};
 /// the last `Arc` dropped closes it (its `Drop` prunes the entry).
 static REGISTRY: Mutex<Vec<([u8; 32], Weak<QuicClient>)>> = Mutex::new(Vec::new());
 
-
 /// A TPU client. Cheap to share (`Arc`); constructing one with the identity of a live client
 /// returns that client, so every thread of the process shares one endpoint and one connection
 /// per peer.
@@ -112,21 +111,38 @@ impl QuicClient {
         cfg.validate()?;
         let identity = tls::identity_pubkey(seed);
         let mut registry = lock(&REGISTRY);
-        if let Some(live) = registry.iter().filter(|(k, _)| *k == identity).find_map(|(_, w)| w.upgrade()) {
+        if let Some(live) = registry
+            .iter()
+            .filter(|(k, _)| *k == identity)
+            .find_map(|(_, w)| w.upgrade())
+        {
             return Ok(live);
         }
         let quinn = tpu_client_config(seed, &cfg)?;
         let heard = Arc::new(Heard::new());
         let endpoint = {
             let _enter = runtime().enter();
-            let socket = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(QuicError::Bind)?;
-            let socket = quinn::Runtime::wrap_udp_socket(&TokioRuntime, socket).map_err(QuicError::Bind)?;
+            let socket =
+                std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(QuicError::Bind)?;
+            let socket =
+                quinn::Runtime::wrap_udp_socket(&TokioRuntime, socket).map_err(QuicError::Bind)?;
             let socket = Arc::new(HeardSocket::new(socket, heard.clone()));
-            Endpoint::new_with_abstract_socket(EndpointConfig::default(), None, socket, Arc::new(TokioRuntime)).map_err(QuicError::Bind)?
+            Endpoint::new_with_abstract_socket(
+                EndpointConfig::default(),
+                None,
+                socket,
+                Arc::new(TokioRuntime),
+            )
+            .map_err(QuicError::Bind)?
         };
         let client = Arc::new(QuicClient {
             identity,
-            dialer: Arc::new(Dialer { cfg, endpoint, quinn, heard }),
+            dialer: Arc::new(Dialer {
+                cfg,
+                endpoint,
+                quinn,
+                heard,
+            }),
             peers: Mutex::new(HashMap::new()),
             unpeered: Mutex::new(HashMap::new()),
         });
@@ -161,8 +177,15 @@ impl QuicClient {
     /// writes start.
     pub fn dispatch(&self, addrs: &[SocketAddr], tx: Bytes) -> Dispatched {
         let started = Instant::now();
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, None))).collect();
-        Dispatched { started, pending, gate: None }
+        let pending = addrs
+            .iter()
+            .map(|&addr| (addr, self.submit(addr, tx.clone(), started, None)))
+            .collect();
+        Dispatched {
+            started,
+            pending,
+            gate: None,
+        }
     }
 
     /// [`dispatch`](QuicClient::dispatch) with a deadline `budget` from now: the transaction is
@@ -172,8 +195,20 @@ impl QuicClient {
     pub fn dispatch_by(&self, addrs: &[SocketAddr], tx: Bytes, budget: Duration) -> Dispatched {
         let started = Instant::now();
         let gate = Arc::new(Gate::new(budget));
-        let pending = addrs.iter().map(|&addr| (addr, self.submit(addr, tx.clone(), started, Some(gate.clone())))).collect();
-        Dispatched { started, pending, gate: Some(gate) }
+        let pending = addrs
+            .iter()
+            .map(|&addr| {
+                (
+                    addr,
+                    self.submit(addr, tx.clone(), started, Some(gate.clone())),
+                )
+            })
+            .collect();
+        Dispatched {
+            started,
+            pending,
+            gate: Some(gate),
+        }
     }
 
     /// Send one transaction to several peers at once; settles as soon as one peer has it
@@ -192,7 +227,11 @@ impl QuicClient {
             .flat_map(|tx| addrs.iter().map(move |&addr| (addr, tx)))
             .map(|(addr, tx)| (addr, self.submit(addr, tx.clone(), started, None)))
             .collect();
-        Dispatched { started, pending, gate: None }
+        Dispatched {
+            started,
+            pending,
+            gate: None,
+        }
     }
 
     /// Every transaction of `txs` to every peer of `addrs`; outcomes as [`dispatch_batch`]
@@ -241,7 +280,13 @@ impl QuicClient {
     pub fn peer_stats(&self) -> Vec<PeerStats> {
         let peers = lock(&self.peers);
         let queued = |q: &mpsc::Sender<Job>| q.max_capacity() - q.capacity();
-        peers.values().map(|p| p.state.stats(queued(&p.urgent) + queued(&p.queue), &self.dialer.heard)).collect()
+        peers
+            .values()
+            .map(|p| {
+                p.state
+                    .stats(queued(&p.urgent) + queued(&p.queue), &self.dialer.heard)
+            })
+            .collect()
     }
 
     /// Queue a transaction for `addr`, or refuse it at once.
@@ -260,15 +305,27 @@ impl QuicClient {
             None
         };
         if let Some(reason) = invalid {
-            lock(&self.unpeered).entry(addr).or_default().count(Some(reason));
+            lock(&self.unpeered)
+                .entry(addr)
+                .or_default()
+                .count(Some(reason));
             return Err(failed(addr, started, reason));
         }
         let peer = self.peer(addr);
         // A send with a deadline is a first send: its own lane (see "Lanes").
-        let lane = if gate.is_some() { &peer.urgent } else { &peer.queue };
+        let lane = if gate.is_some() {
+            &peer.urgent
+        } else {
+            &peer.queue
+        };
         let state = &peer.state;
         let (reply, pending) = oneshot::channel();
-        let refused = match lane.try_send(Job::Send { tx, queued_at: started, reply, gate }) {
+        let refused = match lane.try_send(Job::Send {
+            tx,
+            queued_at: started,
+            reply,
+            gate,
+        }) {
             Ok(()) => return Ok(pending),
             Err(mpsc::error::TrySendError::Full(_)) => {
                 state.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -287,9 +344,23 @@ impl QuicClient {
             let (urgent, urgent_jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let (queue, jobs) = mpsc::channel(self.dialer.cfg.max_queue_per_peer);
             let state = Arc::new(PeerState::new(addr, self.dialer.heard.register(addr)));
-            Lane::First.runtime().spawn(run_lane(state.clone(), Lane::First, urgent_jobs, self.dialer.clone()));
-            Lane::Rest.runtime().spawn(run_lane(state.clone(), Lane::Rest, jobs, self.dialer.clone()));
-            PeerHandle { urgent, queue, state }
+            Lane::First.runtime().spawn(run_lane(
+                state.clone(),
+                Lane::First,
+                urgent_jobs,
+                self.dialer.clone(),
+            ));
+            Lane::Rest.runtime().spawn(run_lane(
+                state.clone(),
+                Lane::Rest,
+                jobs,
+                self.dialer.clone(),
+            ));
+            PeerHandle {
+                urgent,
+                queue,
+                state,
+            }
         });
         handle.clone()
     }

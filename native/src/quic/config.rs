@@ -54,18 +54,31 @@ impl ClientConfig {
         let ms = |d: Duration| d.as_millis();
         check_range("maxQueuePerPeer", self.max_queue_per_peer, 1..=1_000_000)?;
         check_range("idleTimeoutMs", ms(self.idle_timeout), 2..=10_000)?;
-        check_range("keepAliveMs", ms(self.keep_alive), 1..=ms(self.idle_timeout) - 1)?;
-        check_range("aliveWindowMs", ms(self.alive_window), ms(self.keep_alive) + 1..=ms(self.idle_timeout))?;
+        check_range(
+            "keepAliveMs",
+            ms(self.keep_alive),
+            1..=ms(self.idle_timeout) - 1,
+        )?;
+        check_range(
+            "aliveWindowMs",
+            ms(self.alive_window),
+            ms(self.keep_alive) + 1..=ms(self.idle_timeout),
+        )?;
         check_range("handshakeTimeoutMs", ms(self.handshake_timeout), 1..=60_000)?;
         check_range("sendTimeoutMs", ms(self.send_timeout), 1..=60_000)?;
         check_range("backoffBaseMs", ms(self.backoff_base), 1..=60_000)?;
-        check_range("backoffMaxMs", ms(self.backoff_max), ms(self.backoff_base)..=600_000)?;
+        check_range(
+            "backoffMaxMs",
+            ms(self.backoff_max),
+            ms(self.backoff_base)..=600_000,
+        )?;
         check_range("unusedCloseMs", ms(self.unused_close), 1..=3_600_000)
     }
 
     pub(super) fn transport(&self) -> Result<TransportConfig, QuicError> {
         let mut t = TransportConfig::default();
-        let idle = IdleTimeout::try_from(self.idle_timeout).map_err(|_| QuicError::InvalidConfig("idleTimeoutMs too large".into()))?;
+        let idle = IdleTimeout::try_from(self.idle_timeout)
+            .map_err(|_| QuicError::InvalidConfig("idleTimeoutMs too large".into()))?;
         t.max_idle_timeout(Some(idle));
         t.keep_alive_interval(Some(self.keep_alive));
         // Finish one stream before starting the next rather than round-robin between them, so
@@ -83,7 +96,10 @@ impl ClientConfig {
 /// A quinn client configuration speaking the TPU protocol exactly as [`QuicClient`] does
 /// (identity certificate, ALPN, transport settings of `cfg`), for tools and tests that drive
 /// raw streams. Connect with the server name [`server_name`](super::server_name) gives.
-pub fn tpu_client_config(seed: &[u8; 32], cfg: &ClientConfig) -> Result<quinn::ClientConfig, QuicError> {
+pub fn tpu_client_config(
+    seed: &[u8; 32],
+    cfg: &ClientConfig,
+) -> Result<quinn::ClientConfig, QuicError> {
     cfg.validate()?;
     let mut quinn = quinn::ClientConfig::new(Arc::new(tls::client_crypto(seed)?));
     quinn.transport_config(Arc::new(cfg.transport()?));

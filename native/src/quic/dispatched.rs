@@ -42,7 +42,11 @@ impl Dispatched {
     /// the peers not heard back from are listed as failed with `deadline` (their tasks count
     /// them when they get to them).
     pub async fn first_written(self) -> FirstSend {
-        let Dispatched { started, pending, gate } = self;
+        let Dispatched {
+            started,
+            pending,
+            gate,
+        } = self;
         let mut failures = Vec::new();
         let mut waiting = Vec::with_capacity(pending.len());
         for (addr, p) in pending {
@@ -55,7 +59,9 @@ impl Dispatched {
         let mut deadline = gate.as_ref().map(|g| tokio::time::Instant::from_std(g.at));
         let mut closed = false;
         // Nothing written by the deadline: those not heard back from are failed with `deadline`.
-        let missed = |waiting: Vec<(SocketAddr, oneshot::Receiver<SendOutcome>)>, mut failures: Vec<SendOutcome>, gate: &Gate| {
+        let missed = |waiting: Vec<(SocketAddr, oneshot::Receiver<SendOutcome>)>,
+                      mut failures: Vec<SendOutcome>,
+                      gate: &Gate| {
             for (addr, _) in waiting {
                 let f = gate.missed();
                 failures.push(SendOutcome {
@@ -67,7 +73,11 @@ impl Dispatched {
                     reused: false,
                 });
             }
-            FirstSend { written: None, elapsed_us: micros(started), failures }
+            FirstSend {
+                written: None,
+                elapsed_us: micros(started),
+                failures,
+            }
         };
         while !waiting.is_empty() {
             // Whichever reply is in first. A handful of peers, so each wake-up polls them all;
@@ -100,7 +110,11 @@ impl Dispatched {
             // The task only drops the reply if the runtime is shutting down.
             let o = reply.unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed));
             if o.ok() {
-                return FirstSend { elapsed_us: o.elapsed_us, written: Some(o), failures };
+                return FirstSend {
+                    elapsed_us: o.elapsed_us,
+                    written: Some(o),
+                    failures,
+                };
             }
             failures.push(o);
             if let Some(gate) = gate.as_deref().filter(|g| closed && g.claims() == 0) {
@@ -108,7 +122,11 @@ impl Dispatched {
                 return missed(waiting, failures, gate);
             }
         }
-        FirstSend { written: None, elapsed_us: micros(started), failures }
+        FirstSend {
+            written: None,
+            elapsed_us: micros(started),
+            failures,
+        }
     }
 }
 
@@ -116,7 +134,9 @@ impl Dispatched {
 pub(super) async fn outcome(addr: SocketAddr, started: Instant, submitted: Pending) -> SendOutcome {
     match submitted {
         // The task only drops the reply if the runtime is shutting down.
-        Ok(pending) => pending.await.unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed)),
+        Ok(pending) => pending
+            .await
+            .unwrap_or_else(|_| failed(addr, started, FailReason::ClientClosed)),
         Err(refused) => refused,
     }
 }

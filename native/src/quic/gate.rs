@@ -21,7 +21,11 @@ const GATE_CLOSED: u32 = 1 << 31;
 
 impl Gate {
     pub(super) fn new(budget: Duration) -> Self {
-        Gate { at: Instant::now() + budget, budget, state: AtomicU32::new(0) }
+        Gate {
+            at: Instant::now() + budget,
+            budget,
+            state: AtomicU32::new(0),
+        }
     }
 
     /// Claim the right to finish one stream; false once the waiter has given up (the stream
@@ -31,7 +35,9 @@ impl Gate {
             return false;
         }
         self.state
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| (s & GATE_CLOSED == 0).then_some(s + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s & GATE_CLOSED == 0).then_some(s + 1)
+            })
             .is_ok()
     }
 
@@ -61,7 +67,13 @@ impl Gate {
     }
 
     pub(super) fn missed(&self) -> Failure {
-        Failure::new(FailReason::Deadline, format!("not written within the {} ms deadline", self.budget.as_millis()))
+        Failure::new(
+            FailReason::Deadline,
+            format!(
+                "not written within the {} ms deadline",
+                self.budget.as_millis()
+            ),
+        )
     }
 }
 

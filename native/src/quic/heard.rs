@@ -37,18 +37,25 @@ pub(crate) struct Heard {
 
 impl Heard {
     pub(crate) fn new() -> Self {
-        Heard { origin: Instant::now(), peers: RwLock::new(HashMap::new()) }
+        Heard {
+            origin: Instant::now(),
+            peers: RwLock::new(HashMap::new()),
+        }
     }
 
     /// The stamp of `addr`, registered on first use (datagrams from unregistered addresses are
     /// not stamped).
     pub(crate) fn register(&self, addr: SocketAddr) -> Arc<LastHeard> {
-        let mut peers = self.peers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut peers = self
+            .peers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         peers.entry(addr).or_default().clone()
     }
 
     fn stamp_of(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.origin).as_micros()).unwrap_or(u64::MAX - 1) + 1
+        u64::try_from(at.saturating_duration_since(self.origin).as_micros()).unwrap_or(u64::MAX - 1)
+            + 1
     }
 
     /// Record that `who` was heard from at `at` (a completed handshake is a round trip too).
@@ -68,7 +75,10 @@ impl Heard {
 
     fn heard(&self, metas: &[RecvMeta]) {
         let stamp = self.stamp_of(Instant::now());
-        let peers = self.peers.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let peers = self
+            .peers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for m in metas {
             if let Some(who) = peers.get(&m.addr) {
                 who.0.fetch_max(stamp, Ordering::Relaxed);
@@ -104,7 +114,12 @@ impl AsyncUdpSocket for HeardSocket {
         self.inner.try_send(transmit)
     }
 
-    fn poll_recv(&self, cx: &mut Context, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> Poll<io::Result<usize>> {
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
         let n = match self.inner.poll_recv(cx, bufs, meta) {
             Poll::Ready(Ok(n)) => n,
             other => return other,
@@ -142,8 +157,13 @@ mod tests {
         assert_eq!(heard.quiet_for(&who, now), None);
         heard.touch(&who, now);
         // Stamps are whole microseconds.
-        let quiet = heard.quiet_for(&who, now + Duration::from_millis(700)).unwrap();
-        assert!(quiet >= Duration::from_millis(700) && quiet < Duration::from_micros(700_001), "{quiet:?}");
+        let quiet = heard
+            .quiet_for(&who, now + Duration::from_millis(700))
+            .unwrap();
+        assert!(
+            quiet >= Duration::from_millis(700) && quiet < Duration::from_micros(700_001),
+            "{quiet:?}"
+        );
         // An older stamp never moves it back.
         heard.touch(&who, now - Duration::from_millis(5));
         assert!(heard.quiet_for(&who, now).unwrap() < Duration::from_micros(1));

@@ -27,7 +27,10 @@ pub(crate) struct Loss {
 
 impl Loss {
     pub(crate) fn set_pct(&self, pct: f64) {
-        self.ppm.store((pct.clamp(0.0, 100.0) * 1e4).round() as u32, Ordering::Relaxed);
+        self.ppm.store(
+            (pct.clamp(0.0, 100.0) * 1e4).round() as u32,
+            Ordering::Relaxed,
+        );
     }
 
     pub(crate) fn pct(&self) -> f64 {
@@ -45,7 +48,10 @@ impl Loss {
         if ppm == 0 {
             return false;
         }
-        let mut z = self.rng.fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self
+            .rng
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^= z >> 31;
@@ -71,7 +77,9 @@ impl LossySocket {
 
 impl fmt::Debug for LossySocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LossySocket").field("loss_pct", &self.loss.pct()).finish_non_exhaustive()
+        f.debug_struct("LossySocket")
+            .field("loss_pct", &self.loss.pct())
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,7 +97,12 @@ impl AsyncUdpSocket for LossySocket {
         self.inner.try_send(transmit)
     }
 
-    fn poll_recv(&self, cx: &mut Context, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> Poll<io::Result<usize>> {
+    fn poll_recv(
+        &self,
+        cx: &mut Context,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
         let n = match self.inner.poll_recv(cx, bufs, meta) {
             Poll::Ready(Ok(n)) => n,
             other => return other,
@@ -159,7 +172,10 @@ mod tests {
     #[test]
     fn coalesced_datagrams_are_compacted_in_order() {
         let loss = Arc::new(Loss::default());
-        let socket = LossySocket { inner: dummy_socket(), loss: loss.clone() };
+        let socket = LossySocket {
+            inner: dummy_socket(),
+            loss: loss.clone(),
+        };
         let mut buf: Vec<u8> = (0..10u8).collect();
         // No loss: untouched.
         assert_eq!(socket.drop_segments(&mut buf, 10, 4), 10);
@@ -171,8 +187,16 @@ mod tests {
             let mut buf: Vec<u8> = (0..10u8).collect();
             let kept = socket.drop_segments(&mut buf, 10, 4);
             assert!([0, 2, 4, 6, 8, 10].contains(&kept), "{kept}");
-            assert!(buf[..kept].windows(2).all(|w| w[0] < w[1]), "{:?}", &buf[..kept]);
-            assert!(buf[..kept].chunks(4).all(|d| d[0] % 4 == 0), "{:?}", &buf[..kept]);
+            assert!(
+                buf[..kept].windows(2).all(|w| w[0] < w[1]),
+                "{:?}",
+                &buf[..kept]
+            );
+            assert!(
+                buf[..kept].chunks(4).all(|d| d[0] % 4 == 0),
+                "{:?}",
+                &buf[..kept]
+            );
         }
         // Total loss: nothing left.
         loss.set_pct(100.0);

@@ -44,7 +44,10 @@ mod worker;
 pub use client::QuicClient;
 pub use config::{tpu_client_config, ClientConfig};
 pub use dispatched::Dispatched;
-pub use outcome::{FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, WORD_FAILED_BASE, WORD_MAX_CODE, WORD_WRITTEN};
+pub use outcome::{
+    FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, WORD_FAILED_BASE, WORD_MAX_CODE,
+    WORD_WRITTEN,
+};
 pub use server::{Faults, QuicServer, Received, ServerConfig, ServerStats};
 pub use tls::{identity_pubkey, peer_pubkey_from_cert, self_signed_identity, server_name};
 
@@ -176,7 +179,10 @@ pub(crate) fn first_runtime() -> &'static tokio::runtime::Runtime {
             .worker_threads(1)
             .thread_name("landfall-first")
             .on_thread_start(|| {
-                let _ = FIRST_SEND_PRIORITY.set(crate::priority::set_current_thread_nice(FIRST_SEND_NICE.load(Ordering::Acquire), "the first sends' thread"));
+                let _ = FIRST_SEND_PRIORITY.set(crate::priority::set_current_thread_nice(
+                    FIRST_SEND_NICE.load(Ordering::Acquire),
+                    "the first sends' thread",
+                ));
             })
             .enable_all()
             .build()
@@ -219,10 +225,12 @@ pub fn start_first_sends(nice: i32) -> Result<Result<i32, String>, QuicError> {
     first_runtime().spawn(async move {
         let _ = told.send(first_send_priority());
     });
-    Ok(match answer.recv_timeout(std::time::Duration::from_secs(5)) {
-        Ok(Some(got)) => got,
-        _ => Err("the first sends' thread did not start within 5 s".into()),
-    })
+    Ok(
+        match answer.recv_timeout(std::time::Duration::from_secs(5)) {
+            Ok(Some(got)) => got,
+            _ => Err("the first sends' thread did not start within 5 s".into()),
+        },
+    )
 }
 
 /// A check of one numeric option: `Err(InvalidConfig)` naming it when outside `range`.

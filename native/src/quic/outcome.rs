@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-
 /// Why a send failed. `as_str` is the stable `reason` JavaScript sees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailReason {
@@ -110,8 +109,12 @@ impl SendOutcome {
     /// [`WORD_FAILED_BASE`] + the reason's position in [`FailReason::ALL`]. High byte: the close
     /// code + 1 (capped at [`WORD_MAX_CODE`] + 1), 0 when there is none.
     pub fn word(&self) -> u16 {
-        let low = self.reason.map_or(WORD_WRITTEN, |r| WORD_FAILED_BASE + r as u16);
-        let high = self.code.map_or(0, |c| c.min(u64::from(WORD_MAX_CODE)) as u16 + 1);
+        let low = self
+            .reason
+            .map_or(WORD_WRITTEN, |r| WORD_FAILED_BASE + r as u16);
+        let high = self
+            .code
+            .map_or(0, |c| c.min(u64::from(WORD_MAX_CODE)) as u16 + 1);
         (high << 8) | low
     }
 }
@@ -154,14 +157,25 @@ impl Tally {
         for (counter, reason) in self.0.iter().zip(reasons) {
             let count = counter.swap(0, Ordering::Relaxed);
             if count > 0 {
-                out.push(OutcomeCount { addr, reason, count });
+                out.push(OutcomeCount {
+                    addr,
+                    reason,
+                    count,
+                });
             }
         }
     }
 }
 
 pub(super) fn failed(addr: SocketAddr, started: Instant, reason: FailReason) -> SendOutcome {
-    SendOutcome { addr, reason: Some(reason), code: None, detail: None, elapsed_us: micros(started), reused: false }
+    SendOutcome {
+        addr,
+        reason: Some(reason),
+        code: None,
+        detail: None,
+        elapsed_us: micros(started),
+        reused: false,
+    }
 }
 
 pub(super) fn micros(since: Instant) -> u64 {
@@ -178,12 +192,20 @@ pub(super) struct Failure {
 
 impl Failure {
     pub(super) fn new(reason: FailReason, detail: impl Into<String>) -> Self {
-        Failure { reason, code: None, detail: detail.into() }
+        Failure {
+            reason,
+            code: None,
+            detail: detail.into(),
+        }
     }
 
     pub(super) fn from_connection(reason: FailReason, err: &ConnectionError) -> Self {
         let close = Close::of(err);
-        Failure { reason, code: close.code, detail: close.reason }
+        Failure {
+            reason,
+            code: close.code,
+            detail: close.reason,
+        }
     }
 }
 
@@ -199,9 +221,16 @@ impl Close {
         match err {
             ConnectionError::ApplicationClosed(c) => Close {
                 code: Some(c.error_code.into_inner()),
-                reason: format!("closed by peer: code {} {}", c.error_code, String::from_utf8_lossy(&c.reason)),
+                reason: format!(
+                    "closed by peer: code {} {}",
+                    c.error_code,
+                    String::from_utf8_lossy(&c.reason)
+                ),
             },
-            other => Close { code: None, reason: other.to_string() },
+            other => Close {
+                code: None,
+                reason: other.to_string(),
+            },
         }
     }
 }

@@ -63,7 +63,11 @@ pub(super) struct Link<C, D> {
 
 impl<C, D> Default for Link<C, D> {
     fn default() -> Self {
-        Link { phase: Phase::Idle, failures: 0, last_close: None }
+        Link {
+            phase: Phase::Idle,
+            failures: 0,
+            last_close: None,
+        }
     }
 }
 
@@ -73,7 +77,9 @@ impl<C, D> Link<C, D> {
         match &self.phase {
             Phase::Live { conn, .. } => Next::Use(conn),
             Phase::Dialing(d) => Next::Join(d),
-            Phase::Backoff { until } if *until > now => Next::Refuse(self.backoff_failure(*until - now)),
+            Phase::Backoff { until } if *until > now => {
+                Next::Refuse(self.backoff_failure(*until - now))
+            }
             Phase::Idle | Phase::Backoff { .. } => Next::Dial,
             Phase::Shut => Next::Refuse(Failure::new(FailReason::ClientClosed, "client closed")),
         }
@@ -81,7 +87,10 @@ impl<C, D> Link<C, D> {
 
     /// Idle (or back-off over) → Dialing.
     pub(super) fn start_dial(&mut self, dialing: D) {
-        debug_assert!(matches!(self.phase, Phase::Idle | Phase::Backoff { .. }), "dial started while connected or dialing");
+        debug_assert!(
+            matches!(self.phase, Phase::Idle | Phase::Backoff { .. }),
+            "dial started while connected or dialing"
+        );
         self.phase = Phase::Dialing(dialing);
     }
 
@@ -110,15 +119,21 @@ impl<C, D> Link<C, D> {
     /// or it went stale. Hands back the connection (to close, where it is still open). A
     /// connection that had lived [`HEALTHY_LIFETIME`] starts the failure count again.
     pub(super) fn lost(&mut self, close: Close, now: Instant, cfg: &ClientConfig) -> Option<C> {
-        let Phase::Live { .. } = self.phase else { return None };
-        let Phase::Live { conn, since } = std::mem::replace(&mut self.phase, Phase::Idle) else { unreachable!() };
+        let Phase::Live { .. } = self.phase else {
+            return None;
+        };
+        let Phase::Live { conn, since } = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            unreachable!()
+        };
         self.back_off(close, Some(now.saturating_duration_since(since)), now, cfg);
         Some(conn)
     }
 
     /// Live → Idle: we closed the connection ourselves (unused), no failure.
     pub(super) fn dropped(&mut self) -> Option<C> {
-        let Phase::Live { .. } = self.phase else { return None };
+        let Phase::Live { .. } = self.phase else {
+            return None;
+        };
         match std::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::Live { conn, .. } => Some(conn),
             _ => unreachable!(),
@@ -160,14 +175,22 @@ impl<C, D> Link<C, D> {
 
     /// Record a failure and enter its back-off: `backoff_base · 2^(failures-1)`, at most
     /// `backoff_max`.
-    fn back_off(&mut self, close: Close, lived: Option<Duration>, now: Instant, cfg: &ClientConfig) {
+    fn back_off(
+        &mut self,
+        close: Close,
+        lived: Option<Duration>,
+        now: Instant,
+        cfg: &ClientConfig,
+    ) {
         if lived.is_some_and(|d| d >= HEALTHY_LIFETIME) {
             self.failures = 0;
         }
         self.failures = self.failures.saturating_add(1);
         let factor = 1u32.checked_shl(self.failures - 1).unwrap_or(u32::MAX);
         let backoff = cfg.backoff_base.saturating_mul(factor).min(cfg.backoff_max);
-        self.phase = Phase::Backoff { until: now + backoff };
+        self.phase = Phase::Backoff {
+            until: now + backoff,
+        };
         self.last_close = Some(close);
     }
 
@@ -177,7 +200,11 @@ impl<C, D> Link<C, D> {
         Failure {
             reason: FailReason::Backoff,
             code: last.and_then(|c| c.code),
-            detail: format!("backing off for {} ms after: {}", left.as_millis(), last.map_or("a failure", |c| c.reason.as_str())),
+            detail: format!(
+                "backing off for {} ms after: {}",
+                left.as_millis(),
+                last.map_or("a failure", |c| c.reason.as_str())
+            ),
         }
     }
 }
@@ -190,11 +217,18 @@ mod tests {
     type TestLink = Link<u32, &'static str>;
 
     fn cfg() -> ClientConfig {
-        ClientConfig { backoff_base: Duration::from_millis(200), backoff_max: Duration::from_millis(1000), ..ClientConfig::default() }
+        ClientConfig {
+            backoff_base: Duration::from_millis(200),
+            backoff_max: Duration::from_millis(1000),
+            ..ClientConfig::default()
+        }
     }
 
     fn peer_close(code: u64) -> Close {
-        Close { code: Some(code), reason: format!("closed by peer: code {code}") }
+        Close {
+            code: Some(code),
+            reason: format!("closed by peer: code {code}"),
+        }
     }
 
     fn ms(n: u64) -> Duration {
@@ -253,7 +287,14 @@ mod tests {
         for expected in [200, 400, 800, 1000, 1000] {
             assert!(matches!(link.next(now), Next::Dial));
             link.start_dial("handshake");
-            link.dial_failed(Some(Close { code: None, reason: "no handshake".into() }), now, &cfg);
+            link.dial_failed(
+                Some(Close {
+                    code: None,
+                    reason: "no handshake".into(),
+                }),
+                now,
+                &cfg,
+            );
             assert_eq!(link.backoff_left(now), ms(expected));
             assert_eq!(refused(&link, now).code, None);
             now += ms(expected);
@@ -263,7 +304,10 @@ mod tests {
         link.start_dial("handshake");
         link.connected(3, now).unwrap();
         link.lost(peer_close(4), now + ms(1), &cfg);
-        assert_eq!((link.failures(), link.backoff_left(now + ms(1))), (6, ms(1000)));
+        assert_eq!(
+            (link.failures(), link.backoff_left(now + ms(1))),
+            (6, ms(1000))
+        );
     }
 
     #[test]
@@ -278,7 +322,10 @@ mod tests {
         assert_eq!(link.failures(), 1);
         let closed_at = later + HEALTHY_LIFETIME;
         link.lost(peer_close(1), closed_at, &cfg);
-        assert_eq!((link.failures(), link.backoff_left(closed_at)), (1, ms(200)));
+        assert_eq!(
+            (link.failures(), link.backoff_left(closed_at)),
+            (1, ms(200))
+        );
     }
 
     #[test]
@@ -295,7 +342,10 @@ mod tests {
     fn a_stale_connection_is_lost_without_a_code() {
         let now = Instant::now();
         let mut link = live_link(9, now);
-        let stale = Close { code: None, reason: "nothing heard from the peer".into() };
+        let stale = Close {
+            code: None,
+            reason: "nothing heard from the peer".into(),
+        };
         assert_eq!(link.lost(stale, now, &cfg()), Some(9));
         let f = refused(&link, now);
         assert_eq!((f.reason, f.code), (FailReason::Backoff, None));

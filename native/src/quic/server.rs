@@ -70,12 +70,32 @@ impl Default for ServerConfig {
 
 impl ServerConfig {
     fn validate(&self) -> Result<(), QuicError> {
-        check_range("maxStreamsPer100ms", self.max_streams_per_100ms, 0..=1_000_000)?;
-        check_range("maxConnectionsPerPeer", self.max_connections_per_peer, 1..=65_536)?;
-        check_range("maxConnectionsPerIpPerMinute", self.max_connections_per_ip_per_minute, 0..=1_000_000)?;
+        check_range(
+            "maxStreamsPer100ms",
+            self.max_streams_per_100ms,
+            0..=1_000_000,
+        )?;
+        check_range(
+            "maxConnectionsPerPeer",
+            self.max_connections_per_peer,
+            1..=65_536,
+        )?;
+        check_range(
+            "maxConnectionsPerIpPerMinute",
+            self.max_connections_per_ip_per_minute,
+            0..=1_000_000,
+        )?;
         check_range("idleTimeoutMs", self.idle_timeout.as_millis(), 1..=600_000)?;
-        check_range("handshakeTimeoutMs", self.handshake_timeout.as_millis(), 1..=600_000)?;
-        check_range("streamReadTimeoutMs", self.stream_read_timeout.as_millis(), 1..=600_000)
+        check_range(
+            "handshakeTimeoutMs",
+            self.handshake_timeout.as_millis(),
+            1..=600_000,
+        )?;
+        check_range(
+            "streamReadTimeoutMs",
+            self.stream_read_timeout.as_millis(),
+            1..=600_000,
+        )
     }
 }
 
@@ -197,16 +217,21 @@ pub struct QuicServer {
 impl QuicServer {
     /// Bind `cfg.bind` with identity `seed` and start accepting. Received transactions arrive on
     /// the returned channel, in stream-completion order per connection.
-    pub fn bind(seed: &[u8; 32], cfg: ServerConfig) -> Result<(QuicServer, mpsc::UnboundedReceiver<Received>), QuicError> {
+    pub fn bind(
+        seed: &[u8; 32],
+        cfg: ServerConfig,
+    ) -> Result<(QuicServer, mpsc::UnboundedReceiver<Received>), QuicError> {
         cfg.validate()?;
-        let mut server_config = quinn::ServerConfig::with_crypto(Arc::new(tls::server_crypto(seed)?));
+        let mut server_config =
+            quinn::ServerConfig::with_crypto(Arc::new(tls::server_crypto(seed)?));
         // TPU clients do not roam; Agave disables migration too.
         server_config.migration(false);
         server_config.transport_config(Arc::new(transport(&cfg)?));
 
         let _enter = runtime().enter();
         let socket = std::net::UdpSocket::bind(cfg.bind).map_err(QuicError::Bind)?;
-        let socket = quinn::Runtime::wrap_udp_socket(&TokioRuntime, socket).map_err(QuicError::Bind)?;
+        let socket =
+            quinn::Runtime::wrap_udp_socket(&TokioRuntime, socket).map_err(QuicError::Bind)?;
         let loss = Arc::new(Loss::default());
         let socket = Arc::new(LossySocket::new(socket, loss.clone()));
         let socket_alive = Arc::downgrade(&socket);
@@ -256,7 +281,10 @@ impl QuicServer {
         let s = &self.shared;
         s.loss.set_pct(faults.packet_loss_pct);
         s.delay_ms.store(faults.delay_ms, Ordering::Relaxed);
-        s.refuse_code.store(faults.refuse_code.map_or(NO_REFUSE, u64::from), Ordering::Relaxed);
+        s.refuse_code.store(
+            faults.refuse_code.map_or(NO_REFUSE, u64::from),
+            Ordering::Relaxed,
+        );
     }
 
     /// The faults in force.
@@ -294,7 +322,9 @@ impl QuicServer {
     /// same address can be bound again at once (a validator restarting on its port).
     /// Closing again does nothing.
     pub async fn close(&self) {
-        let Some(endpoint) = self.shutdown() else { return };
+        let Some(endpoint) = self.shutdown() else {
+            return;
+        };
         let _ = tokio::time::timeout(CLOSE_DRAIN, endpoint.wait_idle()).await;
         drop(endpoint);
         // quinn's endpoint task drops the socket once every handle is gone; it runs on the
@@ -332,7 +362,8 @@ fn transport(cfg: &ServerConfig) -> Result<TransportConfig, QuicError> {
     t.receive_window(VarInt::from_u32(CONNECTION_RECEIVE_WINDOW));
     t.datagram_receive_buffer_size(None);
     t.enable_segmentation_offload(false);
-    let idle = IdleTimeout::try_from(cfg.idle_timeout).map_err(|_| QuicError::InvalidConfig("idleTimeoutMs too large".into()))?;
+    let idle = IdleTimeout::try_from(cfg.idle_timeout)
+        .map_err(|_| QuicError::InvalidConfig("idleTimeoutMs too large".into()))?;
     t.max_idle_timeout(Some(idle));
     Ok(t)
 }
@@ -345,7 +376,9 @@ async fn accept_loop(endpoint: Endpoint, shared: Arc<Shared>) {
 }
 
 async fn handle_incoming(incoming: quinn::Incoming, shared: Arc<Shared>) {
-    let Ok(connecting) = incoming.accept() else { return };
+    let Ok(connecting) = incoming.accept() else {
+        return;
+    };
     let Ok(Ok(conn)) = tokio::time::timeout(shared.cfg.handshake_timeout, connecting).await else {
         return;
     };
@@ -378,14 +411,19 @@ impl Shared {
         if per_minute == 0 {
             return true;
         }
-        let Ok(mut rates) = self.rates.lock() else { return true };
+        let Ok(mut rates) = self.rates.lock() else {
+            return true;
+        };
         let capacity = per_minute as f64;
         let now = Instant::now();
         if rates.len() >= RATE_TABLE_PRUNE_AT {
             let refill = Duration::from_secs(60);
             rates.retain(|_, b| now.duration_since(b.refilled) < refill);
         }
-        let bucket = rates.entry(ip).or_insert(RateBucket { tokens: capacity, refilled: now });
+        let bucket = rates.entry(ip).or_insert(RateBucket {
+            tokens: capacity,
+            refilled: now,
+        });
         let refilled = now.duration_since(bucket.refilled).as_secs_f64() * capacity / 60.0;
         bucket.tokens = (bucket.tokens + refilled).min(capacity);
         bucket.refilled = now;
@@ -412,7 +450,9 @@ impl Shared {
     }
 
     fn hand_over(&self, rx: Received) {
-        let Ok(deliver) = self.deliver.read() else { return };
+        let Ok(deliver) = self.deliver.read() else {
+            return;
+        };
         if let Some(tx) = deliver.as_ref() {
             // Counted before the send so a consumer that has the transaction sees it counted.
             bump(&self.counters.accepted_txs);
@@ -435,14 +475,21 @@ impl PeerSlot {
         let mut peers = shared.peers.lock().ok()?;
         let entry = peers.entry(ip).or_insert_with(|| PeerEntry {
             connections: 0,
-            window: Arc::new(Mutex::new(StreamWindow { start: Instant::now(), count: 0 })),
+            window: Arc::new(Mutex::new(StreamWindow {
+                start: Instant::now(),
+                count: 0,
+            })),
         });
         if entry.connections >= shared.cfg.max_connections_per_peer {
             return None;
         }
         entry.connections += 1;
         bump(&shared.counters.connections_open);
-        Some(PeerSlot { shared: shared.clone(), ip, window: entry.window.clone() })
+        Some(PeerSlot {
+            shared: shared.clone(),
+            ip,
+            window: entry.window.clone(),
+        })
     }
 
     /// Agave's stream throttle: once the peer has started `max_streams_per_100ms` streams in
@@ -456,7 +503,9 @@ impl PeerSlot {
         let mut counted = false;
         loop {
             let wait = {
-                let Ok(mut w) = self.window.lock() else { return };
+                let Ok(mut w) = self.window.lock() else {
+                    return;
+                };
                 let now = Instant::now();
                 if now.duration_since(w.start) >= THROTTLE_INTERVAL {
                     w.start = now;
@@ -479,7 +528,10 @@ impl PeerSlot {
 
 impl Drop for PeerSlot {
     fn drop(&mut self) {
-        self.shared.counters.connections_open.fetch_sub(1, Ordering::Relaxed);
+        self.shared
+            .counters
+            .connections_open
+            .fetch_sub(1, Ordering::Relaxed);
         if let Ok(mut peers) = self.shared.peers.lock() {
             if let Some(entry) = peers.get_mut(&self.ip) {
                 entry.connections -= 1;
@@ -509,7 +561,12 @@ async fn serve_connection(conn: quinn::Connection, peer: Option<[u8; 32]>, slot:
     while let Ok(stream) = conn.accept_uni().await {
         slot.throttle().await;
         match read_stream(stream, &shared).await {
-            StreamEnd::Tx(bytes, arrival_ms) => shared.deliver(Received { bytes, peer, remote_addr, arrival_ms }),
+            StreamEnd::Tx(bytes, arrival_ms) => shared.deliver(Received {
+                bytes,
+                peer,
+                remote_addr,
+                arrival_ms,
+            }),
             StreamEnd::Abandoned => bump(&shared.counters.stream_errors),
             StreamEnd::Invalid => {
                 conn.close(VarInt::from_u32(close::INVALID_STREAM), b"invalid_stream");
@@ -525,7 +582,11 @@ async fn read_stream(mut stream: quinn::RecvStream, shared: &Shared) -> StreamEn
     let mut joined: Option<BytesMut> = None;
     let mut len = 0usize;
     loop {
-        let read = tokio::time::timeout(shared.cfg.stream_read_timeout, stream.read_chunk(MAX_TX_SIZE + 1, true)).await;
+        let read = tokio::time::timeout(
+            shared.cfg.stream_read_timeout,
+            stream.read_chunk(MAX_TX_SIZE + 1, true),
+        )
+        .await;
         let chunk = match read {
             Ok(Ok(Some(chunk))) => chunk.bytes,
             Ok(Ok(None)) => break,

@@ -75,7 +75,10 @@ fn ed25519_algorithm() -> Vec<u8> {
 
 /// A Name with one common name.
 fn der_name(common_name: &str) -> Vec<u8> {
-    let attribute = der_seq(&[&der(TAG_OID, OID_COMMON_NAME), &der(TAG_UTF8_STRING, common_name.as_bytes())]);
+    let attribute = der_seq(&[
+        &der(TAG_OID, OID_COMMON_NAME),
+        &der(TAG_UTF8_STRING, common_name.as_bytes()),
+    ]);
     der_seq(&[&der(TAG_SET, &attribute)])
 }
 
@@ -99,15 +102,25 @@ pub fn self_signed_identity(seed: &[u8; 32]) -> (CertificateDer<'static>, Privat
         &der(TAG_INTEGER, &serial),
         &ed25519_algorithm(),
         &name,
-        &der_seq(&[&der(TAG_UTC_TIME, b"700101000000Z"), &der(TAG_GENERALIZED_TIME, b"40960101000000Z")]),
+        &der_seq(&[
+            &der(TAG_UTC_TIME, b"700101000000Z"),
+            &der(TAG_GENERALIZED_TIME, b"40960101000000Z"),
+        ]),
         &name,
         &der_seq(&[&ed25519_algorithm(), &der_bits(&public)]),
     ]);
     let signature = key.sign(&tbs).to_bytes();
     let cert = der_seq(&[&tbs, &ed25519_algorithm(), &der_bits(&signature)]);
     // PKCS#8 v1 (RFC 8410 §7): version 0, id-Ed25519, OCTET STRING { OCTET STRING seed }.
-    let pkcs8 = der_seq(&[&der(TAG_INTEGER, &[0]), &ed25519_algorithm(), &der(TAG_OCTET_STRING, &der(TAG_OCTET_STRING, seed))]);
-    (CertificateDer::from(cert), PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pkcs8)))
+    let pkcs8 = der_seq(&[
+        &der(TAG_INTEGER, &[0]),
+        &ed25519_algorithm(),
+        &der(TAG_OCTET_STRING, &der(TAG_OCTET_STRING, seed)),
+    ]);
+    (
+        CertificateDer::from(cert),
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(pkcs8)),
+    )
 }
 
 /// A DER reader over one level of TLVs.
@@ -133,7 +146,9 @@ impl<'a> DerReader<'a> {
             }
             let (len_bytes, after) = rest.split_at(n);
             rest = after;
-            len_bytes.iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b))
+            len_bytes
+                .iter()
+                .fold(0usize, |acc, &b| (acc << 8) | usize::from(b))
         };
         if rest.len() < len {
             return None;
@@ -182,7 +197,9 @@ pub fn peer_pubkey_from_cert(cert: &[u8]) -> Option<[u8; 32]> {
 /// ring with X25519 as the only key exchange group, as Agave's `crypto_provider()` configures it.
 fn provider() -> Arc<CryptoProvider> {
     let mut provider = rustls::crypto::ring::default_provider();
-    provider.kx_groups.retain(|kx| kx.name() == NamedGroup::X25519);
+    provider
+        .kx_groups
+        .retain(|kx| kx.name() == NamedGroup::X25519);
     Arc::new(provider)
 }
 
@@ -207,7 +224,9 @@ pub fn server_name(addr: SocketAddr) -> String {
 
 /// The rustls client configuration: client certificate = the identity, ALPN `solana-tpu`, TLS 1.3,
 /// any server certificate accepted (its handshake signature still checked).
-pub(crate) fn client_crypto(seed: &[u8; 32]) -> Result<quinn::crypto::rustls::QuicClientConfig, QuicError> {
+pub(crate) fn client_crypto(
+    seed: &[u8; 32],
+) -> Result<quinn::crypto::rustls::QuicClientConfig, QuicError> {
     let provider = provider();
     let (cert, key) = self_signed_identity(seed);
     let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -223,7 +242,9 @@ pub(crate) fn client_crypto(seed: &[u8; 32]) -> Result<quinn::crypto::rustls::Qu
 
 /// The rustls server configuration: the identity certificate, ALPN `solana-tpu`, TLS 1.3, a
 /// client certificate required (as Agave's verifier does by default) but any one accepted.
-pub(crate) fn server_crypto(seed: &[u8; 32]) -> Result<quinn::crypto::rustls::QuicServerConfig, QuicError> {
+pub(crate) fn server_crypto(
+    seed: &[u8; 32],
+) -> Result<quinn::crypto::rustls::QuicServerConfig, QuicError> {
     let provider = provider();
     let (cert, key) = self_signed_identity(seed);
     let mut tls = rustls::ServerConfig::builder_with_provider(provider.clone())
@@ -258,7 +279,12 @@ impl ServerCertVerifier for AnyServerCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -267,7 +293,12 @@ impl ServerCertVerifier for AnyServerCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -300,7 +331,12 @@ impl ClientCertVerifier for AnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -309,7 +345,12 @@ impl ClientCertVerifier for AnyClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -320,7 +361,10 @@ impl ClientCertVerifier for AnyClientCert {
 /// The identity key of the peer of an established connection: its certificate chain must be
 /// exactly one certificate (a self-signed identity) carrying an ed25519 key.
 pub(crate) fn connection_peer(connection: &quinn::Connection) -> Option<[u8; 32]> {
-    let chain = connection.peer_identity()?.downcast::<Vec<CertificateDer<'static>>>().ok()?;
+    let chain = connection
+        .peer_identity()?
+        .downcast::<Vec<CertificateDer<'static>>>()
+        .ok()?;
     match chain.as_slice() {
         [cert] => peer_pubkey_from_cert(cert),
         _ => None,
@@ -353,7 +397,10 @@ mod tests {
         let content = vec![0xabu8; 300];
         let tlv = der(TAG_OCTET_STRING, &content);
         assert_eq!(&tlv[..4], &[TAG_OCTET_STRING, 0x82, 0x01, 0x2c]);
-        assert_eq!(DerReader::new(&tlv).expect(TAG_OCTET_STRING), Some(&content[..]));
+        assert_eq!(
+            DerReader::new(&tlv).expect(TAG_OCTET_STRING),
+            Some(&content[..])
+        );
     }
 
     #[test]
@@ -372,7 +419,10 @@ mod tests {
             let name = server_name(addr.parse().unwrap());
             assert!(ServerName::try_from(name.as_str()).is_ok(), "{name}");
         }
-        assert_eq!(server_name("10.0.0.2:8009".parse().unwrap()), "10.0.0.2.8009.sol");
+        assert_eq!(
+            server_name("10.0.0.2:8009".parse().unwrap()),
+            "10.0.0.2.8009.sol"
+        );
     }
 
     #[test]

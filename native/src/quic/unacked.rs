@@ -32,7 +32,10 @@ pub(super) struct Unacked {
 
 impl Default for Unacked {
     fn default() -> Self {
-        Unacked { streams: VecDeque::new(), sweep_at: SWEEP_FLOOR }
+        Unacked {
+            streams: VecDeque::new(),
+            sweep_at: SWEEP_FLOOR,
+        }
     }
 }
 
@@ -60,5 +63,7 @@ impl Unacked {
 /// gone. One poll, never waits.
 fn settled(stream: &SendStream) -> bool {
     let stopped = std::pin::pin!(stream.stopped());
-    stopped.poll(&mut Context::from_waker(Waker::noop())).is_ready()
+    stopped
+        .poll(&mut Context::from_waker(Waker::noop()))
+        .is_ready()
 }

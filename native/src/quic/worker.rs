@@ -10,12 +10,12 @@ use super::heard::{Heard, LastHeard};
 use super::lock;
 use super::outcome::{micros, Close, FailReason, Failure, PeerStats, SendOutcome, Tally};
 use super::peer::{Link, Next};
-use super::{first_runtime, runtime};
 use super::unacked::Unacked;
+use super::{first_runtime, runtime};
 use bytes::Bytes;
 use quinn::{Connection, ConnectionError, SendStream, VarInt, WriteError};
-use std::net::SocketAddr;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
@@ -30,7 +30,12 @@ const CLOSE_LINGER: Duration = Duration::from_secs(2);
 
 /// What a peer's queue carries.
 pub(super) enum Job {
-    Send { tx: Bytes, queued_at: Instant, reply: oneshot::Sender<SendOutcome>, gate: Option<Arc<Gate>> },
+    Send {
+        tx: Bytes,
+        queued_at: Instant,
+        reply: oneshot::Sender<SendOutcome>,
+        gate: Option<Arc<Gate>>,
+    },
     Prewarm,
 }
 
@@ -105,7 +110,14 @@ pub(super) struct PeerState {
 
 impl PeerState {
     pub(super) fn new(addr: SocketAddr, heard: Arc<LastHeard>) -> Self {
-        PeerState { addr, counters: PeerCounters::default(), tally: Tally::default(), heard, first: LaneState::default(), rest: LaneState::default() }
+        PeerState {
+            addr,
+            counters: PeerCounters::default(),
+            tally: Tally::default(),
+            heard,
+            first: LaneState::default(),
+            rest: LaneState::default(),
+        }
     }
 
     fn lane(&self, lane: Lane) -> &LaneState {
@@ -150,7 +162,14 @@ impl PeerState {
                         quiet.map_or_else(|| "ever".to_owned(), |q| q.as_millis().to_string()),
                         cfg.alive_window.as_millis()
                     );
-                    link.lost(Close { code: None, reason: detail.clone() }, now, cfg);
+                    link.lost(
+                        Close {
+                            code: None,
+                            reason: detail.clone(),
+                        },
+                        now,
+                        cfg,
+                    );
                     drop(link);
                     conn.close(VarInt::from_u32(0), b"stale");
                     self.lose_other(lane, &detail, now, cfg);
@@ -167,7 +186,8 @@ impl PeerState {
                 let (done, dialing) = watch::channel(None);
                 link.start_dial(dialing.clone());
                 drop(link);
-                lane.runtime().spawn(dial(dialer.clone(), self.clone(), lane, done));
+                lane.runtime()
+                    .spawn(dial(dialer.clone(), self.clone(), lane, done));
                 Acquired::Dialing(dialing)
             }
         }
@@ -175,7 +195,12 @@ impl PeerState {
 
     /// A handshake's end, recorded under the lock together with the end of `Dialing`, so a
     /// send sees either the handshake under way or its result, never neither.
-    pub(super) fn dialed(&self, lane: Lane, result: Result<Connection, (Failure, Option<Close>)>, dialer: &Dialer) -> Dialed {
+    pub(super) fn dialed(
+        &self,
+        lane: Lane,
+        result: Result<Connection, (Failure, Option<Close>)>,
+        dialer: &Dialer,
+    ) -> Dialed {
         let now = Instant::now();
         let mut link = lock(&self.lane(lane).link);
         match result {
@@ -200,10 +225,18 @@ impl PeerState {
     }
 
     /// The watcher's report that `lane`'s connection `id` closed with `err`.
-    pub(super) fn note_closed(&self, lane: Lane, id: usize, err: &ConnectionError, cfg: &ClientConfig) {
+    pub(super) fn note_closed(
+        &self,
+        lane: Lane,
+        id: usize,
+        err: &ConnectionError,
+        cfg: &ClientConfig,
+    ) {
         let now = Instant::now();
         let mut link = lock(&self.lane(lane).link);
-        if link.live().is_some_and(|c| c.stable_id() == id) && Self::closed(&mut link, err, now, cfg) {
+        if link.live().is_some_and(|c| c.stable_id() == id)
+            && Self::closed(&mut link, err, now, cfg)
+        {
             drop(link);
             self.lose_other(lane, PEER_RESET, now, cfg);
         }
@@ -211,7 +244,12 @@ impl PeerState {
 
     /// Record a closed connection; true when the close says the peer lost its state (a
     /// stateless reset: it restarted), which the other lane's connection cannot have survived.
-    fn closed(link: &mut Link<Connection, DialWait>, err: &ConnectionError, now: Instant, cfg: &ClientConfig) -> bool {
+    fn closed(
+        link: &mut Link<Connection, DialWait>,
+        err: &ConnectionError,
+        now: Instant,
+        cfg: &ClientConfig,
+    ) -> bool {
         // Our own close (unused connection, client closing) is not the peer's doing.
         if matches!(err, ConnectionError::LocallyClosed) {
             link.dropped();
@@ -231,7 +269,10 @@ impl PeerState {
     /// expire with all four of its writes reported written).
     fn lose_other(&self, lane: Lane, why: &str, now: Instant, cfg: &ClientConfig) {
         let mut link = lock(&self.lane(lane.other()).link);
-        let close = Close { code: None, reason: format!("{why} (seen on the other lane's connection)") };
+        let close = Close {
+            code: None,
+            reason: format!("{why} (seen on the other lane's connection)"),
+        };
         if let Some(conn) = link.lost(close, now, cfg) {
             drop(link);
             conn.close(VarInt::from_u32(0), b"stale");
@@ -248,14 +289,23 @@ impl PeerState {
         for stream in unacked.take() {
             let _ = tokio::time::timeout_at(deadline, stream.stopped()).await;
         }
-        let conn = if shut { shut_conn } else { lock(link).dropped() };
+        let conn = if shut {
+            shut_conn
+        } else {
+            lock(link).dropped()
+        };
         if let Some(conn) = conn {
             conn.close(VarInt::from_u32(0), reason);
         }
     }
 
     /// Count and shape the outcome of one queued send.
-    fn outcome(&self, queued_at: Instant, reused: bool, result: Result<(), Failure>) -> SendOutcome {
+    fn outcome(
+        &self,
+        queued_at: Instant,
+        reused: bool,
+        result: Result<(), Failure>,
+    ) -> SendOutcome {
         let (reason, code, detail) = match result {
             Ok(()) => {
                 self.counters.sent.fetch_add(1, Ordering::Relaxed);
@@ -267,7 +317,14 @@ impl PeerState {
             }
         };
         self.tally.count(reason);
-        SendOutcome { addr: self.addr, reason, code, detail, elapsed_us: micros(queued_at), reused }
+        SendOutcome {
+            addr: self.addr,
+            reason,
+            code,
+            detail,
+            elapsed_us: micros(queued_at),
+            reused,
+        }
     }
 
     /// The peer's counters and connection state, both lanes together: connected while either
@@ -277,15 +334,29 @@ impl PeerState {
         let now = Instant::now();
         let [first, rest] = self.lanes().map(|l| lock(&l.link));
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let open = |link: &Link<Connection, DialWait>| link.live().filter(|c| c.close_reason().is_none()).cloned();
+        let open = |link: &Link<Connection, DialWait>| {
+            link.live().filter(|c| c.close_reason().is_none()).cloned()
+        };
         let live = open(&first).or_else(|| open(&rest));
         // The lane in the longer back-off, else the one with more failures since it was healthy.
-        let link = if (rest.backoff_left(now), rest.failures()) > (first.backoff_left(now), first.failures()) { &rest } else { &first };
-        let waiting = self.lanes().into_iter().filter_map(|l| *lock(&l.credit_wait)).min();
+        let link = if (rest.backoff_left(now), rest.failures())
+            > (first.backoff_left(now), first.failures())
+        {
+            &rest
+        } else {
+            &first
+        };
+        let waiting = self
+            .lanes()
+            .into_iter()
+            .filter_map(|l| *lock(&l.credit_wait))
+            .min();
         PeerStats {
             addr: self.addr,
             connected: live.is_some(),
-            rtt_us: live.as_ref().map(|c| u64::try_from(c.rtt().as_micros()).unwrap_or(u64::MAX)),
+            rtt_us: live
+                .as_ref()
+                .map(|c| u64::try_from(c.rtt().as_micros()).unwrap_or(u64::MAX)),
             sent: get(&self.counters.sent),
             failed: get(&self.counters.failed),
             dropped: get(&self.counters.dropped),
@@ -296,9 +367,14 @@ impl PeerState {
             consecutive_failures: link.failures(),
             // Rounded up: 0 only once the back-off is over (rounded down, a caller waiting for 0
             // could send while up to a millisecond of it was left, and be refused `backoff`).
-            backoff_remaining_ms: u64::try_from(link.backoff_left(now).as_micros().div_ceil(1000)).unwrap_or(u64::MAX),
-            quiet_ms: heard.quiet_for(&self.heard, now).map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            credit_wait_ms: waiting.map(|since| u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)),
+            backoff_remaining_ms: u64::try_from(link.backoff_left(now).as_micros().div_ceil(1000))
+                .unwrap_or(u64::MAX),
+            quiet_ms: heard
+                .quiet_for(&self.heard, now)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            credit_wait_ms: waiting.map(|since| {
+                u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)
+            }),
         }
     }
 }
@@ -306,7 +382,12 @@ impl PeerState {
 /// One lane's task: takes its queue one transaction at a time, over the lane's own connection.
 /// A prewarm opens the lane's connection; a connection the lane has not used for `unused_close`
 /// is closed.
-pub(super) async fn run_lane(state: Arc<PeerState>, lane: Lane, mut jobs: mpsc::Receiver<Job>, dialer: Arc<Dialer>) {
+pub(super) async fn run_lane(
+    state: Arc<PeerState>,
+    lane: Lane,
+    mut jobs: mpsc::Receiver<Job>,
+    dialer: Arc<Dialer>,
+) {
     // Streams written but maybe not yet acknowledged by the peer.
     let mut unacked = Unacked::default();
     loop {
@@ -326,19 +407,34 @@ pub(super) async fn run_lane(state: Arc<PeerState>, lane: Lane, mut jobs: mpsc::
                 // slot's prewarm sweeps the next leaders' connections); never waits for it.
                 let _ = state.acquire(&dialer, lane);
             }
-            Job::Send { tx, queued_at, reply, gate } => {
-                let (reused, written) = send_one(&dialer, &state, lane, tx, gate.as_deref(), &mut unacked).await;
+            Job::Send {
+                tx,
+                queued_at,
+                reply,
+                gate,
+            } => {
+                let (reused, written) =
+                    send_one(&dialer, &state, lane, tx, gate.as_deref(), &mut unacked).await;
                 // The caller may have stopped waiting; nothing to do then.
                 let _ = reply.send(state.outcome(queued_at, reused, written));
             }
         }
     }
-    state.close_live(lane, &mut unacked, b"client closed", true).await;
+    state
+        .close_live(lane, &mut unacked, b"client closed", true)
+        .await;
 }
 
 /// One queued transaction to this peer: a live connection of `lane` (or the handshake's), then
 /// the write. With a gate, nothing is started past its deadline and no wait outlasts it.
-async fn send_one(dialer: &Arc<Dialer>, state: &Arc<PeerState>, lane: Lane, tx: Bytes, gate: Option<&Gate>, unacked: &mut Unacked) -> (bool, Result<(), Failure>) {
+async fn send_one(
+    dialer: &Arc<Dialer>,
+    state: &Arc<PeerState>,
+    lane: Lane,
+    tx: Bytes,
+    gate: Option<&Gate>,
+    unacked: &mut Unacked,
+) -> (bool, Result<(), Failure>) {
     if let Some(g) = gate.filter(|g| g.passed()) {
         return (false, Err(g.missed()));
     }
@@ -346,7 +442,15 @@ async fn send_one(dialer: &Arc<Dialer>, state: &Arc<PeerState>, lane: Lane, tx: 
         Ok(c) => c,
         Err(f) => return (false, Err(f)),
     };
-    let written = write_tx(&conn, tx, dialer.cfg.send_timeout, gate, &state.lane(lane).credit_wait).await.map(|stream| unacked.push(stream));
+    let written = write_tx(
+        &conn,
+        tx,
+        dialer.cfg.send_timeout,
+        gate,
+        &state.lane(lane).credit_wait,
+    )
+    .await
+    .map(|stream| unacked.push(stream));
     (reused, written)
 }
 
@@ -354,12 +458,27 @@ async fn send_one(dialer: &Arc<Dialer>, state: &Arc<PeerState>, lane: Lane, tx: 
 /// finished stream, whose acknowledgement a graceful close waits for. A gate's deadline, when
 /// it comes before `limit`, cuts the write short the same way, and the gate must be claimed
 /// before the stream is finished.
-async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&Gate>, credit_wait: &Mutex<Option<Instant>>) -> Result<SendStream, Failure> {
+async fn write_tx(
+    conn: &Connection,
+    tx: Bytes,
+    limit: Duration,
+    gate: Option<&Gate>,
+    credit_wait: &Mutex<Option<Instant>>,
+) -> Result<SendStream, Failure> {
     let own = Instant::now() + limit;
     let by_gate = gate.filter(|g| g.at < own);
     let deadline = tokio::time::Instant::from_std(by_gate.map_or(own, |g| g.at));
-    let timed_out =
-        || by_gate.map_or_else(|| Failure::new(FailReason::SendTimeout, format!("not written within {} ms", limit.as_millis())), Gate::missed);
+    let timed_out = || {
+        by_gate.map_or_else(
+            || {
+                Failure::new(
+                    FailReason::SendTimeout,
+                    format!("not written within {} ms", limit.as_millis()),
+                )
+            },
+            Gate::missed,
+        )
+    };
     let mut open = std::pin::pin!(conn.open_uni());
     // One poll first: with credit to spare the stream opens at once, and nothing is recorded.
     let opened = match std::future::poll_fn(|cx| Poll::Ready(open.as_mut().poll(cx))).await {
@@ -390,7 +509,10 @@ async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&G
                     if let Some(g) = gate {
                         g.release();
                     }
-                    Err(Failure::new(FailReason::ConnectionLost, format!("stream closed before finish: {e}")))
+                    Err(Failure::new(
+                        FailReason::ConnectionLost,
+                        format!("stream closed before finish: {e}"),
+                    ))
                 }
             }
         }
@@ -399,7 +521,9 @@ async fn write_tx(conn: &Connection, tx: Bytes, limit: Duration, gate: Option<&G
             code: Some(code.into_inner()),
             detail: format!("peer stopped the stream: code {code}"),
         }),
-        Ok(Err(WriteError::ConnectionLost(e))) => Err(Failure::from_connection(FailReason::ConnectionLost, &e)),
+        Ok(Err(WriteError::ConnectionLost(e))) => {
+            Err(Failure::from_connection(FailReason::ConnectionLost, &e))
+        }
         Ok(Err(e)) => Err(Failure::new(FailReason::ConnectionLost, e.to_string())),
         Err(_) => {
             // Dropping an unfinished stream would finish it and deliver a truncated

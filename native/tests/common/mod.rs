@@ -149,6 +149,10 @@ pub fn simple_transfer(payer: SigningKey, dest: [u8; 32], lamports: u64) -> Tx {
     let mut tx = Tx::new(vec![payer]);
     tx.others = vec![dest, SYSTEM];
     tx.readonly_unsigned = 1;
-    tx.ixs.push(Ix { program: 2, accounts: vec![0, 1], data: transfer_data(lamports) });
+    tx.ixs.push(Ix {
+        program: 2,
+        accounts: vec![0, 1],
+        data: transfer_data(lamports),
+    });
     tx
 }

@@ -25,7 +25,13 @@ pub fn server_with(n: u8, cfg: ServerConfig) -> (QuicServer, UnboundedReceiver<R
 
 /// A server that throttles no stream (the tests here are about the client).
 pub fn server(n: u8) -> (QuicServer, UnboundedReceiver<Received>) {
-    server_with(n, ServerConfig { max_streams_per_100ms: 0, ..ServerConfig::default() })
+    server_with(
+        n,
+        ServerConfig {
+            max_streams_per_100ms: 0,
+            ..ServerConfig::default()
+        },
+    )
 }
 
 pub fn client(n: u8, cfg: ClientConfig) -> Arc<QuicClient> {
@@ -34,7 +40,9 @@ pub fn client(n: u8, cfg: ClientConfig) -> Arc<QuicClient> {
 
 /// A distinct transaction-sized payload: `len` bytes starting with `tag`.
 pub fn payload(tag: u32, len: usize) -> Bytes {
-    let mut v: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(31) ^ 0x5a).collect();
+    let mut v: Vec<u8> = (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ 0x5a)
+        .collect();
     let t = tag.to_le_bytes();
     let n = len.min(4);
     v[..n].copy_from_slice(&t[..n]);
@@ -42,7 +50,10 @@ pub fn payload(tag: u32, len: usize) -> Bytes {
 }
 
 pub async fn recv(rx: &mut UnboundedReceiver<Received>) -> Received {
-    tokio::time::timeout(WAIT, rx.recv()).await.expect("no transaction within the wait bound").expect("server closed")
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("no transaction within the wait bound")
+        .expect("server closed")
 }
 
 /// Prewarm `to` and wait until both of its lanes (first sends, the rest) are connected.

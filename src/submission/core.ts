@@ -193,11 +193,23 @@ export class SubmissionCore {
     // by every thread, set by whichever thread's store first could not write.
     const storeDown = store.health.unavailable();
     if (storeDown !== null) throw storeRefusal(storeDown);
+    // The record's key and blockhash, read in place from the wire (not decoded from base58 again).
+    const bytes = recordBytesIn(wire, tx.signatureOffset, tx.blockhashOffset);
+    // Idempotence needs only whether a record exists, not the record — and it is asked before
+    // anything that could refuse a resend: a client that resends after a timeout must hear that
+    // its transaction is known (and, say, confirmed), never "deadline passed" or a preflight
+    // failure (a confirmed transaction simulates as already processed). A bot that believed such
+    // a refusal would sign again and pay twice.
+    const known = store.hasStatus(bytes.signature);
+    if (known) {
+      const slot = knownAnswer(store.getStatus(tx.signature), who.account.id, options.deadlineSlot, delivery.currentSlot());
+      if (slot !== null) return slot;
+    }
     // A deadline already behind the chain: nothing to deliver, and nothing is sent.
     if (options.deadlineSlot !== null && options.deadlineSlot < delivery.currentSlot()) {
       throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${delivery.currentSlot()}`);
     }
-    if (!options.skipPreflight) {
+    if (!known && !options.skipPreflight) {
       const failure = await delivery.simulate(wire);
       if (failure !== null) {
         throw new Refusal('TX_PREFLIGHT', `preflight simulation failed: ${JSON.stringify(failure.err)}${preflightDetail(failure.logs)}`, {
@@ -205,10 +217,6 @@ export class SubmissionCore {
         });
       }
     }
-    // The record's key and blockhash, read in place from the wire (not decoded from base58 again).
-    const bytes = recordBytesIn(wire, tx.signatureOffset, tx.blockhashOffset);
-    // Idempotence needs only whether a record exists, not the record.
-    const known = store.hasStatus(bytes.signature);
     // A new signature takes a place among the account's transactions in flight (given back by
     // the tracker when it settles or expires, or below if it is not accepted after all).
     if (!known) this.holdInFlight(who.account);
@@ -261,6 +269,24 @@ export class SubmissionCore {
     }
     return first.slot;
   }
+}
+
+/**
+ * The answer to a resend of a known signature without a new delivery, or null when it is to be
+ * delivered again (its own account's, still pending, deadline not passed: what resending is for).
+ * - Settled (confirmed, failed, expired): nothing to deliver; the first submission's slot.
+ * - Another account's: the signature is public once sent, so anyone may resend the bytes; they
+ *   get the same answer as a resend (it is known) but no new delivery (which would spend the owner's
+ *   leaders' attention on a stranger's say-so), and no place in anyone's records.
+ * - Its deadline slot passed: the tracker expires it; sending it again would be for nothing.
+ */
+function knownAnswer(record: StatusRecord | undefined, accountId: string, deadlineSlot: number | null, currentSlot: number): number | null {
+  if (record === undefined) return null; // vanished between the two reads (retention): deliver as known
+  const settled = record.status !== 'sent' || record.expired;
+  const deadline = record.deadlineSlot ?? deadlineSlot;
+  const pastDeadline = deadline !== null && deadline !== undefined && deadline < currentSlot;
+  if (settled || record.accountId !== accountId || pastDeadline) return record.submitSlot;
+  return null;
 }
 
 /** A compute-unit price as a number (0 when the transaction sets none; capped at 2^53 − 1). */

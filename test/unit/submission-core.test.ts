@@ -35,8 +35,9 @@ class RecordingDelivery implements Delivery {
   synced = true;
   simulation: { err: unknown; logs: string[] | null } | null = null;
   sendFails = false;
+  slot = 100;
   currentSlot(): number {
-    return 100;
+    return this.slot;
   }
   isBlockhashExpired(blockhash: string): boolean {
     return this.expired.has(blockhash);
@@ -155,6 +156,41 @@ describe('SubmissionCore', () => {
     expect(delivery.calls.filter((c) => c.startsWith('accepted'))).toHaveLength(1);
     expect(accounts.usage(who.account.id).total).toBe(1);
     expect(inFlight.count(who.account.id)).toBe(1);
+  });
+
+  it('a resend of a known transaction answers as a resend even once its deadline_slot has passed, and after it settled', async () => {
+    core = new SubmissionCore({ plans: PLANS, lamportsPerPoint: LPP, accounts, store, limiter: new RateLimiter({ ...PLANS, starter: { ...PLANS.starter, maxTps: 1000 } }), delivery, inFlight });
+    const r = tx();
+    const sig = r.ok ? r.tx.signature : '';
+    const withDeadline = { ...DEFAULT_SEND_OPTIONS, deadlineSlot: 120 };
+    expect(await send(r, withDeadline)).toMatchObject({ signature: sig, slot: 100 });
+    // The client timed out and resends the same bytes; meanwhile the chain moved past the deadline.
+    delivery.slot = 130;
+    expect(await send(r, withDeadline)).toMatchObject({ signature: sig, slot: 100 });
+    // A new transaction with that deadline is still refused.
+    expect(await refusal(send(tx(), withDeadline))).toBe('TX_OPTIONS');
+    // Confirmed: a resend (even asking for preflight) is answered from the record, nothing is sent or simulated.
+    const c = tx();
+    const csig = c.ok ? c.tx.signature : '';
+    await send(c);
+    await store.updateStatus({ ...store.getStatus(csig)!, status: 'confirmed', confirmedAt: Date.now(), latencyMs: 5, slot: 101 });
+    delivery.calls = [];
+    expect(await send(c, { ...DEFAULT_SEND_OPTIONS, skipPreflight: false })).toMatchObject({ signature: csig, slot: 100 });
+    expect(delivery.calls).toEqual([]);
+    expect(accounts.usage(who.account.id).total).toBe(2);
+  });
+
+  it("another account resending a known transaction gets the resend's answer but no new delivery", async () => {
+    const r = tx();
+    const sig = r.ok ? r.tx.signature : '';
+    await send(r);
+    const other = accounts.authenticate(accounts.createAccount('other').api_key)!;
+    delivery.calls = [];
+    expect(await core.send({ key: other.key, account: other.account }, r, DEFAULT_SEND_OPTIONS, process.hrtime.bigint())).toMatchObject({ signature: sig, slot: 100 });
+    expect(delivery.calls).toEqual([]);
+    expect(store.getStatus(sig)!.accountId).toBe(who.account.id);
+    expect(accounts.usage(other.account.id).total).toBe(0);
+    expect(inFlight.count(other.account.id)).toBe(0);
   });
 
   it('refuses what it must before a send token is taken: invalid, expired blockhash, no tip, tip too low, stale view', async () => {

@@ -28,6 +28,7 @@ import { StoreHealth } from './store/store-health.js';
 import type { StatusRecord } from './store/records.js';
 import { Store } from './store/store.js';
 import type { Metrics } from './telemetry/metrics.js';
+import { redactUrlSecrets } from './chain/redact-url.js';
 import { Telemetry } from './telemetry/telemetry.js';
 import { checkTipRent } from './tip-rent.js';
 import { loadTipAddresses } from './tips.js';
@@ -288,8 +289,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       });
       adminUrl = `http://${config.adminHost}:${admin.port}`;
     }
-    telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: rpcUrl, identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
-    if (opts.chainWarning) telemetry.log.warn({ rpc: rpcUrl }, opts.chainWarning);
+    telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: redactUrlSecrets(rpcUrl), ws: redactUrlSecrets(wsUrl), identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    if (opts.chainWarning) telemetry.log.warn({ rpc: redactUrlSecrets(rpcUrl) }, opts.chainWarning);
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
       telemetry.log.warn({ host: config.host }, '/metrics is not served on a non-loopback address without metricsToken: set metricsToken or adminPort to scrape it');
     }

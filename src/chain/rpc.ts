@@ -5,6 +5,7 @@
  * Only what delivery and the tracker need; the shapes are those of a real Agave RPC node, so the
  * same code talks to mainnet and to the local cluster.
  */
+import { redactUrlSecrets } from './redact-url.js';
 
 export class RpcError extends Error {
   override readonly name = 'RpcError';
@@ -85,13 +86,13 @@ export class Rpc {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
-      throw new RpcError(method, null, `request to ${this.url} failed: ${(e as Error).message}`);
+      throw new RpcError(method, null, `request to ${redactUrlSecrets(this.url)} failed: ${(e as Error).message}`);
     }
     let body: { result?: T; error?: { code: number; message: string; data?: unknown } };
     try {
       body = (await res.json()) as typeof body;
     } catch {
-      throw new RpcError(method, null, `HTTP ${res.status} from ${this.url}, not JSON`);
+      throw new RpcError(method, null, `HTTP ${res.status} from ${redactUrlSecrets(this.url)}, not JSON`);
     }
     if (body.error) throw new RpcError(method, body.error.code, body.error.message, body.error.data);
     if (!('result' in body)) throw new RpcError(method, null, `HTTP ${res.status}: no result in response`);

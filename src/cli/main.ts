@@ -13,6 +13,7 @@ import { demoCommand } from './demo.js';
 import { localnetCommand } from './localnet.js';
 import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
 import { parseOptions } from './args.js';
+import { redactUrlSecrets } from '../chain/redact-url.js';
 
 async function serve(argv: string[]): Promise<void> {
   const { values } = parseOptions({
@@ -61,7 +62,7 @@ function banner({ service: s, localnet }: ServiceOnChain): string {
       `  !!! Pass --rpc URL (or rpcUrl in the config file) to deliver to a real chain.\n` +
       `    RPC  ${s.rpcUrl}\n    WS   ${s.wsUrl}\n` +
       localnet.validators.map((v) => `    validator ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}\n`).join('')
-    : `chain node ${s.rpcUrl} (ws ${s.wsUrl})\n`;
+    : `chain node ${redactUrlSecrets(s.rpcUrl)} (ws ${redactUrlSecrets(s.wsUrl)})\n`;
   return (
     `landfall listening on ${s.url}\n` +
     `  chain: ${chain}` +

@@ -28,6 +28,7 @@ import { PubSub } from '../chain/pubsub.js';
 import { Rpc } from '../chain/rpc.js';
 import { BLOCKHASH_VALIDITY_BLOCKS, type EpochPosition, type Leader } from './chain-view.js';
 import { RecentSlots, slotStartOf } from './slot-estimator.js';
+import { redactUrlSecrets } from '../chain/redact-url.js';
 
 export { BLOCKHASH_VALIDITY_BLOCKS, type Leader };
 
@@ -129,7 +130,7 @@ export class LeaderTracker {
       if (this.slotSeenAt === -Infinity) await this.pollSlot();
       if (this.window.length > 0 && this.nodes.size > 0 && this.blockhashes.size > 0) return;
       if (performance.now() > deadline) {
-        throw new Error(`chain node ${this.opts.rpcUrl} not ready after ${timeoutMs} ms (slot ${this.slot}, leaders ${this.window.length}, nodes ${this.nodes.size})`);
+        throw new Error(`chain node ${redactUrlSecrets(this.opts.rpcUrl)} not ready after ${timeoutMs} ms (slot ${this.slot}, leaders ${this.window.length}, nodes ${this.nodes.size})`);
       }
       if (this.nodes.size === 0) await this.refreshNodes();
       await new Promise((r) => setTimeout(r, 50));

@@ -102,6 +102,18 @@ export function openTables(path: string, readOnly: boolean): Tables {
 
 /** LMDB files 0600 (also those an older version created 0644). */
 function restrictFiles(dir: string): void {
+  // The directory too: one created by hand (or by an older version) at 0755 lets every local user
+  // list the store and read what is not itself restricted (the ack log's segments, backups).
+  const mode = statSync(dir).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    try {
+      chmodSync(dir, DIR_MODE);
+    } catch (e) {
+      throw new Error(
+        `data directory ${dir} is open to other users (mode 0${mode.toString(8)}) and cannot be restricted (${(e as Error).message}): run \`chmod 700 ${dir}\` as its owner`,
+      );
+    }
+  }
   for (const f of LMDB_FILES) {
     const p = join(dir, f);
     if (existsSync(p) && (statSync(p).mode & 0o777) !== FILE_MODE) chmodSync(p, FILE_MODE);

@@ -17,7 +17,7 @@
  * surfaced inside a uWS handler and aborted the process (SIGABRT after 19 requests on a full
  * log filesystem, and a crash loop on restart).
  */
-import { mkdirSync, openSync, write, closeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, write } from 'node:fs';
 import { dirname } from 'node:path';
 import { LandfallError } from '../errors.js';
 
@@ -27,6 +27,12 @@ const BATCH_BYTES = 4096;
 const MAX_PENDING_BYTES = 4 << 20;
 /** A write that could not proceed (EAGAIN on a full pipe) is tried again after this. */
 const RETRY_MS = 20;
+/**
+ * The log file's mode: its lines name accounts, signatures and client addresses; for the
+ * service's user only (a file found wider is narrowed), and a directory it creates likewise.
+ */
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
 /** Errors that mean "no room now", not a wrong setting: at start the sink waits for room instead of refusing. */
 const NO_ROOM = new Set(['ENOSPC', 'EDQUOT']);
 
@@ -154,8 +160,9 @@ export class LogSink {
    */
   private open(starting: boolean): boolean {
     try {
-      mkdirSync(dirname(this.file!), { recursive: true });
-      this.fd = openSync(this.file!, 'a');
+      mkdirSync(dirname(this.file!), { recursive: true, mode: DIR_MODE });
+      this.fd = openSync(this.file!, 'a', FILE_MODE);
+      if ((fstatSync(this.fd).mode & 0o077) !== 0) fchmodSync(this.fd, FILE_MODE);
       return true;
     } catch (e) {
       const err = e as NodeJS.ErrnoException;

@@ -414,6 +414,15 @@ export function buildApp(services: Services): uWS.TemplatedApp {
       slots,
       ownStatus: (accountId, sig) => ownStatus(s, accountId, sig),
       watchSlots: (listener) => s.delivery.watchSlots(listener),
+      takeQuery: (account) => {
+        try {
+          s.core.take(account, 'query');
+          return null;
+        } catch (e) {
+          if (e instanceof Refusal) return e.reason;
+          throw e;
+        }
+      },
     });
     // uWS upgrades a GET of /v1/stream exactly when it carries a 24-character Sec-WebSocket-Key;
     // any other GET falls through its WebSocket route to this one (registered after it).

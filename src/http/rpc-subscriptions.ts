@@ -21,22 +21,51 @@
  *   `getEpochInfo`). `root` is not tracked: it is given as `slot − 32`, roughly where a root is.
  * - `signatureUnsubscribe [id]`, `slotUnsubscribe [id]` → true; other methods -32601 naming
  *   these. Notifications (no `id`, such as web3.js's `ping` heartbeat) are not answered.
+ *
+ * What one account can make a socket cost (issue 33: one starter socket with 45,000 slot
+ * subscriptions wrote 112k notifications a second and took other clients' `/ping` p99 from
+ * ~2 ms to 111 ms; 10 sockets × 1,024 signature subscriptions of 15 KiB strings held 170 MiB):
+ * - every message draws one token of the account's query budget (the HTTP queries' budget):
+ *   past it the call answers -32053 "Rate limit exceeded", and a socket that sends
+ *   {@link MAX_REFUSED_STREAK} messages in a row past its budget is closed with 4429, so a
+ *   flood costs the server a message's parse and a refused take, never more;
+ * - `signatureSubscribe` takes only a signature (base58 of 64 bytes): at most 88 characters kept;
+ * - at most {@link MAX_SUBSCRIPTIONS} signature and {@link MAX_SLOT_SUBSCRIPTIONS} slot
+ *   subscriptions per socket, {@link MAX_ACCOUNT_SUBSCRIPTIONS} per account (on this thread),
+ *   and the account's sockets are counted with its `/v1/stream`s ({@link MAX_STREAMS_PER_ACCOUNT});
+ *   so a slot's burst is at most 4 frames per socket, corked into one write;
+ * - the key is checked on every message, and a sweep closes the socket (4001) within
+ *   {@link REVOCATION_CHECK_MS} of its key's revocation, as `/v1/stream`'s does;
+ * - subscription ids are random, not a counter shared by the thread's sockets (which told any
+ *   client how many subscriptions the other accounts opened meanwhile).
  */
+import { randomInt } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import type { KeyCache } from '../accounts/key-cache.js';
-import type { StatusRecord } from '../store/records.js';
+import { base58Decode } from '../native.js';
+import type { AccountRecord, StatusRecord } from '../store/records.js';
 import { RPC_CODES } from '../submission/refusals.js';
-import { CLOSE, MAX_BUFFERED_BYTES, MAX_STREAMS_PER_ACCOUNT, upgradeKey, type StatusHub } from './stream.js';
+import { CLOSE, MAX_BUFFERED_BYTES, MAX_STREAMS_PER_ACCOUNT, REVOCATION_CHECK_MS, upgradeKey, type StatusHub } from './stream.js';
 import type { StreamSlots } from './stream-slots.js';
 
 /** A subscribe call is ~150 bytes; nothing legitimate comes near this. */
 const MAX_MESSAGE_BYTES = 16 * 1024;
-/** Open subscriptions per socket (a bot waits on a few at a time; each costs a map entry). */
+/** Open signature subscriptions per socket (a bot waits on a few at a time; each costs a map entry). */
 export const MAX_SUBSCRIPTIONS = 1024;
+/** Open slot subscriptions per socket (a client needs one; each slot costs a frame per subscription). */
+export const MAX_SLOT_SUBSCRIPTIONS = 4;
+/** Open subscriptions (both kinds) of one account, all its sockets on this thread together. */
+export const MAX_ACCOUNT_SUBSCRIPTIONS = 4096;
+/** Messages refused for the budget in a row after which the socket is closed (4429). */
+export const MAX_REFUSED_STREAK = 64;
 
 interface RpcSocket {
   accountId: string;
+  /** The key the socket was opened with (checked on every message, and by the revocation sweep). */
+  key: string;
   closed: boolean;
+  /** Messages refused for the budget since the last one granted. */
+  refusedStreak: number;
   /** `slotSubscribe` ids, and the function that stops the slot feed (while any is open). */
   slotSubs: Set<number>;
   stopSlots: (() => void) | undefined;
@@ -62,6 +91,18 @@ export interface RpcSubscriptionsOptions {
   ownStatus: (accountId: string, signature: string) => StatusRecord | undefined;
   /** The chain view's new slots; returns the function that stops them. */
   watchSlots: (listener: (slot: number) => void) => () => void;
+  /** Take one token of the account's query budget: null if granted, else the refusal's reason. */
+  takeQuery: (account: AccountRecord) => string | null;
+}
+
+/** True for a transaction signature: base58 of exactly 64 bytes (64 to 88 characters). */
+export function isSignature(s: string): boolean {
+  if (s.length < 64 || s.length > 88) return false;
+  try {
+    return base58Decode(s).length === 64;
+  } catch {
+    return false;
+  }
 }
 
 /** How far behind the slot `slotNotification` puts the root (Landfall does not track roots). */
@@ -69,7 +110,35 @@ const ROOT_DISTANCE = 32;
 
 /** Register the JSON-RPC WebSocket on `paths` of `app`. */
 export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly string[], o: RpcSubscriptionsOptions): void {
-  let nextId = 1;
+  /** Open subscriptions per account on this thread (entries removed at zero). */
+  const perAccount = new Map<string, number>();
+  const count = (state: RpcSocket, delta: number) => {
+    const n = (perAccount.get(state.accountId) ?? 0) + delta;
+    if (n <= 0) perAccount.delete(state.accountId);
+    else perAccount.set(state.accountId, n);
+  };
+  /** A fresh subscription id for this socket: random, so it tells nothing of other sockets. */
+  const newId = (state: RpcSocket): number => {
+    for (;;) {
+      const id = randomInt(1, 2 ** 47);
+      if (!state.subs.has(id) && !state.slotSubs.has(id)) return id;
+    }
+  };
+  const open = new Set<uWS.WebSocket<RpcSocket>>();
+  const endWith = (ws: uWS.WebSocket<RpcSocket>, code: number, reason: string) => {
+    if (!ws.getUserData().closed) ws.end(code, reason);
+  };
+  // Revocation: a key revoked anywhere (this process or the admin CLI) closes its open sockets,
+  // as it does `/v1/stream`'s: slot notifications need no call that would notice otherwise.
+  let generation = o.keys.generation();
+  setInterval(() => {
+    if (open.size === 0) return;
+    const now = o.keys.generation();
+    if (now === generation) return;
+    generation = now;
+    for (const ws of open) if (!o.keys.authenticate(ws.getUserData().key)) endWith(ws, CLOSE.unauthorized, 'API key revoked');
+  }, REVOCATION_CHECK_MS).unref();
+
   const send = (ws: uWS.WebSocket<RpcSocket>, message: unknown) => {
     const state = ws.getUserData();
     if (state.closed) return;
@@ -90,11 +159,15 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
     const sig = state.subs.get(id);
     if (sig === undefined) return false;
     state.subs.delete(id);
+    count(state, -1);
     const ids = state.bySignature.get(sig);
     ids?.delete(id);
     if (ids?.size === 0) state.bySignature.delete(sig);
     return true;
   };
+
+  const accountFull = (state: RpcSocket) => (perAccount.get(state.accountId) ?? 0) >= MAX_ACCOUNT_SUBSCRIPTIONS;
+  const tooMany = (id: Id, what: string, max: number) => error(id, RPC_CODES.invalidParams, `too many ${what} (max ${max})`);
 
   /** The answer to one call (null for a notification, which gets none). */
   const answer = (ws: uWS.WebSocket<RpcSocket>, call: Record<string, unknown>): unknown => {
@@ -105,9 +178,10 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
     switch (call.method) {
       case 'signatureSubscribe': {
         const sig = params[0];
-        if (typeof sig !== 'string') return error(id, RPC_CODES.invalidParams, 'Invalid params: expected [signature, config?]');
-        if (state.subs.size >= MAX_SUBSCRIPTIONS) return error(id, RPC_CODES.invalidParams, `too many subscriptions on this socket (max ${MAX_SUBSCRIPTIONS})`);
-        const sub = nextId++;
+        if (typeof sig !== 'string' || !isSignature(sig)) return error(id, RPC_CODES.invalidParams, 'Invalid params: expected [signature, config?], the signature base58 of 64 bytes');
+        if (state.subs.size >= MAX_SUBSCRIPTIONS) return tooMany(id, 'signature subscriptions on this socket', MAX_SUBSCRIPTIONS);
+        if (accountFull(state)) return tooMany(id, 'subscriptions of this account', MAX_ACCOUNT_SUBSCRIPTIONS);
+        const sub = newId(state);
         const rec = o.ownStatus(state.accountId, sig);
         const settled = rec && notificationValue(rec);
         if (settled) {
@@ -115,6 +189,7 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
           queueMicrotask(() => notify(ws, sub, settled));
         } else {
           state.subs.set(sub, sig);
+          count(state, 1);
           const ids = state.bySignature.get(sig) ?? new Set<number>();
           state.bySignature.set(sig, ids.add(sub));
         }
@@ -126,17 +201,26 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
         return { jsonrpc: '2.0', result: true, id };
       }
       case 'slotSubscribe': {
-        const sub = nextId++;
+        if (state.slotSubs.size >= MAX_SLOT_SUBSCRIPTIONS) return tooMany(id, 'slot subscriptions on this socket', MAX_SLOT_SUBSCRIPTIONS);
+        if (accountFull(state)) return tooMany(id, 'subscriptions of this account', MAX_ACCOUNT_SUBSCRIPTIONS);
+        const sub = newId(state);
         state.slotSubs.add(sub);
+        count(state, 1);
         state.stopSlots ??= o.watchSlots((slot) => {
-          const result = { parent: Math.max(0, slot - 1), root: Math.max(0, slot - ROOT_DISTANCE), slot };
-          for (const s of state.slotSubs) send(ws, { jsonrpc: '2.0', method: 'slotNotification', params: { result, subscription: s } });
+          if (state.closed) return;
+          if (ws.getBufferedAmount() > MAX_BUFFERED_BYTES) return void ws.end(CLOSE.slowConsumer, 'slow consumer');
+          // One serialisation per slot, the socket's (at most 4) frames in one corked write.
+          const result = JSON.stringify({ parent: Math.max(0, slot - 1), root: Math.max(0, slot - ROOT_DISTANCE), slot });
+          ws.cork(() => {
+            for (const s of state.slotSubs) ws.send(`{"jsonrpc":"2.0","method":"slotNotification","params":{"result":${result},"subscription":${s}}}`);
+          });
         });
         return { jsonrpc: '2.0', result: sub, id };
       }
       case 'slotUnsubscribe': {
         const sub = params[0];
         if (typeof sub !== 'number' || !state.slotSubs.delete(sub)) return error(id, RPC_CODES.invalidParams, 'Invalid subscription id.');
+        count(state, -1);
         if (state.slotSubs.size === 0) stopSlots(state);
         return { jsonrpc: '2.0', result: true, id };
       }
@@ -164,7 +248,9 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
       }
       const state: RpcSocket = {
         accountId: who.account.id,
+        key: key!,
         closed: false,
+        refusedStreak: 0,
         subs: new Map(),
         bySignature: new Map(),
         slotSubs: new Set(),
@@ -187,22 +273,38 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
           notify(ws, id, value);
         }
       });
+      open.add(ws);
       state.release = () => {
         unsubscribe();
         o.slots.close(state.accountId);
+        open.delete(ws);
       };
     },
     message: (ws, message, isBinary) => {
+      const state = ws.getUserData();
+      // The key first: revoked, the socket is closed at once, not at the next sweep.
+      const who = o.keys.authenticate(state.key);
+      if (!who) return endWith(ws, CLOSE.unauthorized, 'API key revoked');
       let payload: unknown;
       try {
         payload = isBinary ? undefined : JSON.parse(Buffer.from(message).toString('utf8'));
       } catch {
         payload = undefined;
       }
-      if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-        return send(ws, error(null, RPC_CODES.parseError, 'Parse error'));
+      const call = typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? (payload as Record<string, unknown>) : null;
+      const id = call === null ? null : ((call.id ?? null) as Id);
+      // Every message draws a token, answered or not: a flood costs its parse and a refused take.
+      const refused = o.takeQuery(who.account);
+      if (refused !== null) {
+        if (++state.refusedStreak >= MAX_REFUSED_STREAK) {
+          return endWith(ws, CLOSE.rateLimited, `${MAX_REFUSED_STREAK} messages in a row past the query budget`);
+        }
+        if (call !== null && !('id' in call)) return;
+        return send(ws, error(id, RPC_CODES.rateLimited, `Rate limit exceeded: ${refused}`));
       }
-      const reply = answer(ws, payload as Record<string, unknown>);
+      state.refusedStreak = 0;
+      if (call === null) return send(ws, error(null, RPC_CODES.parseError, 'Parse error'));
+      const reply = answer(ws, call);
       if (reply !== null) send(ws, reply);
     },
     close: (ws) => {
@@ -210,6 +312,10 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
       state.closed = true;
       state.release?.();
       stopSlots(state);
+      count(state, -(state.subs.size + state.slotSubs.size));
+      state.subs.clear();
+      state.bySignature.clear();
+      state.slotSubs.clear();
     },
   };
   for (const path of paths) app.ws<RpcSocket>(path, behavior);

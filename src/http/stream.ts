@@ -60,6 +60,8 @@ export const CLOSE = {
   slowConsumer: 4008,
   /** The account already has {@link MAX_STREAMS_PER_ACCOUNT} streams open. */
   tooManyStreams: 4029,
+  /** A JSON-RPC WebSocket kept calling with its account's query budget spent (`rpc-subscriptions.ts`). */
+  rateLimited: 4429,
   /** A message over {@link MAX_MESSAGE_BYTES} (RFC 6455 "message too big"). */
   messageTooBig: 1009,
 } as const;

@@ -1,0 +1,133 @@
+/**
+ * The JSON-RPC WebSocket closed to an abusive account (issue 33 items 2–5 and the subscription
+ * ids): the real service with one ingress thread (the routes are a worker's, as in production),
+ * the local cluster, raw `ws` clients that check exact frames.
+ */
+import { randomBytes } from 'node:crypto';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { base58Encode } from '../../src/native.js';
+import { MAX_REFUSED_STREAK, MAX_SLOT_SUBSCRIPTIONS } from '../../src/http/rpc-subscriptions.js';
+import { CLOSE } from '../../src/http/stream.js';
+import { RPC_CODES } from '../../src/submission/refusals.js';
+import { account, startStack, type Stack } from '../../harness/stack.js';
+
+let s: Stack;
+beforeAll(async () => {
+  s = await startStack({ localnet: { slotMs: 100, seed: 'rpc-socket-limits' }, config: { ingressThreads: 1 } });
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+interface Frame {
+  id?: number | null;
+  result?: unknown;
+  error?: { code: number; message: string };
+  method?: string;
+  params?: { result: unknown; subscription: number };
+}
+
+/** A raw socket that keeps every frame and its close. */
+class Sock {
+  readonly frames: Frame[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private id = 1;
+  private waiters: Array<() => void> = [];
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (d) => {
+      this.frames.push(JSON.parse(String(d)) as Frame);
+      for (const w of this.waiters.splice(0)) w();
+    });
+    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
+  }
+  static open(key: string): Promise<Sock> {
+    const ws = new WebSocket(`ws://127.0.0.1:${s.svc.port}/?api-key=${key}`);
+    ws.on('error', () => {});
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(new Sock(ws)));
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+    });
+  }
+  /** Send calls without waiting; resolves with their replies, in order. */
+  async calls(method: string, params: unknown[], n = 1): Promise<Frame[]> {
+    const ids = Array.from({ length: n }, () => this.id++);
+    for (const id of ids) this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    return Promise.all(ids.map((id) => this.frame((f) => f.id === id)));
+  }
+  async call(method: string, params: unknown[] = []): Promise<Frame> {
+    return (await this.calls(method, params))[0]!;
+  }
+  frame(match: (f: Frame) => boolean): Promise<Frame> {
+    return new Promise((resolve) => {
+      const look = () => {
+        const f = this.frames.find(match);
+        if (f) resolve(f);
+        else this.waiters.push(look);
+      };
+      look();
+    });
+  }
+}
+
+const signature = () => base58Encode(randomBytes(64));
+
+describe('the JSON-RPC WebSocket, against an abusive account', () => {
+  it(`slotSubscribe: at most ${MAX_SLOT_SUBSCRIPTIONS} per socket; ids are random, not a counter`, async () => {
+    const bot = account(s);
+    const ws = await Sock.open(bot.key);
+    const replies = await ws.calls('slotSubscribe', [], MAX_SLOT_SUBSCRIPTIONS + 2);
+    const ids = replies.slice(0, MAX_SLOT_SUBSCRIPTIONS).map((r) => r.result as number);
+    expect(ids.every((x) => Number.isSafeInteger(x) && x > 0)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    // A counter shared by the thread's sockets would give consecutive ids (and tell a client how
+    // many others opened meanwhile).
+    expect(ids.slice(1).every((x, i) => x === ids[i]! + 1)).toBe(false);
+    for (const r of replies.slice(MAX_SLOT_SUBSCRIPTIONS)) {
+      expect(r.error).toMatchObject({ code: RPC_CODES.invalidParams, message: `too many slot subscriptions on this socket (max ${MAX_SLOT_SUBSCRIPTIONS})` });
+    }
+    // One notification per subscription per slot, no more.
+    const first = await ws.frame((f) => f.method === 'slotNotification');
+    const slot = (first.params!.result as { slot: number }).slot;
+    await ws.frame((f) => f.method === 'slotNotification' && (f.params!.result as { slot: number }).slot > slot + 1);
+    const ofSlot = ws.frames.filter((f) => f.method === 'slotNotification' && (f.params!.result as { slot: number }).slot === slot + 1);
+    expect(ofSlot.map((f) => f.params!.subscription).sort()).toEqual([...ids].sort());
+    ws.ws.close();
+  });
+
+  it('signatureSubscribe takes only a signature (base58 of 64 bytes)', async () => {
+    const bot = account(s);
+    const ws = await Sock.open(bot.key);
+    for (const bad of ['x'.repeat(15 * 1024), '1'.repeat(88), base58Encode(randomBytes(32)), base58Encode(randomBytes(65)), `${signature().slice(0, -1)}0`]) {
+      expect((await ws.call('signatureSubscribe', [bad])).error).toMatchObject({ code: RPC_CODES.invalidParams, message: expect.stringMatching(/base58 of 64 bytes/) });
+    }
+    expect(typeof (await ws.call('signatureSubscribe', [signature()])).result).toBe('number');
+    ws.ws.close();
+  });
+
+  it("every message draws the account's query budget; a socket that keeps going past it is closed with 4429", async () => {
+    const bot = account(s, 'starter'); // 16 queries a second
+    const ws = await Sock.open(bot.key);
+    const replies = await ws.calls('signatureSubscribe', [signature()], 40);
+    const limited = replies.filter((r) => r.error?.code === RPC_CODES.rateLimited);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(limited[0]!.error!.message).toMatch(/^Rate limit exceeded: query budget of 16\/s exhausted/);
+    // The budget is the account's: the HTTP queries of the same account are refused meanwhile too.
+    const http = await fetch(`${s.svc.url}/v1/account`, { headers: { authorization: `Bearer ${bot.key}` } });
+    expect(http.status).toBe(429);
+    // Then a flood: closed once MAX_REFUSED_STREAK messages in a row were past the budget.
+    for (let i = 0; i < 4 * MAX_REFUSED_STREAK; i++) ws.ws.send('{"jsonrpc":"2.0","id":1,"method":"slotSubscribe"}');
+    const closed = await ws.closed;
+    expect(closed).toEqual({ code: CLOSE.rateLimited, reason: `${MAX_REFUSED_STREAK} messages in a row past the query budget` });
+  });
+
+  it("a revoked key's socket is closed with 4001, slot notifications or not", async () => {
+    const bot = account(s);
+    const ws = await Sock.open(bot.key);
+    await ws.call('slotSubscribe');
+    await ws.frame((f) => f.method === 'slotNotification');
+    s.svc.accounts.revokeKey(bot.id, 'default');
+    expect(await ws.closed).toEqual({ code: CLOSE.unauthorized, reason: 'API key revoked' });
+    await expect(Sock.open(bot.key)).rejects.toThrow(/401/);
+  });
+});

@@ -21,6 +21,8 @@ export interface SendOptions {
   antiMev: boolean;
   /** Land by this slot or not at all: no round after it, and the status says "deadline passed". */
   deadlineSlot: number | null;
+  /** Rebroadcast until the blockhash expires (a round per leader window), not `maxRetries` rounds. */
+  rebroadcastUntilExpiry?: boolean;
 }
 
 export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true, deadlineSlot: null });

@@ -6,11 +6,25 @@
  * is written again to that slot's targets: all of them in ONE native call per routing policy
  * (`QuicClient.sendMany`), not one call — let alone one cross-thread message — per transaction.
  *
- * Rounds: up to `max_retries`, never twice in one slot, until the tracker settles the
- * transaction, its blockhash dies, its `deadline_slot` passes, or the rounds run out. A round counts only when it reached
- * the leader of its slot: rounds spent while that leader was unreachable (down, refusing, in
- * back-off) are free, up to `MAX_FREE_ROUNDS`, or a transaction accepted early in a dead
- * leader's window would use its retries there and never reach the next leader.
+ * Rounds: `max_retries` of them at most, spread over the blockhash's life (`roundOffset`: the
+ * first in the next slot, then further and further apart, the last a few slots before the
+ * blockhash's last valid block height), never twice in one slot, until the tracker settles the
+ * transaction, its blockhash dies, its `deadline_slot` passes, or the rounds run out. With
+ * `rebroadcast_until_expiry`, a round every slot for the first leader window, then one per leader
+ * window (`UNTIL_EXPIRY_GAP`) until the blockhash dies, whatever `max_retries` says.
+ *
+ * A round is counted when it is handed to the QUIC client, not when its write resolves, and a
+ * transaction whose last round is still queued gets no new one: against a leader that throttles
+ * (an unstaked sender's normal case) the queues back up and writes resolve late, and counting at
+ * resolution resent every transaction in flight every slot until its blockhash died (measured:
+ * 127 writes a transaction dropped `queue_full`, up to 374 attempts where 4 were due). So a
+ * transaction is written at most `max_retries` + 1 times (the first send and its rounds).
+ *
+ * Landed: the tracker tells the scheduler as soon as the chain's push says a transaction was
+ * processed or confirmed (`landed`), before its status is read and written. Its rounds stop
+ * there: nothing is written for it again unless `LANDED_PAUSE_SLOTS` pass without the tracker
+ * settling it (a push about a fork that was then abandoned, or a status the node never
+ * confirmed), when its remaining rounds resume.
  *
  * After a restart (`resume`), a pending transaction whose bytes the store kept is sent again in
  * the first round (the first permitted leader's, for anti-MEV), then gets its `max_retries`
@@ -39,14 +53,56 @@ const REASONS = sendOutcomeReasons();
 /** Why a pending transaction from the store is sent again. */
 export type ResumeCause = 'restart' | 'rollback';
 
-/** Rounds a transaction may spend on unreachable leaders: two leader windows of 4 slots. */
-export const MAX_FREE_ROUNDS = 8;
+/**
+ * Slots a transaction's rounds stay stopped after the push said it landed, waiting for the
+ * tracker to settle it: confirmation normally follows processing within 1–2 slots, and the
+ * tracker's targeted status read a few hundred ms after that. Past this, the landing is doubted
+ * (an abandoned fork) and the rounds left resume.
+ */
+export const LANDED_PAUSE_SLOTS = 8;
+
+/** Slots from a round's slot to its blockhash's expiry kept clear: a round that late may not be processed in time. */
+export const EXPIRY_MARGIN_SLOTS = 2;
+
+/** A blockhash's life in blocks (`getLatestBlockhash`'s lastValidBlockHeight − blockHeight + 1). */
+export const BLOCKHASH_LIFE_BLOCKS = 150;
+
+/** With `rebroadcast_until_expiry`: a round every slot for the first this many, then one every this many slots (a leader window). */
+export const UNTIL_EXPIRY_GAP = 4;
+
+/**
+ * The slot offset (from the first send) of round `k` (1-based) of `n`, spread over `span` slots
+ * (the slots the blockhash has left, minus `EXPIRY_MARGIN_SLOTS`): a geometric series from 1 to
+ * `span`, so each round waits a constant ratio of the transaction's age. Round 1 is in the next
+ * slot (most misses are one lost write or one leader not taking it: the next slot's leader
+ * does), the last near the end of the blockhash's life (a leader that drops everything for
+ * seconds — a validator before its first root, a burst of loss, a run of skipped slots — gets
+ * the transaction again once it is back). For 3 rounds over 148 slots: slots 1, 12, 148; for 10:
+ * 1, 2, 3, 5, 9, 16, 28, 49, 85, 148. Always at least one slot after the round before.
+ */
+export function roundOffset(k: number, n: number, span: number): number {
+  if (k <= 1 || n <= 1) return k;
+  const s = Math.max(span, n);
+  return Math.max(k, Math.round(Math.pow(s, (k - 1) / (n - 1))));
+}
 
 interface Flight {
   wire: Buffer;
   antiMev: boolean;
-  retriesLeft: number;
-  freeRoundsLeft: number;
+  /** `max_retries`: the rounds it may have (its schedule's length). */
+  maxRetries: number;
+  /** Rounds written so far (rollback replays and anti-MEV releases are not counted). */
+  retries: number;
+  /** `rebroadcast_until_expiry`: a round per leader window until the blockhash dies. */
+  untilExpiry: boolean;
+  /** The slot its schedule counts from (its first send's; set at the first slot seen when unknown). */
+  baseSlot: number;
+  /** Slots its rounds are spread over; -1 until the first slot seen (the block height is known then). */
+  span: number;
+  /** A round of it is queued in the QUIC client (written, outcome not in): no new round until it resolves. */
+  queued: boolean;
+  /** The slot in which the push said it landed (rounds stop); -1 when not. */
+  landedSlot: number;
   lastSentSlot: number;
   held: boolean;
   /** Held until the first round after a restart or a chain rollback (`resume`), rather than for anti-MEV. */
@@ -94,15 +150,20 @@ export class Rebroadcaster {
    */
   add(a: Accepted, trace: LiveTrace | null = null): boolean {
     const { maxRetries, antiMev } = a.options;
-    if (!a.held && maxRetries === 0) return false;
+    if (!a.held && maxRetries === 0 && a.options.rebroadcastUntilExpiry !== true) return false;
     if (a.held) this.counters.held++;
     const earlier = this.flights.get(a.record.signature);
     if (earlier && earlier.trace !== trace) this.end(earlier);
     this.flights.set(a.record.signature, {
       wire: a.wire,
       antiMev,
-      retriesLeft: maxRetries,
-      freeRoundsLeft: maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
+      maxRetries,
+      retries: 0,
+      untilExpiry: a.options.rebroadcastUntilExpiry === true,
+      baseSlot: a.sentSlot,
+      span: -1,
+      queued: false,
+      landedSlot: -1,
       lastSentSlot: a.sentSlot,
       held: a.held,
       resumed: null,
@@ -137,8 +198,13 @@ export class Rebroadcaster {
     this.flights.set(signature, {
       wire: resend.wire,
       antiMev: resend.antiMev,
-      retriesLeft: resend.maxRetries,
-      freeRoundsLeft: resend.maxRetries > 0 ? MAX_FREE_ROUNDS : 0,
+      maxRetries: resend.maxRetries,
+      retries: 0,
+      untilExpiry: resend.untilExpiry === true,
+      baseSlot: -1,
+      span: -1,
+      queued: false,
+      landedSlot: -1,
       lastSentSlot: -1,
       held: true,
       resumed: cause,
@@ -170,9 +236,45 @@ export class Rebroadcaster {
   refill(signature: string, maxRetries: number): boolean {
     const f = this.flights.get(signature);
     if (!f) return false;
-    f.retriesLeft = Math.max(f.retriesLeft, maxRetries);
-    if (maxRetries > 0) f.freeRoundsLeft = MAX_FREE_ROUNDS;
+    f.maxRetries = Math.max(f.maxRetries, maxRetries);
+    f.retries = 0;
+    f.baseSlot = -1;
+    f.span = -1;
+    f.landedSlot = -1;
     return true;
+  }
+
+  /**
+   * The chain's push says `signature` landed (processed or confirmed) in the current slot `slot`:
+   * no round for it while the tracker reads and writes its status (`LANDED_PAUSE_SLOTS` at most).
+   * False if not in flight.
+   */
+  landed(signature: string, slot: number): boolean {
+    const f = this.flights.get(signature);
+    if (!f) return false;
+    if (f.landedSlot < 0) f.landedSlot = slot;
+    return true;
+  }
+
+  /** The slot of the next round due for `signature` (null: not in flight, or no round left). For tests and the trace. */
+  nextRoundSlot(signature: string): number | null {
+    const f = this.flights.get(signature);
+    if (!f || f.baseSlot < 0) return null;
+    if (f.span < 0) return f.baseSlot + 1; // the first round is always in the next slot
+    const due = this.dueSlot(f);
+    return due === Infinity ? null : due;
+  }
+
+  /** The slot its next round is due in (Infinity: none left). */
+  private dueSlot(f: Flight): number {
+    if (f.untilExpiry) {
+      const k = f.retries + 1;
+      const offset = k <= UNTIL_EXPIRY_GAP ? k : UNTIL_EXPIRY_GAP * (k - UNTIL_EXPIRY_GAP + 1);
+      // A durable nonce (no expiry known) goes on until the tracker settles or expires it.
+      return f.lastValid === null || offset <= f.span ? f.baseSlot + offset : Infinity;
+    }
+    if (f.retries >= f.maxRetries) return Infinity;
+    return f.baseSlot + roundOffset(f.retries + 1, f.maxRetries, f.span);
   }
 
   /** The tracker settled it (confirmed, failed, expired): no more rounds. */
@@ -214,6 +316,15 @@ export class Rebroadcaster {
         continue;
       }
       if (f.lastSentSlot >= slot) continue;
+      // Its last round is still queued: a new one would only queue behind it.
+      if (f.queued) continue;
+      if (f.baseSlot < 0) f.baseSlot = f.held || f.resumed ? slot : slot - 1;
+      if (f.span < 0) f.span = spanOf(f.lastValid, height, f.baseSlot, slot);
+      if (f.landedSlot >= 0) {
+        // Landed, as far as the push knows: nothing more while the tracker settles it.
+        if (slot <= f.landedSlot + LANDED_PAUSE_SLOTS) continue;
+        f.landedSlot = -1; // not settled in time: doubted, the rounds left resume
+      }
       const route = f.antiMev ? routes.antiMev : routes.plain;
       let retry: boolean;
       if (f.held) {
@@ -226,12 +337,15 @@ export class Rebroadcaster {
       } else if (slot <= f.replayUntil) {
         this.counters.rebroadcasts++;
         retry = false; // a slot of the lost chain made again: not a retry
-      } else if (f.retriesLeft > 0) {
+      } else {
+        const due = this.dueSlot(f);
+        if (due === Infinity) {
+          this.drop(sig, f);
+          continue;
+        }
+        if (slot < due) continue;
         this.counters.rebroadcasts++;
         retry = true;
-      } else {
-        this.drop(sig, f);
-        continue;
       }
       f.lastSentSlot = slot;
       (f.antiMev ? due.antiMev : due.plain).push([f, retry]);
@@ -242,34 +356,53 @@ export class Rebroadcaster {
 
   private round(slot: number, route: Route, due: Array<[Flight, boolean]>): void {
     if (due.length === 0) return;
-    for (const [f] of due) f.rounds++;
     const targets = tpuTargets(route.first);
+    // No target with an address: nothing is written, so nothing is counted (the next slot tries).
     if (targets.length === 0) {
-      for (const [f, retry] of due) if (retry) spend(f, false);
+      for (const [f] of due) f.lastSentSlot = -1;
       return;
     }
+    // Counted now, as it is handed to the client: its number is its own, whenever it resolves.
+    const numbers = due.map(([f, retry]) => {
+      if (retry) f.retries++;
+      f.queued = true;
+      return ++f.rounds;
+    });
     const leaders = route.first.filter((l) => l.tpuQuic !== null);
-    // Index of the slot's own leader among the targets, if it has an address.
-    const current = route.first[0]?.slot === slot && route.first[0].tpuQuic ? 0 : -1;
     const sentUs = hrtimeUs();
     for (const [f] of due) if (f.trace) f.trace.outstanding++;
     this.client.sendMany(targets, due.map(([f]) => f.wire)).then(
       (words) => {
         for (let i = 0; i < due.length; i++) {
-          const [f, retry] = due[i]!;
-          if (retry) spend(f, current >= 0 && (words[i * targets.length + current]! & 0xff) === WORD_WRITTEN);
+          const [f] = due[i]!;
+          f.queued = false;
           if (f.trace) {
-            traceRound(f.trace, f.trace.sinceUs(sentUs), slot, f.rounds, leaders, words, i * targets.length);
+            traceRound(f.trace, f.trace.sinceUs(sentUs), slot, numbers[i]!, leaders, words, i * targets.length);
             this.traces?.roundDone(f.trace);
           }
         }
       },
       () => {
         this.counters.roundErrors++;
-        for (const [f] of due) if (f.trace) this.traces?.roundDone(f.trace);
+        for (const [f] of due) {
+          f.queued = false;
+          if (f.trace) this.traces?.roundDone(f.trace);
+        }
       },
     );
   }
+}
+
+/**
+ * Slots a transaction's rounds are spread over, from `baseSlot`: what its blockhash has left at
+ * block height `height` (in slot `slot`), less `EXPIRY_MARGIN_SLOTS`; a blockhash's whole life
+ * when its last valid height is unknown (a durable nonce, an unknown blockhash). Block height
+ * advances one per produced block, never faster than the slot: a schedule in slots that fits the
+ * blocks left ends before the blockhash dies, even with skipped slots.
+ */
+function spanOf(lastValid: number | null, height: number, baseSlot: number, slot: number): number {
+  const left = lastValid === null ? BLOCKHASH_LIFE_BLOCKS : lastValid - height;
+  return Math.max(1, left - EXPIRY_MARGIN_SLOTS + (slot - baseSlot));
 }
 
 /** One round's attempts of one transaction, from its outcome words (`sendMany`; `at`: its first word). */
@@ -289,8 +422,3 @@ export function traceRound(t: LiveTrace, atUs: number, slot: number, round: numb
   }
 }
 
-/** Count a rebroadcast round: a real retry if it reached the slot's leader, else a free one while any are left. */
-function spend(f: Flight, reachedLeader: boolean): void {
-  if (reachedLeader || f.freeRoundsLeft === 0) f.retriesLeft--;
-  else f.freeRoundsLeft--;
-}

@@ -838,7 +838,7 @@ export const OPENAPI: OpenApiDocument = {
         description: 'Send options (spec §2.1); all optional',
         properties: {
           skip_preflight: { type: 'boolean', default: true, description: 'false: simulate through the chain node first (a failure is 400)' },
-          max_retries: { type: 'integer', minimum: 0, maximum: MAX_RETRIES_LIMIT, default: 3, description: 'Rebroadcast rounds after the first send, one per slot' },
+          max_retries: { type: 'integer', minimum: 0, maximum: MAX_RETRIES_LIMIT, default: 3, description: 'Rebroadcast rounds after the first send, spread over the blockhash\'s life (the first in the next slot, the last near its last valid block height); they stop once the transaction is known landed' },
           anti_mev: { type: 'boolean', default: true, description: 'Never deliver to a leader on the validator blocklist' },
           deadline_slot: {
             type: ['integer', 'null'],

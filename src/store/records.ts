@@ -65,6 +65,8 @@ export interface Resend {
   antiMev: boolean;
   /** Rebroadcast rounds after a send (`max_retries`). */
   maxRetries: number;
+  /** `rebroadcast_until_expiry`: rounds until the blockhash dies rather than `maxRetries` (absent: false). */
+  untilExpiry?: boolean;
 }
 
 /** A pending record as the store hands it back after a restart, with its resend tail if it has one. */

@@ -84,8 +84,12 @@ describe('rebroadcast rounds in the delivery trace', () => {
     expect(rebroadcaster.add(a, book.open(a, null))).toBe(true);
 
     const attemptsOf = (round: number): Attempt[] => (book.current(sig)?.attempts ?? []).filter((x) => x.round === round);
-    const roundAt = async (slot: number, round: number): Promise<Attempt[]> => {
-      rebroadcaster.onSlot(slot, 100 + slot, { plain: route, antiMev: route });
+    // Each round in the slot its schedule says (spread over the blockhash's life: 11, 12, 15, …).
+    const slots: number[] = [];
+    const roundAt = async (round: number): Promise<Attempt[]> => {
+      const slot = rebroadcaster.nextRoundSlot(sig)!;
+      slots.push(slot);
+      rebroadcaster.onSlot(slot, 100 + slot - 10, { plain: route, antiMev: route });
       return waitFor(`round ${round} outcomes`, () => (attemptsOf(round).length === 2 ? attemptsOf(round) : undefined), 10_000);
     };
     // The refusing server completes each handshake, then closes the connection with code 2: a
@@ -96,9 +100,9 @@ describe('rebroadcast rounds in the delivery trace', () => {
     let refused: Attempt | undefined;
     while (refused === undefined && round < 6) {
       round++;
-      const attempts = await roundAt(10 + round, round);
-      expect(attempts[0]).toMatchObject({ slot: 10 + round, leader: leaders[0]!.identity, tpu: live.localAddr, outcome: 'written', closeCode: null, reason: null });
-      expect(attempts[1]).toMatchObject({ slot: 10 + round, leader: leaders[1]!.identity, tpu: refusing.localAddr });
+      const attempts = await roundAt(round);
+      expect(attempts[0]).toMatchObject({ slot: slots[round - 1], leader: leaders[0]!.identity, tpu: live.localAddr, outcome: 'written', closeCode: null, reason: null });
+      expect(attempts[1]).toMatchObject({ slot: slots[round - 1], leader: leaders[1]!.identity, tpu: refusing.localAddr });
       if (attempts[1]!.outcome !== 'written') refused = attempts[1];
     }
     expect(refused).toMatchObject({ closeCode: 2 });
@@ -106,7 +110,7 @@ describe('rebroadcast rounds in the delivery trace', () => {
     if (refused!.outcome === 'refused') expect(['connect_failed', 'connection_lost', 'stream_stopped']).toContain(refused!.reason);
 
     // Not attempted next round: the client backs off the peer that refused it, and says whose refusal.
-    const after = await roundAt(11 + round, round + 1);
+    const after = await roundAt(round + 1);
     expect(after[0]!.outcome).toBe('written');
     expect(after[1]).toMatchObject({ outcome: 'backoff', closeCode: 2, reason: 'backoff' });
 

@@ -1,0 +1,151 @@
+/**
+ * When the rebroadcast scheduler writes a transaction again, with real parts: the native QUIC
+ * client writing to a real QUIC server on loopback (Agave's default limits for an unstaked peer
+ * where it matters), the real `TraceBook`. Three rules:
+ * - a round is counted when it is handed to the client, and a transaction whose last round is
+ *   still queued gets no new one: slots that come faster than writes resolve add no rounds, so a
+ *   transaction is written at most `max_retries` + 1 times, each round labelled with its own number;
+ * - the rounds are spread over the blockhash's life (`roundOffset`), not the next slots;
+ * - once the push says it landed, nothing more is written while the tracker settles it, and
+ *   the rounds left resume if it is not settled within `LANDED_PAUSE_SLOTS`.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { QuicClient, QuicServer } from '../../native/index.js';
+import type { Leader, Route } from '../../src/delivery/chain-view.js';
+import { DEFAULT_SEND_OPTIONS, type Accepted, type SendOptions } from '../../src/delivery/delivery.js';
+import { LANDED_PAUSE_SLOTS, Rebroadcaster, roundOffset, UNTIL_EXPIRY_GAP } from '../../src/delivery/rebroadcast.js';
+import { LiveTrace, TraceBook } from '../../src/delivery/trace-book.js';
+import { base58Encode } from '../../src/native.js';
+import { waitFor } from '../../harness/localnet.js';
+import { statusRecord } from '../../harness/records.js';
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+});
+
+/** A live leader (default limits unless told), a client, a book, a scheduler. */
+function setup(serverLimits: { maxStreamsPer100ms?: number } = { maxStreamsPer100ms: 0 }) {
+  const received: Buffer[] = [];
+  const s = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), ...serverLimits }, (t) => received.push(t.bytes));
+  closers.push(() => s.close());
+  const client = new QuicClient({ identity: randomBytes(32) });
+  closers.push(() => client.close());
+  const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: s.localAddr };
+  const book = new TraceBook(() => null);
+  const rebroadcaster = new Rebroadcaster(client, book);
+  const route: Route = { first: [leader], next: [], hold: false };
+  const slotAt = (slot: number, height = 100 + slot - 10) => rebroadcaster.onSlot(slot, height, { plain: route, antiMev: route });
+  return { received, book, rebroadcaster, slotAt };
+}
+
+/** An accepted transaction first sent in slot 10 at block height 100, its blockhash valid to `lastValid`. */
+function accepted(options: Partial<SendOptions>, lastValid: number | null = 250): Accepted {
+  const record = statusRecord({ submittedAt: Date.now(), submitSlot: 10, lastValidBlockHeight: lastValid });
+  return {
+    record,
+    wire: randomBytes(200),
+    options: { ...DEFAULT_SEND_OPTIONS, antiMev: false, ...options },
+    receivedAt: process.hrtime.bigint(),
+    sentSlot: 10,
+    held: false,
+  };
+}
+
+/** Every slot from `from` to `to`, waiting after each for any round it wrote to resolve; the slots that wrote one. */
+async function slots(t: LiveTrace, slotAt: (slot: number) => void, from: number, to: number): Promise<number[]> {
+  const wrote: number[] = [];
+  for (let slot = from; slot <= to; slot++) {
+    const before = t.attempts.length;
+    slotAt(slot);
+    if (t.outstanding > 0) {
+      await waitFor(`the round of slot ${slot}`, () => (t.outstanding === 0 ? true : undefined), 10_000);
+    }
+    if (t.attempts.length > before) wrote.push(slot);
+  }
+  return wrote;
+}
+
+describe('rebroadcast rounds', () => {
+  it('the schedule: round 1 in the next slot, the last near the end of the blockhash, each later than the one before', () => {
+    expect([1, 2, 3].map((k) => roundOffset(k, 3, 148))).toEqual([1, 12, 148]);
+    expect(Array.from({ length: 10 }, (_, i) => roundOffset(i + 1, 10, 148))).toEqual([1, 2, 3, 5, 9, 16, 28, 49, 85, 148]);
+    expect(roundOffset(1, 1, 148)).toBe(1);
+    // A blockhash with almost no life left: still one slot apart.
+    expect([1, 2, 3].map((k) => roundOffset(k, 3, 1))).toEqual([1, 2, 3]);
+  });
+
+  it('max_retries 3 over a blockhash with 150 blocks left: rounds in slots 11, 22 and 158 (148 after the first send), none in between nor after', async () => {
+    const { book, rebroadcaster, slotAt } = setup();
+    // Height 100 at the first send (slot 10), last valid height 250: 150 blocks left, 148 with the margin.
+    const a = accepted({ maxRetries: 3 }, 250);
+    const t = book.open(a, null);
+    rebroadcaster.add(a, t);
+    const wrote = await slots(t, slotAt, 11, 200);
+    expect(wrote).toEqual([11, 22, 158]);
+    expect(t.attempts.map((x) => [x.slot, x.round])).toEqual([
+      [11, 1],
+      [22, 2],
+      [158, 3],
+    ]);
+    expect(rebroadcaster.size).toBe(0);
+  });
+
+  it('slots faster than the writes resolve add no rounds: a transaction whose round is queued gets no new one, each round counted as written', async () => {
+    // Agave's default for an unstaked peer (20 streams per 100 ms): 100 flights' rounds queue.
+    const { received, book, rebroadcaster, slotAt } = setup({ maxStreamsPer100ms: 20 });
+    const flights = Array.from({ length: 100 }, () => accepted({ maxRetries: 3 }, 10_000));
+    const traces = flights.map((a) => {
+      const t = book.open(a, null);
+      rebroadcaster.add(a, t);
+      return t;
+    });
+    // 40 slots back to back, before any write resolves (a backed-up queue, as under throttling).
+    for (let slot = 11; slot <= 50; slot++) slotAt(slot, 100);
+    await waitFor('every round written', () => (traces.every((t) => t.outstanding === 0) ? true : undefined), 20_000);
+    // One round each: the slots after the first found it queued.
+    await waitFor('every write received', () => (received.length === 100 ? true : undefined), 20_000);
+    for (const t of traces) expect(t.attempts.map((x) => [x.slot, x.round, x.outcome])).toEqual([[11, 1, 'written']]);
+    // The rest of the blockhash's life: at most max_retries rounds each, numbered 1, 2, 3.
+    for (let slot = 51; slot <= 10_000; slot++) {
+      slotAt(slot, 100 + slot - 10);
+      if (traces.some((t) => t.outstanding > 0)) await waitFor(`slot ${slot}`, () => (traces.every((t) => t.outstanding === 0) ? true : undefined), 20_000);
+      if (rebroadcaster.size === 0) break;
+    }
+    expect(rebroadcaster.size).toBe(0);
+    for (const t of traces) expect(t.attempts.map((x) => x.round)).toEqual([1, 2, 3]);
+    await waitFor('every write received', () => (received.length === 300 ? true : undefined), 20_000);
+  });
+
+  it('once the push says it landed, no round is written while the tracker settles it; not settled within the pause, the rounds left resume', async () => {
+    const { book, rebroadcaster, slotAt } = setup();
+    const a = accepted({ maxRetries: 10 }, 250);
+    const t = book.open(a, null);
+    rebroadcaster.add(a, t);
+    // Round 1 in slot 11; the push says it landed during slot 11.
+    expect(await slots(t, slotAt, 11, 11)).toEqual([11]);
+    expect(rebroadcaster.landed(a.record.signature, 11)).toBe(true);
+    expect(rebroadcaster.landed('not-in-flight', 11)).toBe(false);
+    // Rounds 2 and 3 were due in slots 12 and 13: none while paused.
+    expect(await slots(t, slotAt, 12, 11 + LANDED_PAUSE_SLOTS)).toEqual([]);
+    // Not settled: doubted, the next due round goes out in the first slot after the pause.
+    expect(await slots(t, slotAt, 12 + LANDED_PAUSE_SLOTS, 12 + LANDED_PAUSE_SLOTS)).toEqual([12 + LANDED_PAUSE_SLOTS]);
+    // Settled by the tracker: gone.
+    rebroadcaster.settle(a.record.signature);
+    expect(rebroadcaster.size).toBe(0);
+  });
+
+  it('rebroadcast_until_expiry: every slot for a leader window, then one per window until the blockhash dies, whatever max_retries says', async () => {
+    const { book, rebroadcaster, slotAt } = setup();
+    const a = accepted({ maxRetries: 0, rebroadcastUntilExpiry: true }, 140);
+    const t = book.open(a, null);
+    expect(rebroadcaster.add(a, t)).toBe(true);
+    const wrote = await slots(t, slotAt, 11, 60);
+    // 40 blocks left at the first send, 38 with the margin: 11–14, then every 4 slots to 10 + 38.
+    const expected = [11, 12, 13, 14];
+    for (let s = 10 + 2 * UNTIL_EXPIRY_GAP; s <= 48; s += UNTIL_EXPIRY_GAP) expected.push(s);
+    expect(wrote).toEqual(expected);
+    expect(rebroadcaster.size).toBe(0);
+  });
+});

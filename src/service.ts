@@ -145,6 +145,8 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       push: config.tracker.push,
       poll: config.tracker.poll,
       inFlight,
+      // The push says it landed: no more rounds while its status is read and written.
+      onLanded: (signature) => engine.landed(signature),
       onChange: (c) => {
         logOutcome(telemetry.log, c);
         settle(c);

@@ -144,6 +144,11 @@ export class Engine implements Delivery {
     return (change) => this.rebroadcaster.settle(change.record.signature);
   }
 
+  /** The tracker's push says `signature` landed: its rounds stop while the tracker settles it (`Rebroadcaster.landed`). */
+  landed(signature: string): void {
+    this.rebroadcaster.landed(signature, this.leaders.currentSlot());
+  }
+
   /** Get every chain snapshot from now on (the current one at once); returns the unsubscribe. */
   onSnapshot(listener: (s: ChainSnapshot) => void): () => void {
     this.snapshotListeners.add(listener);

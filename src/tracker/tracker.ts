@@ -5,7 +5,22 @@
  *
  * Sources, push first:
  * - `logsSubscribe` with `mentions: [tip address]` at `confirmed` commitment, one subscription
- *   per tip address: every transaction of ours that lands mentions one.
+ *   per tip address: every transaction of ours that lands mentions one. A notification is a
+ *   signal, not the outcome: it triggers an immediate `getSignatureStatuses` of the signatures
+ *   it named (batched: what arrives in one turn of the event loop goes in one call, 256 a call),
+ *   and the record takes its slot, error and time from that status — the slot the chain reports
+ *   for the transaction itself. A notification's `context.slot` is the slot of the bank that
+ *   produced it, and Agave's can name a transaction in a slot it did not land in: its logs are
+ *   collected as the transaction executes, before it is recorded into the slot, and a
+ *   transaction executed at a slot's very end whose record misses the slot is executed again in
+ *   the next one. Against a real Agave validator 1–3 records in 240 said `confirmed` one slot
+ *   early, with a `latency_ms` (73–163) shorter than any real confirmation there (~340–400):
+ *   measured to a notification of the earlier slot's confirmation, not to the transaction's.
+ *   The read costs one RPC round trip (a few ms on a nearby node), paid in the latency.
+ * - `logsSubscribe` at `processed` for the same addresses: the earliest sign a transaction
+ *   landed, passed to `onLanded` so its rebroadcast rounds stop at once (the confirmation
+ *   arrives about a slot later, often after the next round would have gone out). Nothing is
+ *   written from it.
  * - Every `sweepMs`, `getSignatureStatuses` in batches of 256 for whatever the push has not
  *   settled (a missed notification, a reconnect gap, a restart). While the push is live, the poll
  *   is its safety net and backs off per transaction (`nextPollGap`: at 1, 2, 4, 8, 12, … s of
@@ -14,8 +29,8 @@
  *   transaction is polled every sweep while the push is off, down, refused, or back for less
  *   than `PUSH_SETTLE_MS` (the notifications of a gap are never replayed).
  *
- * Latency is measured from the monotonic clock: request received (process.hrtime) → outcome
- * observed here. After a restart the monotonic origin is gone and the wall clock is used instead
+ * Latency is measured from the monotonic clock: request received (process.hrtime) → the status
+ * read that showed the transaction confirmed (or failed) arrived here. After a restart the monotonic origin is gone and the wall clock is used instead
  * (`submitted_at` → observation), which docs/api.md states.
  *
  * Deadline: a transaction sent with `deadline_slot` whose slot is `DEADLINE_GRACE_SLOTS` behind
@@ -55,12 +70,17 @@ const ESTIMATE_SLACK_BLOCKS = 32;
  * deadline slot can still be processed in the next one.
  */
 export const DEADLINE_GRACE_SLOTS = 2;
-/** How long an outcome seen before its `watch` call is remembered. */
+/** How long a push about a transaction not watched yet is remembered. */
 const EARLY_OUTCOME_MS = 120_000;
 /** While the push is live, a transaction's polls back off to one every this many ms at most. */
 export const MAX_POLL_GAP_MS = 4_000;
 /** After the push (re)connects, every sweep polls everything this long (its subscriptions are being made again). */
 const PUSH_SETTLE_MS = 2_000;
+
+/** After a push, a status read that does not show the transaction confirmed yet is tried again after this many ms… */
+export const CHECK_RETRY_MS = 100;
+/** …this many times, then it is left to the poll. */
+export const CHECK_TRIES = 20;
 
 /** The wait before the next poll of a transaction after one that found nothing: doubled, capped. */
 export function nextPollGap(gap: number): number {
@@ -79,6 +99,8 @@ interface Watched {
   estimated: boolean;
   /** Outcome observed but not yet written (status record not visible yet). */
   outcome: Outcome | null;
+  /** Status reads left after a push said it landed (`CHECK_TRIES`), 0 when none is under way. */
+  checks: number;
   /** A durable-nonce transaction whose nonce account is known: when to check it next. */
   nonce: NonceCheck | null;
   /** `deadline_slot`, or null. */
@@ -137,6 +159,13 @@ export interface TrackerOptions {
   poll?: boolean;
   /** Called after each status change is written (terminal or expired). */
   onChange?: (change: StatusChange) => void;
+  /**
+   * Called when the push says a transaction landed (processed or confirmed), before its status
+   * is read and written: its rebroadcast rounds can stop. Also for one seen before its `watch`.
+   */
+  onLanded?: (signature: string) => void;
+  /** Subscribe at `processed` as well, for `onLanded` (default true with the push on). */
+  pushProcessed?: boolean;
   /** Transactions in flight per account: given back when one settles or expires. */
   inFlight?: InFlight;
   /** First check of a durable-nonce transaction's nonce account, ms after acceptance (1000). */
@@ -151,36 +180,44 @@ export class Tracker {
   private readonly watching = new Map<string, Watched>();
   /** The watched durable-nonce transactions whose nonce account is known. */
   private readonly nonces = new Set<Watched>();
-  /** Outcomes seen before their `watch` call, oldest first (insertion order). */
-  private readonly early = new Map<string, Outcome>();
+  /**
+   * Named by a push before their `watch` call, oldest first (insertion order): when, and whether
+   * at `confirmed` (its status is then read once it is watched).
+   */
+  private readonly early = new Map<string, { pushedAt: bigint; confirmed: boolean }>();
+  /** Signatures a push named, waiting for their targeted status read (`readPushed`). */
+  private readonly pushed = new Set<Watched>();
+  private pushTimer: NodeJS.Immediate | NodeJS.Timeout | null = null;
   /** null with the push off: no WebSocket at all. */
   private readonly pubsub: PubSub | null;
   private readonly timer: NodeJS.Timeout;
   private sweeping = false;
   /** performance.now() when the push connected; -Infinity while it is down (or off, or refused). */
   private pushUpAt = -Infinity;
-  readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0, nonceChecks: 0, nonceExpired: 0 };
+  readonly stats = { confirmed: 0, failed: 0, expired: 0, push: 0, poll: 0, sweepErrors: 0, lastSweepMs: 0, nonceChecks: 0, nonceExpired: 0, pushReads: 0 };
 
   constructor(private readonly opts: TrackerOptions) {
     let refused = false;
     const pubsub = opts.push === false ? null : new PubSub(opts.wsUrl, { onState: (up) => (this.pushUpAt = up && !refused ? performance.now() : -Infinity) });
     this.pubsub = pubsub;
+    const levels = opts.pushProcessed === false ? (['confirmed'] as const) : (['confirmed', 'processed'] as const);
     for (const tip of pubsub ? opts.tipAddresses : []) {
-      pubsub!.subscribe(
-        'logsSubscribe',
-        [{ mentions: [tip] }, { commitment: 'confirmed' }],
-        (r, slot) => {
-          const v = (r as { value?: { signature?: string; err?: unknown } }).value;
-          if (typeof v?.signature === 'string' && slot !== undefined) {
-            this.observe(v.signature, { slot, err: v.err ?? null, observedAt: process.hrtime.bigint(), source: 'push' });
-          }
-        },
-        // A node without the subscription: the poll is the only source.
-        () => {
-          refused = true;
-          this.pushUpAt = -Infinity;
-        },
-      );
+      for (const commitment of levels) {
+        pubsub!.subscribe(
+          'logsSubscribe',
+          [{ mentions: [tip] }, { commitment }],
+          (r) => {
+            const v = (r as { value?: { signature?: string } }).value;
+            if (typeof v?.signature === 'string') this.onPush(v.signature, commitment === 'confirmed');
+          },
+          // A node without the subscription: the poll is the only source.
+          () => {
+            if (commitment !== 'confirmed') return;
+            refused = true;
+            this.pushUpAt = -Infinity;
+          },
+        );
+      }
     }
     this.timer = setInterval(() => void this.sweep(), opts.sweepMs ?? 1_000);
     this.timer.unref();
@@ -215,6 +252,7 @@ export class Tracker {
       lastValid: rec.durableNonce ? null : (rec.lastValidBlockHeight ?? this.estimateLastValid()),
       estimated: rec.lastValidBlockHeight === null && !rec.durableNonce,
       outcome: null,
+      checks: 0,
       nonce:
         rec.durableNonce && nonceAccount !== undefined
           ? { account: nonceAccount, blockhash: rec.recentBlockhash, due: performance.now() + (this.opts.nonceFirstCheckMs ?? 1_000) }
@@ -228,7 +266,8 @@ export class Tracker {
     const seen = this.early.get(rec.signature);
     if (seen) {
       this.early.delete(rec.signature);
-      this.settle(w, seen);
+      this.opts.onLanded?.(rec.signature);
+      if (seen.confirmed) this.readSoon(w);
     }
   }
 
@@ -254,11 +293,17 @@ export class Tracker {
   private forget(w: Watched): void {
     if (!this.watching.delete(w.signature)) return;
     this.nonces.delete(w);
+    this.pushed.delete(w);
     this.opts.inFlight?.release(w.accountId);
   }
 
   close(): void {
     clearInterval(this.timer);
+    if (this.pushTimer !== null) {
+      clearTimeout(this.pushTimer as NodeJS.Timeout);
+      clearImmediate(this.pushTimer as NodeJS.Immediate);
+    }
+    this.pushed.clear();
     this.pubsub?.close();
   }
 
@@ -270,13 +315,58 @@ export class Tracker {
     return this.opts.blockHeight() + 150 + ESTIMATE_SLACK_BLOCKS;
   }
 
-  private observe(signature: string, o: Outcome): void {
+  /**
+   * A push named `signature`: it landed (processed, or confirmed). Its rounds can stop now; once
+   * confirmed, its status is read at once (`readSoon`). One not watched yet is remembered.
+   */
+  private onPush(signature: string, confirmed: boolean): void {
     const w = this.watching.get(signature);
-    if (w) {
-      this.settle(w, o);
+    if (!w) {
+      const seen = this.early.get(signature);
+      if (seen || this.early.size < 100_000) this.early.set(signature, { pushedAt: seen?.pushedAt ?? process.hrtime.bigint(), confirmed: confirmed || seen?.confirmed === true });
       return;
     }
-    if (this.early.size < 100_000) this.early.set(signature, o);
+    this.opts.onLanded?.(signature);
+    if (confirmed) this.readSoon(w);
+  }
+
+  /** Read `w`'s status in the next turn of the event loop, with whatever else a push named by then. */
+  private readSoon(w: Watched): void {
+    if (w.checks === 0) w.checks = CHECK_TRIES;
+    this.pushed.add(w);
+    this.pushTimer ??= setImmediate(() => void this.readPushed());
+  }
+
+  /**
+   * The targeted status read of the signatures a push named: `getSignatureStatuses`, 256 a call.
+   * Confirmed (or failed) ones settle with the status's slot; one not confirmed yet in the
+   * node's answer (its commitment a moment behind its push) is read again after
+   * `CHECK_RETRY_MS`, `CHECK_TRIES` times at most, and then left to the poll.
+   */
+  private async readPushed(): Promise<void> {
+    this.pushTimer = null;
+    const batch = [...this.pushed].filter((w) => this.watching.get(w.signature) === w && !w.outcome);
+    this.pushed.clear();
+    const again: Watched[] = [];
+    await Promise.all(
+      chunks(batch, STATUS_BATCH).map(async (part) => {
+        try {
+          const { value } = await this.opts.rpc.getSignatureStatuses(part.map((w) => w.signature));
+          this.stats.pushReads++;
+          this.applyStatuses(part, value, 'push');
+        } catch {
+          this.stats.sweepErrors++;
+        }
+        for (const w of part) if (this.watching.get(w.signature) === w && !w.outcome && --w.checks > 0) again.push(w);
+      }),
+    );
+    if (again.length === 0) return;
+    for (const w of again) this.pushed.add(w);
+    if (this.pushTimer === null) {
+      const t = setTimeout(() => void this.readPushed(), CHECK_RETRY_MS);
+      t.unref();
+      this.pushTimer = t;
+    }
   }
 
   /** Write the terminal state. Keeps the outcome for the next sweep if the record isn't visible yet. */
@@ -325,7 +415,7 @@ export class Tracker {
       const now = Date.now();
       const oldest = process.hrtime.bigint() - BigInt(EARLY_OUTCOME_MS) * 1_000_000n;
       for (const [sig, o] of this.early) {
-        if (o.observedAt >= oldest) break;
+        if (o.pushedAt >= oldest) break;
         this.early.delete(sig);
       }
     } catch {
@@ -363,12 +453,14 @@ export class Tracker {
     }
   }
 
-  private applyStatuses(batch: Watched[], statuses: (SignatureStatus | null)[]): void {
+  private applyStatuses(batch: Watched[], statuses: (SignatureStatus | null)[], source: Outcome['source'] = 'poll'): void {
     const observedAt = process.hrtime.bigint();
     batch.forEach((w, j) => {
       const s = statuses[j];
+      // Settled meanwhile (the push's read and the poll's can cross): written once.
+      if (this.watching.get(w.signature) !== w) return;
       if (s && (s.confirmationStatus === 'confirmed' || s.confirmationStatus === 'finalized')) {
-        this.settle(w, { slot: s.slot, err: s.err ?? null, observedAt, source: 'poll' });
+        this.settle(w, { slot: s.slot, err: s.err ?? null, observedAt, source });
       }
     });
   }
@@ -467,4 +559,11 @@ export class Tracker {
     this.stats.expired++;
     this.opts.onChange?.({ record: next, source: 'expiry', ...(reason !== undefined && { reason }) });
   }
+}
+
+/** `items` in consecutive parts of `size`. */
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }

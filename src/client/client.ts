@@ -90,7 +90,7 @@ function retryAfterMs(v: string | undefined): number | null {
 
 function wireOptions(o: SendOptions | undefined): Record<string, unknown> | undefined {
   if (!o) return undefined;
-  return { skip_preflight: o.skipPreflight, max_retries: o.maxRetries, anti_mev: o.antiMev, deadline_slot: o.deadlineSlot };
+  return { skip_preflight: o.skipPreflight, max_retries: o.maxRetries, anti_mev: o.antiMev, deadline_slot: o.deadlineSlot, rebroadcast_until_expiry: o.rebroadcastUntilExpiry };
 }
 
 /**

@@ -32,6 +32,11 @@ export interface SendOptions {
    * status says `expired` with `deadline_passed` (a slot already passed is refused, 400).
    */
   deadlineSlot?: number;
+  /**
+   * Rebroadcast until the blockhash expires — a round every slot for the first leader window,
+   * then one per leader window (4 slots) — rather than `maxRetries` rounds (service default false).
+   */
+  rebroadcastUntilExpiry?: boolean;
 }
 
 /**

@@ -132,7 +132,7 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
     accepted(batch) {
       for (const a of batch) {
         const bytes = a.signatureOffset !== undefined && a.blockhashOffset !== undefined ? recordBytesIn(a.wire, a.signatureOffset, a.blockhashOffset) : undefined;
-        events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries }, bytes);
+        events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries, ...(a.options.rebroadcastUntilExpiry && { untilExpiry: true }) }, bytes);
       }
     },
     changed: (rec) => events.changed(rec),

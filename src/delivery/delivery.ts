@@ -21,11 +21,11 @@ export interface SendOptions {
   antiMev: boolean;
   /** Land by this slot or not at all: no round after it, and the status says "deadline passed". */
   deadlineSlot: number | null;
-  /** Rebroadcast until the blockhash expires (a round per leader window), not `maxRetries` rounds. */
-  rebroadcastUntilExpiry?: boolean;
+  /** `rebroadcast_until_expiry`: rounds until the blockhash expires (one per leader window), not `maxRetries` of them. */
+  rebroadcastUntilExpiry: boolean;
 }
 
-export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true, deadlineSlot: null });
+export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true, deadlineSlot: null, rebroadcastUntilExpiry: false });
 export const MAX_RETRIES_LIMIT = 10;
 
 export interface FirstSend {

@@ -150,7 +150,7 @@ export class Rebroadcaster {
    */
   add(a: Accepted, trace: LiveTrace | null = null): boolean {
     const { maxRetries, antiMev } = a.options;
-    if (!a.held && maxRetries === 0 && a.options.rebroadcastUntilExpiry !== true) return false;
+    if (!a.held && maxRetries === 0 && !a.options.rebroadcastUntilExpiry) return false;
     if (a.held) this.counters.held++;
     const earlier = this.flights.get(a.record.signature);
     if (earlier && earlier.trace !== trace) this.end(earlier);
@@ -159,7 +159,7 @@ export class Rebroadcaster {
       antiMev,
       maxRetries,
       retries: 0,
-      untilExpiry: a.options.rebroadcastUntilExpiry === true,
+      untilExpiry: a.options.rebroadcastUntilExpiry,
       baseSlot: a.sentSlot,
       span: -1,
       queued: false,

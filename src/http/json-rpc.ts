@@ -166,6 +166,7 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
     maxRetries: Math.min(maxRetries, MAX_RETRIES_LIMIT),
     antiMev: DEFAULT_SEND_OPTIONS.antiMev,
     deadlineSlot: null,
+    rebroadcastUntilExpiry: false,
   };
   if (encoding === 'base64') return { r: inspectTransaction(encoded, tips), opts };
   if (encoded.length > MAX_BASE58_LENGTH) {

@@ -847,6 +847,12 @@ export const OPENAPI: OpenApiDocument = {
             description:
               'Land by this slot or not at all: no rebroadcast round after it; once it is 2 slots behind the cluster and the transaction has not landed, the status is expired with deadline_passed (the trace: final_state deadline_passed). A slot already passed is refused (400)',
           },
+          rebroadcast_until_expiry: {
+            type: 'boolean',
+            default: false,
+            description:
+              'true: rebroadcast until the blockhash expires (or the transaction lands, fails, or its deadline_slot passes) — a round every slot for the first leader window, then one per leader window (4 slots) — instead of max_retries rounds; about 40 writes over a fresh blockhash',
+          },
         },
       },
       SendRequest: {

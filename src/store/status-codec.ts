@@ -20,7 +20,7 @@
  * |  58 |   32 | recentBlockhash, raw                                                 |
  * |  90 |  1+n | accountId, u8 length + UTF-8                                         |
  * |     |  1+m | keyName, u8 length + UTF-8                                           |
- * |     |    1 | resend tail, only with flags bit 4: bit 0 antiMev, bits 4–7 maxRetries |
+ * |     |    1 | resend tail, only with flags bit 4: bit 0 antiMev, bit 1 untilExpiry, bits 4–7 maxRetries |
  * |     |    2 | wire length, u16                                                     |
  * |     |    w | the transaction's wire bytes (≤ 1232)                                |
  * |     |    2 | error tail, only with flags bit 5: JSON length, u16                  |
@@ -87,6 +87,8 @@ const RESEND_HEADER_BYTES = 3;
 /** Largest wire transaction (Solana's packet data size); the native inspection enforces it too. */
 export const MAX_WIRE_BYTES = 1232;
 const RESEND_ANTI_MEV = 0b1;
+/** `rebroadcast_until_expiry`; a value written before it existed has the bit clear (off). */
+const RESEND_UNTIL_EXPIRY = 0b10;
 const RESEND_RETRIES_SHIFT = 4;
 const STATUS_CODES: Record<TxStatus, number> = { sent: 0, confirmed: 1, failed: 2 };
 const STATUS_NAMES: readonly TxStatus[] = ['sent', 'confirmed', 'failed'];
@@ -229,7 +231,7 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null, blockhas
   out[off++] = keyNameBytes;
   off += out.write(rec.keyName, off, 'utf8');
   if (tail) {
-    out[off++] = (tail.antiMev ? RESEND_ANTI_MEV : 0) | (tail.maxRetries << RESEND_RETRIES_SHIFT);
+    out[off++] = (tail.antiMev ? RESEND_ANTI_MEV : 0) | (tail.untilExpiry ? RESEND_UNTIL_EXPIRY : 0) | (tail.maxRetries << RESEND_RETRIES_SHIFT);
     v.setUint16(off, tail.wire.length);
     off += 2;
     off += tail.wire.copy(out, off);
@@ -295,6 +297,7 @@ export function resendOf(value: Uint8Array): Resend | null {
     wire: Buffer.from(b.subarray(off, off + length)),
     antiMev: (options & RESEND_ANTI_MEV) !== 0,
     maxRetries: options >> RESEND_RETRIES_SHIFT,
+    ...((options & RESEND_UNTIL_EXPIRY) !== 0 && { untilExpiry: true }),
   };
 }
 

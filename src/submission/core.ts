@@ -245,7 +245,7 @@ export class SubmissionCore {
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
       // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
       try {
-        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries }, bytes);
+        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries, ...(options.rebroadcastUntilExpiry && { untilExpiry: true }) }, bytes);
       } catch (e) {
         this.d.inFlight?.release(who.account.id);
         if (e instanceof StoreUnavailableError) throw unrecorded(e);

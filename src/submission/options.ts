@@ -11,7 +11,7 @@ export { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT, type SendOptions };
 export const MAX_BATCH = 100;
 
 /** The REST option names (spec §2.1). */
-const OPTION_KEYS = ['skip_preflight', 'max_retries', 'anti_mev', 'deadline_slot'] as const;
+const OPTION_KEYS = ['skip_preflight', 'max_retries', 'anti_mev', 'deadline_slot', 'rebroadcast_until_expiry'] as const;
 
 /**
  * What a client most likely meant by an unknown option key: the camelCase spellings Solana
@@ -24,6 +24,7 @@ function likelyMeant(key: string): string | null {
   if (folded === 'preflight' || folded === 'skippreflights') return 'skip_preflight';
   if (folded === 'antimevprotection' || folded === 'mev' || folded === 'mevprotection') return 'anti_mev';
   if (folded === 'deadline' || folded === 'landby' || folded === 'landbyslot') return 'deadline_slot';
+  if (folded === 'untilexpiry' || folded === 'retryuntilexpiry' || folded === 'rebroadcastuntilexpired' || folded === 'retryuntilexpired') return 'rebroadcast_until_expiry';
   return null;
 }
 
@@ -43,7 +44,7 @@ export function parseSendOptions(v: unknown): SendOptions {
       `unknown option ${JSON.stringify(key)}${meant ? ` (did you mean "${meant}"?)` : ''}; options are ${OPTION_KEYS.join(', ')}`,
     );
   }
-  const bool = (k: 'skip_preflight' | 'anti_mev', d: boolean): boolean => {
+  const bool = (k: 'skip_preflight' | 'anti_mev' | 'rebroadcast_until_expiry', d: boolean): boolean => {
     if (o[k] === undefined) return d;
     if (typeof o[k] !== 'boolean') throw new Refusal('TX_OPTIONS', `options.${k} must be a boolean`);
     return o[k] as boolean;
@@ -58,6 +59,7 @@ export function parseSendOptions(v: unknown): SendOptions {
   }
   const skipPreflight = bool('skip_preflight', DEFAULT_SEND_OPTIONS.skipPreflight);
   const antiMev = bool('anti_mev', DEFAULT_SEND_OPTIONS.antiMev);
+  const rebroadcastUntilExpiry = bool('rebroadcast_until_expiry', DEFAULT_SEND_OPTIONS.rebroadcastUntilExpiry);
   const deadlineSlot = o.deadline_slot ?? null;
   if (deadlineSlot !== null && (typeof deadlineSlot !== 'number' || !Number.isSafeInteger(deadlineSlot) || deadlineSlot < 0)) {
     throw new Refusal('TX_OPTIONS', 'options.deadline_slot must be a slot number (a non-negative integer) or null');
@@ -66,9 +68,10 @@ export function parseSendOptions(v: unknown): SendOptions {
     skipPreflight === DEFAULT_SEND_OPTIONS.skipPreflight &&
     antiMev === DEFAULT_SEND_OPTIONS.antiMev &&
     maxRetries === DEFAULT_SEND_OPTIONS.maxRetries &&
-    deadlineSlot === null
+    deadlineSlot === null &&
+    !rebroadcastUntilExpiry
   ) {
     return DEFAULT_SEND_OPTIONS;
   }
-  return { skipPreflight, maxRetries, antiMev, deadlineSlot };
+  return { skipPreflight, maxRetries, antiMev, deadlineSlot, rebroadcastUntilExpiry };
 }

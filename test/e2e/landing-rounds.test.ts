@@ -1,7 +1,7 @@
 /**
  * Rounds and the landing, end to end: the full service on the local cluster (400 ms slots, as on
- * mainnet), real web3.js transactions sent with `max_retries: 10` (rounds due in the next three
- * slots). Each confirmed record's slot is the chain's own for the transaction, and once the
+ * mainnet), real web3.js transactions sent with `max_retries: 10` or `rebroadcast_until_expiry`
+ * (rounds due in each of the next three slots). Each confirmed record's slot is the chain's own for the transaction, and once the
  * service knows a transaction landed no round goes out for it: the trace holds no rebroadcast
  * after the landing slot. Each transaction is sent early in a slot, so that it lands (and the
  * push says so) well before the next slot's round is due: the rule is about what the service
@@ -42,7 +42,8 @@ describe('rebroadcast rounds and the landing on the local cluster', () => {
     for (let i = 0; i < 8; i++) {
       const tx = await tipped(s, from, 300_000);
       await nextSlot(s);
-      const r = await send(s, bot.key, tx.base64, { max_retries: 10 });
+      // Half with rebroadcast_until_expiry (a round every slot for the first leader window).
+      const r = await send(s, bot.key, tx.base64, i % 2 === 0 ? { max_retries: 10 } : { rebroadcast_until_expiry: true });
       expect(r.status).toBe(200);
       sent.push(tx.signature);
     }

@@ -186,6 +186,13 @@ describe('deadline tail (options.deadline_slot)', () => {
     expect(roundTrip(failed)).toEqual(failed);
   });
 
+  it('the resend tail keeps rebroadcast_until_expiry; a tail written before it existed reads as off', () => {
+    const wire = randomBytes(200);
+    const pending = record();
+    expect(resendOf(encodeStatus(pending, { wire, antiMev: false, maxRetries: 3, untilExpiry: true }))).toEqual({ wire, antiMev: false, maxRetries: 3, untilExpiry: true });
+    expect(resendOf(encodeStatus(pending, { wire, antiMev: true, maxRetries: 10 }))).toEqual({ wire, antiMev: true, maxRetries: 10 });
+  });
+
   it('a record without a deadline is the bytes it was before the tail existed', () => {
     const r = record();
     expect(encodeStatus(r).length).toBe(FIXED_BYTES + r.accountId.length + r.keyName.length);

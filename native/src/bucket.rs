@@ -20,6 +20,7 @@
 //!
 //! Cells are cache-line aligned so two hot accounts never false-share a line.
 
+use crate::error::Coded;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -36,6 +37,8 @@ struct Cell {
     tat: AtomicU64,
 }
 
+// A `const` only so `[EMPTY; N]` can build the static array (atomics are not `Copy`); it is
+// never used as a value of its own, so no mutation through it is lost (what the lint warns of).
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Cell = Cell {
     config: AtomicU64::new(0),
@@ -211,6 +214,26 @@ pub fn take(slot: u32, n: u32) -> Take {
 pub fn available(slot: u32) -> u32 {
     let r = take_at(slot, 0, now_ns());
     r.remaining
+}
+
+impl Coded for BucketError {
+    fn code(&self) -> &'static str {
+        use BucketError::*;
+        match self {
+            SlotOutOfRange => "BUCKET_SLOT_OUT_OF_RANGE",
+            InvalidRate => "BUCKET_INVALID_RATE",
+            InvalidCapacity => "BUCKET_INVALID_CAPACITY",
+        }
+    }
+    fn message(&self) -> String {
+        use BucketError::*;
+        match self {
+            SlotOutOfRange => "bucket slot out of range",
+            InvalidRate => "rate must be a positive finite number",
+            InvalidCapacity => "capacity must be 1..16777215",
+        }
+        .to_owned()
+    }
 }
 
 #[cfg(test)]

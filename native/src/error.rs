@@ -168,35 +168,6 @@ impl Coded for TxError {
     }
 }
 
-impl Coded for crate::bucket::BucketError {
-    fn code(&self) -> &'static str {
-        use crate::bucket::BucketError::*;
-        match self {
-            SlotOutOfRange => "BUCKET_SLOT_OUT_OF_RANGE",
-            InvalidRate => "BUCKET_INVALID_RATE",
-            InvalidCapacity => "BUCKET_INVALID_CAPACITY",
-        }
-    }
-    fn message(&self) -> String {
-        use crate::bucket::BucketError::*;
-        match self {
-            SlotOutOfRange => "bucket slot out of range",
-            InvalidRate => "rate must be a positive finite number",
-            InvalidCapacity => "capacity must be 1..16777215",
-        }
-        .to_owned()
-    }
-}
-
-impl Coded for crate::quic::QuicError {
-    fn code(&self) -> &'static str {
-        crate::quic::QuicError::code(self)
-    }
-    fn message(&self) -> String {
-        self.to_string()
-    }
-}
-
 /// A refusal decided at the napi boundary (a bad argument, a closed handle), or a failure of
 /// napi itself: a code and a message, nothing more to render.
 #[derive(Debug, Clone, PartialEq, Eq)]

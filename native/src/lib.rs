@@ -4,6 +4,15 @@
 //! shared state `overlay`, `registry`, `usage`) know nothing of Node; the `node`, `node_quic` and
 //! `node_quic_server` modules map them to JavaScript and are the only places that do, each error
 //! through `error::to_js`.
+//!
+//! The modules' layers, top first; each names only the ones below it (so there are no cycles),
+//! and `test/unit/native-layers.test.ts` holds the code to this list (the folders' own lists are
+//! in `quic/mod.rs` and `node_quic/mod.rs`):
+//!   `node_quic_server` → `node_quic` → `node` → `inspect`, `usage`, `quic` →
+//!   `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket` → `error`, `base58`, `priority`.
+//! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
+//!
+//! `npm test` runs clippy with warnings as errors and `cargo fmt --check` (`test:lint`).
 #![deny(clippy::all)]
 
 pub mod base58;

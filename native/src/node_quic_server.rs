@@ -5,7 +5,7 @@
 
 use crate::base58;
 use crate::error::{internal, to_js, JsCode};
-use crate::node_quic::{millis, parse_addr, parse_seed, whole};
+use crate::node_quic::args::{millis, parse_addr, parse_seed, whole};
 use crate::quic::{self, runtime, QuicError};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;

@@ -30,7 +30,7 @@
 //! that promise where it can: each connection stays up until the peer has acknowledged every
 //! written stream (at most `CLOSE_LINGER`), and only then closes (`unacked.rs` tracks them).
 //!
-//! Connections are dialled by a task of their own, never by a send (`dialer.rs`).
+//! Connections are dialled by a task of their own, never by a send (`lanes.rs`).
 //!
 //! Lanes: each peer has two, each a queue, a task and a connection of its own. Sends with a
 //! deadline (`dispatch_by`, the hot path's first sends) take the first lane; everything else
@@ -65,11 +65,15 @@
 use super::config::{tpu_client_config, ClientConfig};
 use super::dialer::Dialer;
 use super::dispatched::{outcome, Dispatched, Pending};
+use super::error::QuicError;
 use super::gate::Gate;
 use super::heard::{Heard, HeardSocket};
+use super::lanes::{Lane, PeerState};
 use super::outcome::{failed, FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, Tally};
-use super::worker::{run_lane, Job, Lane, PeerState};
-use super::{lock, runtime, tls, QuicError, MAX_TX_SIZE};
+use super::protocol::MAX_TX_SIZE;
+use super::runtime::{lock, runtime};
+use super::tls;
+use super::worker::{run_lane, Job};
 use bytes::Bytes;
 use quinn::{Endpoint, EndpointConfig, TokioRuntime};
 use std::collections::HashMap;

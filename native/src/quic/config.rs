@@ -1,6 +1,7 @@
 //! Client settings and the quinn configuration they make.
 
-use super::{check_range, tls, QuicError};
+use super::error::{check_range, QuicError};
+use super::tls;
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,7 +96,7 @@ impl ClientConfig {
 
 /// A quinn client configuration speaking the TPU protocol exactly as [`QuicClient`] does
 /// (identity certificate, ALPN, transport settings of `cfg`), for tools and tests that drive
-/// raw streams. Connect with the server name [`server_name`](super::server_name) gives.
+/// raw streams. Connect with the server name [`server_name`](super::tls::server_name) gives.
 pub fn tpu_client_config(
     seed: &[u8; 32],
     cfg: &ClientConfig,

@@ -1,17 +1,14 @@
-//! Connections are dialled by a task of their own, never by a send: a send (or a prewarm) that
-//! finds no connection starts the handshake or joins the one under way, so a caller that stops
-//! waiting never cuts a handshake short, and the next send finds the connection it paid for.
+//! One handshake with a peer, and what it needs: the endpoint, the TLS configuration, the
+//! settings. Knows nothing of a peer's lanes or sends (`lanes.rs` runs the handshakes, each in a
+//! task of its own, and records their end).
 
 use super::config::ClientConfig;
-use super::gate::Gate;
 use super::heard::Heard;
 use super::outcome::{Close, FailReason, Failure};
 use super::tls;
-use super::worker::{Acquired, Lane, PeerState};
 use quinn::{ConnectError, Connection, ConnectionError, Endpoint};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::sync::watch;
 
 /// How a handshake ended, as the sends waiting for it see it.
 pub(super) type Dialed = Result<Connection, Failure>;
@@ -27,42 +24,12 @@ pub(super) struct Dialer {
 }
 
 impl Dialer {
-    /// The live connection of the peer's `lane` (`reused` = true), or the one the handshake this
-    /// send started or joined established, or why there is none. With a gate, waits for a
-    /// handshake no longer than its deadline; the handshake itself goes on, for the next send.
-    pub(super) async fn connection(
-        self: &Arc<Self>,
-        state: &Arc<PeerState>,
-        lane: Lane,
-        gate: Option<&Gate>,
-    ) -> Result<(Connection, bool), Failure> {
-        let mut dialing = match state.acquire(self, lane) {
-            Acquired::Live(conn) => return Ok((conn, true)),
-            Acquired::Failed(f) => return Err(f),
-            Acquired::Dialing(dialing) => dialing,
-        };
-        let done = async move {
-            dialing
-                .wait_for(Option::is_some)
-                .await
-                .ok()
-                .and_then(|d| d.clone())
-        };
-        let dialed = match gate {
-            None => done.await,
-            Some(g) => tokio::time::timeout_at(tokio::time::Instant::from_std(g.at), done)
-                .await
-                .map_err(|_| g.missed())?,
-        };
-        // The dial task only ends without a result if the runtime is shutting down.
-        dialed
-            .unwrap_or_else(|| Err(Failure::new(FailReason::ClientClosed, "client closed")))
-            .map(|conn| (conn, false))
-    }
-
     /// One handshake with `addr`; a failure comes with the close to record (and back off on)
     /// when it is the peer's doing.
-    async fn handshake(&self, addr: SocketAddr) -> Result<Connection, (Failure, Option<Close>)> {
+    pub(super) async fn handshake(
+        &self,
+        addr: SocketAddr,
+    ) -> Result<Connection, (Failure, Option<Close>)> {
         let closed = || {
             (
                 Failure::new(FailReason::ClientClosed, "client closed"),
@@ -109,32 +76,4 @@ impl Dialer {
             }
         }
     }
-}
-
-/// A handshake for the peer's `lane`, in a task of its own (see the module doc): its end is
-/// recorded in the lane's state and handed to every send waiting for it.
-pub(super) async fn dial(
-    dialer: Arc<Dialer>,
-    state: Arc<PeerState>,
-    lane: Lane,
-    done: watch::Sender<Option<Dialed>>,
-) {
-    let result = dialer.handshake(state.addr).await;
-    let dialed = state.dialed(lane, result, &dialer);
-    if let Ok(conn) = &dialed {
-        lane.runtime().spawn(watch_close(
-            conn.clone(),
-            state.clone(),
-            lane,
-            dialer.cfg.clone(),
-        ));
-    }
-    done.send_replace(Some(dialed));
-}
-
-/// Notices a peer closing the connection while nothing is being sent, so the back-off starts
-/// then and not at the next send.
-async fn watch_close(conn: Connection, state: Arc<PeerState>, lane: Lane, cfg: ClientConfig) {
-    let err = conn.closed().await;
-    state.note_closed(lane, conn.stable_id(), &err, &cfg);
 }

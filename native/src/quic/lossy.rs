@@ -204,7 +204,7 @@ mod tests {
     }
 
     fn dummy_socket() -> Arc<dyn AsyncUdpSocket> {
-        let _guard = crate::quic::runtime().enter();
+        let _guard = crate::quic::runtime::runtime().enter();
         let std = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         quinn::Runtime::wrap_udp_socket(&quinn::TokioRuntime, std).unwrap()
     }

@@ -7,8 +7,11 @@
 //! Every sender is unstaked here (there is no stake table), so, as in Agave's `SwQos` for
 //! unstaked peers, limits are keyed by the peer's IP address, not by its identity key.
 
+use super::error::{check_range, QuicError};
 use super::lossy::{Loss, LossySocket};
-use super::{check_range, close, runtime, tls, unix_ms_now, QuicError, MAX_TX_SIZE};
+use super::protocol::{close, MAX_TX_SIZE};
+use super::runtime::{runtime, unix_ms_now};
+use super::tls;
 use bytes::{Bytes, BytesMut};
 use quinn::{Endpoint, EndpointConfig, IdleTimeout, TokioRuntime, TransportConfig, VarInt};
 use std::collections::HashMap;

@@ -8,7 +8,8 @@
 //! presents. That is exactly what Agave's `SkipServerVerification` / `SkipClientVerification`
 //! do.
 
-use super::{QuicError, ALPN_TPU};
+use super::error::QuicError;
+use super::protocol::ALPN_TPU;
 use ed25519_dalek::{Signer, SigningKey};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};

@@ -151,7 +151,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         logOutcome(telemetry.log, c);
         settle(c);
         const computeUnitPrice = engine.takeComputeUnitPrice(c.record.signature);
-        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports, computeUnitPrice);
+        if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports, computeUnitPrice, c.record.accountId);
         countSettled(telemetry.metrics, accounts, c.record);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);

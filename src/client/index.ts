@@ -13,7 +13,7 @@
 export { LandfallClient, type LandfallClientOptions, type TipInfo, type TransactionInput, type WaitOptions } from './client.js';
 export { StatusStream } from './stream.js';
 export { addTip, type AddTipOptions } from './tip.js';
-export { computeUnitPriceInstruction, priorityFee, type PriorityFeeChoice } from './priority-fee.js';
+export { computeUnitPriceInstruction, DEFAULT_MAX_MICRO_LAMPORTS, priorityFee, type PriorityFeeChoice } from './priority-fee.js';
 export type { TipChoice } from './tip-amount.js';
 export type { KitTransaction } from './wire-tx.js';
 export {

@@ -15,16 +15,28 @@ export interface PriorityFeeChoice {
   window?: TipWindowName;
   /** Never less than this (micro-lamports per CU; default 0): the price when nothing landed. */
   minMicroLamports?: number | bigint;
-  /** Never more than this (micro-lamports per CU): a cap on what one spike can cost. */
+  /**
+   * Never more than this (micro-lamports per CU): a cap on what one spike (or one account's
+   * poisoning of the guidance) can cost. Default {@link DEFAULT_MAX_MICRO_LAMPORTS}; pass a
+   * larger number to allow more.
+   */
   maxMicroLamports?: number | bigint;
 }
 
 /**
+ * The default cap: 1,000,000 micro-lamports per CU, i.e. at most 0.0002 SOL of priority fee on a
+ * 200,000-CU transaction (1,000 µL/CU × 1,000 CU = 1 lamport). Well above what a congested
+ * mainnet slot usually asks of a bot, far below the 0.211 SOL one poisoned reading once cost.
+ */
+export const DEFAULT_MAX_MICRO_LAMPORTS = 1_000_000n;
+
+/**
  * The compute-unit price to set, in micro-lamports per CU: the chosen percentile of what landed
- * through Landfall in the window, within `[minMicroLamports, maxMicroLamports]`.
+ * through Landfall in the window, within `[minMicroLamports, maxMicroLamports]` (the cap is
+ * {@link DEFAULT_MAX_MICRO_LAMPORTS} unless given).
  *
  * @example
- * const price = await priorityFee({ client, percentile: 75, window: '1m' });
+ * const price = await priorityFee({ client, percentile: 75, window: '1m', maxMicroLamports: 200_000 });
  */
 export async function priorityFee(o: PriorityFeeChoice): Promise<bigint> {
   const percentile = o.percentile ?? 75;
@@ -38,7 +50,8 @@ export async function priorityFee(o: PriorityFeeChoice): Promise<bigint> {
   const min = BigInt(o.minMicroLamports ?? 0);
   let price = seen ? BigInt(seen[`p${percentile}`]) : 0n;
   if (price < min) price = min;
-  if (o.maxMicroLamports !== undefined && price > BigInt(o.maxMicroLamports)) price = BigInt(o.maxMicroLamports);
+  const max = BigInt(o.maxMicroLamports ?? DEFAULT_MAX_MICRO_LAMPORTS);
+  if (price > max) price = max;
   return price;
 }
 
@@ -48,7 +61,7 @@ export async function priorityFee(o: PriorityFeeChoice): Promise<bigint> {
  *
  * @example
  * const tx = new Transaction({ feePayer, blockhash, lastValidBlockHeight })
- *   .add(await computeUnitPriceInstruction({ client, percentile: 75 }), swapIx);
+ *   .add(await computeUnitPriceInstruction({ client, percentile: 75, maxMicroLamports: 200_000 }), swapIx);
  */
 export async function computeUnitPriceInstruction(o: PriorityFeeChoice): Promise<TransactionInstruction> {
   return ComputeBudgetProgram.setComputeUnitPrice({ microLamports: await priorityFee(o) });

@@ -54,10 +54,12 @@ interface Bucket {
   /** The Unix second (or minute) it counts; -1 while unused. */
   at: number;
   bins: Map<number, Bin>;
+  /** The same landings by account (the priority fee's only; empty for tips). */
+  byAccount: Map<string, Map<number, Bin>>;
 }
 
 function ring(length: number): Bucket[] {
-  return Array.from({ length }, () => ({ at: -1, bins: new Map() }));
+  return Array.from({ length }, () => ({ at: -1, bins: new Map(), byAccount: new Map() }));
 }
 
 /** The ring's bucket for `at`, emptied first if it still holds an older second (minute). */
@@ -66,6 +68,7 @@ function bucketFor(buckets: Bucket[], at: number): Bucket {
   if (b.at !== at) {
     b.at = at;
     b.bins.clear();
+    b.byAccount.clear();
   }
   return b;
 }
@@ -97,31 +100,42 @@ function percentiles(bins: Map<number, Bin>, n: number): Percentiles | null {
 /**
  * One measure of what landed (tips, compute-unit prices), by second and by minute: each value
  * goes into its second's and its minute's histogram; a window merges the buckets it covers.
+ * `byAccount`: each landing is also kept under its account, and a window's percentiles are those
+ * no single account moved by more than 2× (`resistant`).
  */
 class LandedHistogram {
   private readonly seconds = ring(TIP_WINDOWS['1m']);
   private readonly minutes = ring(WINDOW_MINUTES['1h'] + 1);
 
-  add(value: number, second: number): void {
+  constructor(private readonly byAccount = false) {}
+
+  add(value: number, second: number, account = ''): void {
     const bin = tipBin(value);
-    addTo(bucketFor(this.seconds, second).bins, bin, 1, value);
-    addTo(bucketFor(this.minutes, Math.floor(second / 60)).bins, bin, 1, value);
+    for (const b of [bucketFor(this.seconds, second), bucketFor(this.minutes, Math.floor(second / 60))]) {
+      addTo(b.bins, bin, 1, value);
+      if (this.byAccount) {
+        let mine = b.byAccount.get(account);
+        if (mine === undefined) b.byAccount.set(account, (mine = new Map()));
+        addTo(mine, bin, 1, value);
+      }
+    }
   }
 
   /** Each window's count and percentiles at `second`. */
   windows(second: number): Record<TipWindowName, { landed: number; percentiles: Percentiles | null }> {
     const minute = Math.floor(second / 60);
     return {
-      '1m': merged(this.seconds, second, TIP_WINDOWS['1m'] - 1),
-      '10m': merged(this.minutes, minute, WINDOW_MINUTES['10m']),
-      '1h': merged(this.minutes, minute, WINDOW_MINUTES['1h']),
+      '1m': merged(this.seconds, second, TIP_WINDOWS['1m'] - 1, this.byAccount),
+      '10m': merged(this.minutes, minute, WINDOW_MINUTES['10m'], this.byAccount),
+      '1h': merged(this.minutes, minute, WINDOW_MINUTES['1h'], this.byAccount),
     };
   }
 }
 
 /** The buckets from `at - back` to `at`, merged, as percentiles. */
-function merged(buckets: Bucket[], at: number, back: number): { landed: number; percentiles: Percentiles | null } {
+function merged(buckets: Bucket[], at: number, back: number, byAccount: boolean): { landed: number; percentiles: Percentiles | null } {
   const bins = new Map<number, Bin>();
+  const accounts = new Map<string, Map<number, Bin>>();
   let landed = 0;
   for (const b of buckets) {
     if (b.at < at - back || b.at > at) continue;
@@ -129,8 +143,101 @@ function merged(buckets: Bucket[], at: number, back: number): { landed: number; 
       addTo(bins, bin, x.count, x.max);
       landed += x.count;
     }
+    if (!byAccount) continue;
+    for (const [account, mine] of b.byAccount) {
+      let into = accounts.get(account);
+      if (into === undefined) accounts.set(account, (into = new Map()));
+      for (const [bin, x] of mine) addTo(into, bin, x.count, x.max);
+    }
   }
-  return { landed, percentiles: percentiles(bins, landed) };
+  return { landed, percentiles: byAccount ? resistant(bins, landed, accounts) : percentiles(bins, landed) };
+}
+
+/** Most an account's landings may move a percentile of the priority fee: a factor of 2. */
+export const MAX_ACCOUNT_MOVE = 2;
+
+/**
+ * Percentiles that one account's landings cannot move by more than {@link MAX_ACCOUNT_MOVE}×.
+ * For each percentile, P₋ₐ is the same percentile of the landings of every account but `a`
+ * (leave one out). The accounts are taken from the one whose removal moves the percentile most
+ * (|log P − log P₋ₐ| largest) to the least, and the answer is narrowed to [P₋ₐ / 2, 2 · P₋ₐ] for
+ * each in turn — skipping an account whose bound would contradict those of the accounts before
+ * it (a bound that only says the others include a heavier account). So the account that moves a
+ * percentile most always gets at most 2×, whoever it is and whatever it lands; the others are
+ * held too wherever that does not contradict it. Null when the window holds one account's
+ * landings only: with nothing to measure them against, they give no guidance.
+ *
+ * Why leave-one-out: one account landed 6 transfers at 10⁹ µL/CU with a 1,000-CU limit (0.012
+ * SOL in all) and every percentile of the minute read 10⁹; a bot that followed p75 with a
+ * 200k-CU limit paid 0.211 SOL for one transfer. Weighing landings by the compute units they
+ * bought makes such a poisoning dearer, not impossible (buy 200k CU at 10⁹ and it is back);
+ * counting per account (one vote each) lets one account own the top percentiles of a small
+ * window; trimming the top few percent fails once the attacker lands more than the trim. Holding
+ * each percentile to what the other accounts' landings say bounds what one account can do, at
+ * any price and any count.
+ *
+ * Cost: one pass over the window's bins, then per account and percentile a binary search over
+ * the sorted bins (each step a binary search in the account's own bins): about 5 × A × log² B
+ * for A accounts, at most once a second.
+ */
+function resistant(bins: Map<number, Bin>, n: number, accounts: Map<string, Map<number, Bin>>): Percentiles | null {
+  const all = percentiles(bins, n);
+  if (all === null) return null;
+  const sorted = [...bins.entries()].sort((a, b) => a[0] - b[0]);
+  const keys = sorted.map(([bin]) => bin);
+  const cum: number[] = [];
+  let c = 0;
+  for (const [, x] of sorted) cum.push((c += x.count));
+  /** Per percentile, each account's leave-one-out value. */
+  const without = new Map<number, number[]>(TIP_PERCENTILES.map((p) => [p, []]));
+  for (const mine of accounts.values()) {
+    const own = [...mine.entries()].sort((a, b) => a[0] - b[0]);
+    const ownKeys = own.map(([bin]) => bin);
+    const ownCum: number[] = [];
+    let k = 0;
+    for (const [, x] of own) ownCum.push((k += x.count));
+    const rest = n - k;
+    if (rest === 0) return null;
+    /** The account's landings in bins up to `bin`. */
+    const ownUpTo = (bin: number): number => {
+      let a = 0;
+      let b = ownKeys.length;
+      while (a < b) {
+        const m = (a + b) >> 1;
+        if (ownKeys[m]! <= bin) a = m + 1;
+        else b = m;
+      }
+      return a === 0 ? 0 : ownCum[a - 1]!;
+    };
+    for (const p of TIP_PERCENTILES) {
+      const rank = Math.max(1, Math.ceil((p / 100) * rest));
+      // The first bin where the others' landings reach the rank (monotone in the bin).
+      let a = 0;
+      let b = keys.length - 1;
+      while (a < b) {
+        const m = (a + b) >> 1;
+        if (cum[m]! - ownUpTo(keys[m]!) >= rank) b = m;
+        else a = m + 1;
+      }
+      without.get(p)!.push(sorted[a]![1].max);
+    }
+  }
+  const out = {} as Percentiles;
+  const ln = (v: number) => Math.log(Math.max(v, 1));
+  for (const p of TIP_PERCENTILES) {
+    const key = `p${p}` as const;
+    const v = all[key];
+    const byInfluence = without.get(p)!.sort((x, y) => Math.abs(ln(v) - ln(y)) - Math.abs(ln(v) - ln(x)));
+    let lo = 0;
+    let hi = Infinity;
+    for (const w of byInfluence) {
+      const a = Math.max(lo, w / MAX_ACCOUNT_MOVE);
+      const b = Math.min(hi, w * MAX_ACCOUNT_MOVE);
+      if (a <= b) [lo, hi] = [a, b];
+    }
+    out[key] = Math.round(Math.min(Math.max(v, lo), hi));
+  }
+  return out;
 }
 
 /** A number of lamports (or micro-lamports) as a safe integer, the whole u64 range capped. */
@@ -140,8 +247,8 @@ function safe(v: bigint | number): number {
 
 export class TipFloor {
   private readonly tips = new LandedHistogram();
-  /** Compute-unit prices (micro-lamports per CU) of the landings whose price is known. */
-  private readonly prices = new LandedHistogram();
+  /** Compute-unit prices (micro-lamports per CU) of the landings whose price is known, by account. */
+  private readonly prices = new LandedHistogram(true);
   private cached: { second: number; view: TipFloorView } | null = null;
 
   constructor(
@@ -151,12 +258,12 @@ export class TipFloor {
 
   /**
    * A transaction with this total tip was seen landed (confirmed) now, with its compute-unit
-   * price when known (unknown for one accepted before a restart).
+   * price when known (unknown for one accepted before a restart) and the account that sent it.
    */
-  landed(tipLamports: bigint, computeUnitPrice?: number): void {
+  landed(tipLamports: bigint, computeUnitPrice?: number, accountId = ''): void {
     const second = Math.floor(this.now() / 1000);
     this.tips.add(safe(tipLamports), second);
-    if (computeUnitPrice !== undefined) this.prices.add(safe(computeUnitPrice), second);
+    if (computeUnitPrice !== undefined) this.prices.add(safe(computeUnitPrice), second, accountId);
   }
 
   /** The current view: computed at most once per second, the same object in between. */

@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addTip,
   computeUnitPriceInstruction,
+  DEFAULT_MAX_MICRO_LAMPORTS,
   LandfallApiError,
   LandfallClient,
   LandfallTimeoutError,
@@ -214,12 +215,17 @@ describe('typed client', () => {
 
   it('priority fee: the compute-unit prices of what landed, and a SetComputeUnitPrice of the chosen percentile', async () => {
     const c = client(account(s, 'starter').key);
+    // Two accounts paying alike: one account's landings alone could move the guidance by no
+    // more than 2x from what the others' say (the others of this file set no price: 0).
+    const c2 = client(account(s, 'starter').key);
     for (const microLamports of [1_000, 2_000, 3_000, 4_000]) {
-      const tx = await addTip(await legacy(from, [ComputeBudgetProgram.setComputeUnitPrice({ microLamports })]), { client: c });
-      tx.sign(from);
-      expect((await c.waitForConfirmation((await c.send(tx)).signature)).status).toBe('confirmed');
+      for (const who of [c, c2]) {
+        const tx = await addTip(await legacy(from, [ComputeBudgetProgram.setComputeUnitPrice({ microLamports })]), { client: who });
+        tx.sign(from);
+        expect((await who.waitForConfirmation((await who.send(tx)).signature)).status).toBe('confirmed');
+      }
     }
-    // Fewer than 100 landings in the minute (the others of this file set no price: 0), so p99 is the highest.
+    // Fewer than 100 landings in the minute, so p99 is the highest.
     await waitFor('the priority fee of the last minute', async () => ((await c.tipFloor()).priority_fee['1m'].micro_lamports_per_cu?.p99 === 4_000 ? true : undefined));
     const floor = await c.tipFloor();
     expect(floor.priority_fee['1m'].landed).toBe(floor.windows['1m'].landed);
@@ -227,6 +233,17 @@ describe('typed client', () => {
     expect(await priorityFee({ client: c, percentile: 99, maxMicroLamports: 2_500 })).toBe(2_500n);
     const ix = await computeUnitPriceInstruction({ client: c, percentile: 99, window: '1m' });
     expect(ComputeBudgetInstruction.decodeSetComputeUnitPrice(ix)).toEqual({ microLamports: 4_000n });
+    // A spike past the default cap (1,000,000 µL/CU): the helper pays the cap unless told more.
+    for (const who of [c, c2]) {
+      const tx = await addTip(await legacy(from, [ComputeBudgetProgram.setComputeUnitPrice({ microLamports: 5_000_000 })]), { client: who });
+      tx.sign(from);
+      expect((await who.waitForConfirmation((await who.send(tx)).signature)).status).toBe('confirmed');
+    }
+    await waitFor('the spike in the last minute', async () => ((await c.tipFloor()).priority_fee['1m'].micro_lamports_per_cu?.p99 === 5_000_000 ? true : undefined));
+    expect(DEFAULT_MAX_MICRO_LAMPORTS).toBe(1_000_000n);
+    expect(await priorityFee({ client: c, percentile: 99, window: '1m' })).toBe(1_000_000n);
+    expect(ComputeBudgetInstruction.decodeSetComputeUnitPrice(await computeUnitPriceInstruction({ client: c, percentile: 99, window: '1m' }))).toEqual({ microLamports: 1_000_000n });
+    expect(await priorityFee({ client: c, percentile: 99, window: '1m', maxMicroLamports: 10_000_000 })).toBe(5_000_000n);
   });
 
   it('falls back to polling: with the stream off it still resolves, here on a failed transaction', async () => {

@@ -148,7 +148,7 @@ describe('TipFloor', () => {
     const c = clock();
     const floor = new TipFloor(1000, c.now);
     // 100 landings paying 1 000 … 100 000 micro-lamports per CU, one without a price (resumed after a restart).
-    for (let i = 1; i <= 100; i++) floor.landed(1_000_000n, i * 1000);
+    for (let i = 1; i <= 100; i++) floor.landed(1_000_000n, i * 1000, `acct${i % 7}`);
     floor.landed(1_000_000n);
     c.advance(1000);
     const view = floor.view();
@@ -157,5 +157,71 @@ describe('TipFloor', () => {
     expect(view.priority_fee['1h'].landed).toBe(100);
     c.advance(61_000);
     expect(floor.view().priority_fee['1m']).toEqual({ landed: 0, micro_lamports_per_cu: null });
+  });
+
+  it("priority fee resists one account: its landings, at any price and count, move no percentile by more than 2x; alone it gives none", () => {
+    const c = clock();
+    const floor = new TipFloor(1000, c.now);
+    // 20 honest accounts, 5 landings each, paying 5 000 … 104 000 µL/CU.
+    for (let a = 0; a < 20; a++) for (let j = 0; j < 5; j++) floor.landed(1_000_000n, 5_000 + (a * 5 + j) * 1_000, `honest${a}`);
+    c.advance(1000);
+    const honest = floor.view().priority_fee;
+    // The attack of issue 33: six landings at 10^9 µL/CU with a 1,000-CU limit (0.012 SOL in all).
+    for (let i = 0; i < 6; i++) floor.landed(1_000_000n, 1_000_000_000, 'attacker');
+    c.advance(1000);
+    let poisoned = floor.view().priority_fee;
+    for (const w of ['1m', '10m', '1h'] as const) {
+      for (const p of TIP_PERCENTILES) {
+        expect(poisoned[w].micro_lamports_per_cu![`p${p}`]).toBeLessThanOrEqual(2 * honest[w].micro_lamports_per_cu![`p${p}`]);
+      }
+    }
+    // And with ten times as many landings as everyone else together.
+    for (let i = 0; i < 1_000; i++) floor.landed(1_000_000n, 1_000_000_000, 'attacker');
+    c.advance(1000);
+    poisoned = floor.view().priority_fee;
+    expect(poisoned['1m'].landed).toBe(1_106);
+    for (const p of TIP_PERCENTILES) expect(poisoned['1m'].micro_lamports_per_cu![`p${p}`]).toBeLessThanOrEqual(2 * honest['1m'].micro_lamports_per_cu![`p${p}`]);
+    // One account alone in a window gives no guidance at all (what could it be measured against?).
+    c.advance(61_000);
+    floor.landed(1_000_000n, 1_000_000_000, 'attacker');
+    c.advance(1000);
+    expect(floor.view().priority_fee['1m']).toEqual({ landed: 1, micro_lamports_per_cu: null });
+  });
+
+  it('for any landings, each priority-fee percentile is within 2x of the same percentile without the account that moves it most', () => {
+    const r = mulberry32(33);
+    for (let round = 0; round < 40; round++) {
+      const landings: Array<[string, number]> = [];
+      const accounts = 2 + Math.floor(r() * 6);
+      for (let i = 0, n = 1 + Math.floor(r() * 60); i < n; i++) {
+        const a = Math.floor(r() * accounts);
+        landings.push([`a${a}`, Math.floor(1000 * 2 ** (r() * 12 + a))]);
+      }
+      const view = (of: Array<[string, number]>) => {
+        const c = clock();
+        const f = new TipFloor(1000, c.now);
+        for (const [a, v] of of) f.landed(1_000_000n, v, a);
+        c.advance(1000);
+        return f.view().priority_fee['1m'].micro_lamports_per_cu;
+      };
+      const got = view(landings);
+      if (got === null) continue;
+      // Whichever account moves a percentile most (leave it out: the raw percentile changes most)
+      // moves the answer by at most 2x.
+      const all = new Set(landings.map(([x]) => x));
+      for (const p of TIP_PERCENTILES) {
+        const raw = exact(landings.map(([, v]) => v))[`p${p}`];
+        let most: { move: number; value: number } | null = null;
+        for (const a of all) {
+          const rest = landings.filter(([x]) => x !== a).map(([, v]) => v);
+          const value = exact(rest)[`p${p}`];
+          const move = Math.abs(Math.log(Math.max(raw, 1)) - Math.log(Math.max(value, 1)));
+          if (most === null || move > most.move) most = { move, value };
+        }
+        // The histogram's bins are at most 1/64 above the exact values.
+        expect(got[`p${p}`]).toBeGreaterThanOrEqual(Math.floor(most!.value / 2));
+        expect(got[`p${p}`]).toBeLessThanOrEqual(Math.ceil(most!.value * 2 * (1 + 1 / 64)));
+      }
+    }
   });
 });

@@ -1,5 +1,5 @@
 /**
- * `landfall localnet [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--seed S] [--sink]
+ * `landfall localnet [--validators 4] [--slot-ms 400] [--rpc-port 8899] [--faults FILE] [--link SPEC] [--seed S] [--sink]
  * [--max-streams-per-100ms N] [--max-connections-per-peer N] [--max-connections-per-ip-per-minute N]`:
  * run the embedded local cluster in the foreground until SIGINT/SIGTERM, printing where to reach
  * it (JSON-RPC, WebSocket, each validator's QUIC TPU) and the QUIC limits its validators enforce.
@@ -8,7 +8,7 @@
  * test whose every connection comes from one address raises them (usage in `usage.ts`).
  */
 import { LandfallError } from '../errors.js';
-import { readFaultsFile, startLocalnet, type Localnet } from '../localnet/index.js';
+import { parseDuration, parseLink, readFaultsFile, startLocalnet, type Localnet } from '../localnet/index.js';
 import { QUIC_DEFAULTS } from './usage.js';
 import { parseOptions } from './args.js';
 
@@ -38,7 +38,10 @@ export function describe(net: Localnet, limits?: QuicLimits): string {
     `  faucet     ${net.faucet}  (requestAirdrop)`,
     `  validators (leaders in turn, 4 slots each):`,
     ...net.validators.map(
-      (v) => `    ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}${v.down ? '  [down]' : ''}${v.sandwicher ? '  [sandwicher]' : ''}`,
+      (v) =>
+        `    ${v.name}  ${v.identity}  tpuQuic ${v.tpuQuic}${v.down ? '  [down]' : ''}${v.sandwicher ? '  [sandwicher]' : ''}` +
+        `${v.link !== 'clean' && v.link !== 'direct' ? `  [link ${v.link}]` : ''}${v.skipSlots ? '  [skips its slots]' : ''}` +
+        `${v.lateStartMs > 0 ? `  [starts its blocks ${v.lateStartMs} ms late]` : ''}`,
     ),
     ...(limits === undefined
       ? []
@@ -72,6 +75,7 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
       'slot-ms': { type: 'string' },
       'rpc-port': { type: 'string' },
       faults: { type: 'string' },
+      link: { type: 'string' },
       seed: { type: 'string' },
       sink: { type: 'boolean' },
       'max-streams-per-100ms': { type: 'string' },
@@ -91,6 +95,7 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
     slotMs: intFlag('slot-ms', values['slot-ms'], 400),
     rpcPort: intFlag('rpc-port', values['rpc-port'], 8899),
     ...(faults !== undefined && { faults }),
+    ...(values.link !== undefined && { link: parseLink(values.link, '--link') }),
     ...(values.seed !== undefined && { seed: values.seed }),
     ...(values.sink === true && { sink: true }),
     ...limits,
@@ -100,5 +105,38 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
   const arrived = net.arrivals();
   await net.close();
   out(`local cluster stopped${net.sink ? ` (sink: ${arrived.received} transactions received, ${arrived.atLeader} at the leader)` : ''}\n`);
+  return 0;
+}
+
+/**
+ * `landfall localnet-link [--rpc URL] [--validator NAME] [--for DURATION] SPEC`: change the link of
+ * a running cluster (its JSON-RPC `setLink`), e.g. a 5-second loss burst from a shell.
+ */
+export async function localnetLinkCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const { values, positionals } = parseOptions({
+    args: argv,
+    options: { rpc: { type: 'string' }, validator: { type: 'string' }, for: { type: 'string' } },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (positionals.length !== 1) throw new LandfallError('CONFIG_INVALID', "localnet-link takes one SPEC, e.g. 'rtt=150ms,loss=10%' ('' for a clean link)");
+  const spec = positionals[0]!;
+  parseLink(spec, 'SPEC'); // a clear error here rather than the cluster's
+  const forMs = values.for === undefined ? undefined : parseDuration(values.for, '--for');
+  const url = values.rpc ?? 'http://127.0.0.1:8899';
+  let reply: { result?: { validators: { name: string; link: string }[] }; error?: { message: string } };
+  try {
+    const r = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'setLink', params: [values.validator ?? null, spec, ...(forMs === undefined ? [] : [{ forMs }])] }),
+    });
+    reply = (await r.json()) as typeof reply;
+  } catch (e) {
+    throw new LandfallError('CONFIG_INVALID', `cannot reach the local cluster at ${url}: ${(e as Error).message}`);
+  }
+  if (reply.error) throw new LandfallError('CONFIG_INVALID', `setLink refused: ${reply.error.message}`);
+  for (const v of reply.result!.validators) out(`${v.name}  ${v.link}\n`);
+  if (forMs !== undefined) out(`(for ${forMs} ms, then back to the previous setting)\n`);
   return 0;
 }

@@ -10,7 +10,7 @@ import type { Service } from '../service.js';
 import { accountsCommand, keysCommand } from './admin.js';
 import { startServiceOnChain, type ServiceOnChain } from './chain.js';
 import { demoCommand } from './demo.js';
-import { localnetCommand } from './localnet.js';
+import { localnetCommand, localnetLinkCommand } from './localnet.js';
 import { COMMAND_USAGE, isCommand, USAGE, wantsHelp } from './usage.js';
 import { parseOptions } from './args.js';
 import { redactUrlSecrets } from '../chain/redact-url.js';
@@ -118,6 +118,8 @@ export async function main(argv: string[]): Promise<number> {
         return await keysCommand(rest, (s) => process.stdout.write(s + '\n'));
       case 'localnet':
         return await localnetCommand(rest, (s) => process.stdout.write(s));
+      case 'localnet-link':
+        return await localnetLinkCommand(rest, (s) => process.stdout.write(s));
       case 'cluster-demo': {
         // Loaded only for this command: a single node never imports anything of src/cluster.
         const { clusterDemoCommand } = await import('./cluster-demo.js');

@@ -113,7 +113,14 @@ options:
   --validators N                          validators, leaders in turn for 4 slots each (default 4)
   --slot-ms N                             slot duration in ms (default 400)
   --rpc-port N                            JSON-RPC port; WebSocket is the next one (default 8899; 0: any free)
-  --faults FILE                           JSON {"v2": {"packetLossPct": 30, "delayMs": 20, "down": false, "sandwicher": false}}
+  --faults FILE                           JSON {"v2": {"link": "rtt=150ms,loss=3%", "down": false, "skipSlots": true}}
+  --link SPEC                             the path to every validator, e.g. rtt=80ms,jitter=10ms,loss=2%
+                                          (also up=/down= one-way delays, loss-up=/loss-down=, burst-enter=/
+                                          burst-exit=/burst-loss= bursts, bw=10mbit); change it while running
+                                          with 'landfall localnet-link'
+  --block-cu N                            compute units a block holds (default 48000000)
+  --load TPS                              competing transactions per second filling blocks (default 0)
+  --load-fees P,P,…                       their compute-unit prices, micro-lamports, drawn uniformly (default 1000)
   --seed S                                same seed, same identities
   --sink                                  validators count what arrives over QUIC and execute nothing
                                           (JSON-RPC getArrivalCounts reads the counts)
@@ -123,6 +130,17 @@ options:
   --max-connections-per-peer N            connections a peer may hold; one more is closed with code 4 (default ${QUIC_DEFAULTS.connectionsPerPeer})
   --max-connections-per-ip-per-minute N   new connections per minute; one more is closed with code 2 (default ${QUIC_DEFAULTS.connectionsPerIpPerMinute}; 0: no limit)
   -h, --help                              this text
+`,
+  'localnet-link': `usage: landfall localnet-link [options] SPEC
+
+Change the link to a running local cluster's validators (JSON-RPC setLink).
+SPEC as localnet's --link, e.g. rtt=150ms,loss=10%; an empty string is a clean link.
+
+options:
+  --rpc URL         the cluster's JSON-RPC (default http://127.0.0.1:8899)
+  --validator NAME  only this validator's link (default: every validator's)
+  --for DURATION    then go back to the previous setting, e.g. 5s
+  -h, --help        this text
 `,
   demo: `usage: landfall demo [options]
 

@@ -28,6 +28,7 @@ import { LeaderSchedule } from './schedule.js';
 import { SlotClock } from './slot-clock.js';
 import { decodeTransaction, DecodeError, isBase58Of, type DecodedTransaction } from './transaction.js';
 import { Validator, type ServerLimits, type ValidatorInfo } from './validator.js';
+import { checkLink, Links, type LinkSettings, type LinkStats } from './link.js';
 import type { ReceivedTransaction } from './quic.js';
 
 export interface ClusterOptions {
@@ -45,6 +46,12 @@ export interface ClusterOptions {
   seed?: string;
   /** Initial faults, by validator name. */
   faults?: Record<string, Fault>;
+  /**
+   * The link to every validator (`link.ts`: delay, jitter, loss, bursts, bandwidth each way), as
+   * an object or the string form `"rtt=80ms,jitter=10ms,loss=2%"`; a validator's `link` fault
+   * refines it field by field. Default: clean (a relay that forwards at once). Not in sink mode.
+   */
+  link?: LinkSettings | string;
   /**
    * Passed to every validator's QUIC server. Their defaults are Agave's limits for an unstaked
    * peer (20 streams per 100 ms, 8 connections, 8 new connections a minute per IP); benchmarks,
@@ -65,9 +72,10 @@ export interface ClusterOptions {
 
 type LimitOption = 'maxStreamsPer100ms' | 'maxConnectionsPerPeer' | 'maxConnectionsPerIpPerMinute';
 
-export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | LimitOption>> & {
+export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | 'link' | LimitOption>> & {
   seed: string;
   faults: Record<string, Fault>;
+  link: LinkSettings;
   limits: ServerLimits;
 };
 
@@ -109,6 +117,7 @@ export function resolveClusterOptions(o: ClusterOptions): ResolvedClusterOptions
     host: o.host ?? '127.0.0.1',
     seed: o.seed ?? randomClusterSeed(),
     faults: checkFaults('localnet faults', o.faults ?? {}, names),
+    link: checkLink('localnet link', o.link ?? {}),
     // The QUIC server checks their ranges itself and names the bad one.
     limits: {
       ...(o.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: o.maxStreamsPer100ms }),
@@ -165,15 +174,30 @@ export class Cluster {
   /** Per validator index: what its server delivered (see `Arrivals`). */
   private readonly arrived: Arrivals[];
   private closed = false;
+  /** The cluster-wide link now (`setLink` with no name). */
+  private clusterLink: LinkSettings;
+  /** Pending restores of timed `setLink`s. */
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  /** Every validator's link, in one worker thread (none in a sink cluster). */
+  private readonly links: Links | null;
 
   constructor(readonly opts: ResolvedClusterOptions) {
+    this.clusterLink = opts.link;
+    this.links = opts.sink ? null : new Links();
     this.faucet = deriveKeypair(opts.seed, 'faucet');
     this.rpcIdentity = deriveKeypair(opts.seed, 'rpc');
     this.validators = Array.from(
       { length: opts.validators },
       (_, i) =>
-        new Validator(i, validatorName(i), deriveKeypair(opts.seed, `validator-${i}`), opts.host, opts.limits, (v, tx) =>
-          this.receive(v, tx),
+        new Validator(
+          i,
+          validatorName(i),
+          deriveKeypair(opts.seed, `validator-${i}`),
+          opts.host,
+          opts.limits,
+          (v, tx) => this.receive(v, tx),
+          this.links,
         ),
     );
     this.schedule = new LeaderSchedule(
@@ -194,6 +218,7 @@ export class Cluster {
   /** Bring every validator up in its initial fault state (down ones listen once, then close, so they own a port). */
   async start(): Promise<void> {
     try {
+      for (const v of this.validators) await v.setClusterLink(this.opts.link);
       for (const v of this.validators) await v.setFault({});
       for (const v of this.validators) {
         const fault = this.opts.faults[v.name];
@@ -270,9 +295,9 @@ export class Cluster {
    */
   private receive(v: Validator, rx: ReceivedTransaction): void {
     if (this.closed) return;
-    // The server stamps a stream's end before its injected delay; the validator has the
-    // transaction only after it, so that is when it arrives for the leader rule.
-    const arrivalMs = rx.arrivalMs + v.delayMs;
+    // The server stamps a stream's end as it completes: the link's delay towards the validator
+    // was paid before (the relay held the datagrams), so this is when it arrives.
+    const arrivalMs = rx.arrivalMs;
     const arrival = arrivalMs - (Date.now() - performance.now());
     const slot = this.clock.slotAt(arrival);
     const leads = (s: number): boolean => this.schedule.leaderIndexAt(s) === v.index;
@@ -386,12 +411,66 @@ export class Cluster {
     await v.setFault(checkFault(`setFault ${name}`, fault));
   }
 
+  /**
+   * Set the link of validator `name` (its `link` fault, the rest of its faults kept), or with
+   * `name` undefined the cluster's link for every validator (each one's own `link` still refines
+   * it). With `forMs`, the previous setting comes back after that long (a loss burst, a slow
+   * patch). Throws `CONFIG_INVALID` for a bad setting or name, or in a sink cluster.
+   */
+  async setLink(name: string | undefined, settings: LinkSettings | string, forMs?: number): Promise<void> {
+    const link = checkLink(name === undefined ? 'setLink' : `setLink ${name}`, settings);
+    if (forMs !== undefined && (!Number.isFinite(forMs) || forMs <= 0 || forMs > 3_600_000)) {
+      throw new LandfallError('CONFIG_INVALID', `setLink: forMs must be from 1 to 3600000 ms (got ${String(forMs)})`);
+    }
+    let restore: () => Promise<void>;
+    if (name === undefined) {
+      const previous = this.clusterLink;
+      this.clusterLink = link;
+      await Promise.all(this.validators.map((v) => v.setClusterLink(link)));
+      restore = async () => {
+        if (this.clusterLink !== link) return; // changed again since: the later setting stands
+        this.clusterLink = previous;
+        await Promise.all(this.validators.map((v) => v.setClusterLink(previous)));
+      };
+    } else {
+      const v = this.validator(name);
+      const previous = v.faults;
+      const next: Fault = { ...previous, link };
+      await v.setFault(next);
+      restore = async () => {
+        if (v.faults !== next) return;
+        await v.setFault(previous);
+      };
+    }
+    if (forMs !== undefined) {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        if (!this.closed) restore().catch(() => undefined);
+      }, forMs);
+      t.unref();
+      this.timers.add(t);
+    }
+  }
+
+  /** The cluster-wide link settings now. */
+  get link(): LinkSettings {
+    return this.clusterLink;
+  }
+
+  /** The link's counters of validator `name` (null while it is down, or in a sink cluster). */
+  linkStats(name: string): LinkStats | null {
+    return this.validator(name).linkStats();
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
     this.closed = true;
     this.clock.stop();
     this.held.clear();
     this.listeners.clear();
     await Promise.all(this.validators.map((v) => v.close()));
+    await this.links?.close();
   }
 }

@@ -6,20 +6,34 @@
  *
  * ```json
  * { "v2": { "down": true },
- *   "v3": { "packetLossPct": 30, "delayMs": 80 },
- *   "v4": { "refuseCode": 2, "sandwicher": true } }
+ *   "v3": { "link": "rtt=120ms,jitter=10ms,loss=3%" },
+ *   "v4": { "refuseCode": 2, "sandwicher": true, "skipSlots": true } }
  * ```
+ *
+ * The path to a validator is one model, its link (`link.ts`): `link` sets it (an object or the
+ * string form), field by field over the cluster's `--link`. The older `delayMs` and
+ * `packetLossPct` are two of its fields under their old names, kept so existing faults files
+ * still mean what they meant: `delayMs` is the one-way delay towards the validator
+ * (`link.upDelayMs`), `packetLossPct` the loss each way (`link.lossPct`, as the server-side loss
+ * it replaces dropped both ways). Given both ways, `link` wins.
  */
 import { readFileSync } from 'node:fs';
 import { LandfallError } from '../errors.js';
+import { checkLink, parseLink, type LinkSettings } from './link.js';
 
 export interface Fault {
   /** No listener at all: the validator's QUIC server is closed (connects fail), as if it were offline. */
   down?: boolean;
-  /** Share of incoming UDP datagrams the QUIC server discards, 0–100 (QUIC retransmits them). */
+  /** Share of UDP datagrams lost each way on the link, 0–100 (QUIC retransmits them): `link.lossPct`. */
   packetLossPct?: number;
-  /** Extra delay before each incoming datagram is processed, in ms. */
+  /** One-way delay of every datagram towards the validator, ms: `link.upDelayMs`. */
   delayMs?: number;
+  /** The link to this validator (delay, jitter, loss, bursts, bandwidth each way), over the cluster's. */
+  link?: LinkSettings | string;
+  /** The validator skips its leader slots: it produces no block in them (what reaches it is dropped). */
+  skipSlots?: boolean;
+  /** The validator starts each of its blocks this late, ms: what arrives before is held, then included. */
+  lateStartMs?: number;
   /** Close every new connection with this application close code (e.g. 2 `disallowed`). */
   refuseCode?: number | null;
   /** Marks the validator as a sandwicher: a fixture for anti-MEV blocklists, reported in cluster info. */
@@ -29,8 +43,11 @@ export interface Fault {
 /** Largest injected delay: a minute is far past any leader window; larger is a typo. */
 const MAX_DELAY_MS = 60_000;
 
-const FIELDS: Record<keyof Fault, (v: unknown) => string | null> = {
+const FIELDS: Record<Exclude<keyof Fault, 'link'>, (v: unknown) => string | null> = {
   down: (v) => (typeof v === 'boolean' ? null : 'must be true or false'),
+  skipSlots: (v) => (typeof v === 'boolean' ? null : 'must be true or false'),
+  lateStartMs: (v) =>
+    typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_DELAY_MS ? null : `must be an integer number of ms from 0 to ${MAX_DELAY_MS}`,
   sandwicher: (v) => (typeof v === 'boolean' ? null : 'must be true or false'),
   packetLossPct: (v) => (typeof v === 'number' && v >= 0 && v <= 100 ? null : 'must be a number from 0 to 100'),
   delayMs: (v) =>
@@ -50,9 +67,13 @@ export function checkFault(where: string, value: unknown): Fault {
   }
   const out: Fault = {};
   for (const [key, v] of Object.entries(value)) {
-    const check = FIELDS[key as keyof Fault];
+    if (key === 'link') {
+      out.link = checkLink(`${where}.link`, v);
+      continue;
+    }
+    const check = FIELDS[key as Exclude<keyof Fault, 'link'>];
     if (!check) {
-      throw new LandfallError('CONFIG_INVALID', `${where}: unknown fault '${key}' (known: ${Object.keys(FIELDS).join(', ')})`);
+      throw new LandfallError('CONFIG_INVALID', `${where}: unknown fault '${key}' (known: ${[...Object.keys(FIELDS), 'link'].join(', ')})`);
     }
     const problem = check(v);
     if (problem) throw new LandfallError('CONFIG_INVALID', `${where}.${key} ${problem} (got ${JSON.stringify(v)})`);
@@ -91,4 +112,13 @@ export function readFaultsFile(path: string): Record<string, Fault> {
     throw new LandfallError('CONFIG_INVALID', `faults file ${path} is not valid JSON: ${(e as Error).message}`);
   }
   return checkFaults(`faults file ${path}`, value);
+}
+
+/** The link settings a fault asks for: its old-name fields, then its `link` over them. */
+export function faultLink(fault: Fault): LinkSettings {
+  return {
+    ...(fault.delayMs !== undefined && { upDelayMs: fault.delayMs }),
+    ...(fault.packetLossPct !== undefined && { lossPct: fault.packetLossPct }),
+    ...(typeof fault.link === 'string' ? parseLink(fault.link) : fault.link),
+  };
 }

@@ -18,6 +18,7 @@
 import { LandfallError } from '../errors.js';
 import { Cluster, resolveClusterOptions, type Arrivals, type ClusterOptions } from './cluster.js';
 import type { Fault } from './faults.js';
+import type { LinkSettings, LinkStats } from './link.js';
 import { PubSub } from './pubsub.js';
 import type { Counters, Receipt } from './receive-log.js';
 import type { ServerStats } from './quic.js';
@@ -29,6 +30,8 @@ import type { ValidatorInfo } from './validator.js';
 export type { Arrivals } from './cluster.js';
 export type { Fault } from './faults.js';
 export { readFaultsFile } from './faults.js';
+export type { LinkSettings, LinkStats, DirectionStats } from './link.js';
+export { parseLink, parseDuration } from './link.js';
 export type { Counters, Outcome, Receipt } from './receive-log.js';
 export type { ValidatorInfo } from './validator.js';
 export type { ServerStats } from './quic.js';
@@ -64,6 +67,14 @@ export interface Localnet {
   slotStartMs(slot: number): number;
   /** Replace validator `name`'s faults (`{}` clears them). */
   setFault(name: string, fault: Fault): Promise<void>;
+  /**
+   * Change a link while running: validator `name`'s (its `link` fault), or with `name` null the
+   * cluster's link to every validator. Settings as an object or `"rtt=80ms,loss=10%"`; with
+   * `forMs` the previous setting comes back after that long (a 5-second loss burst).
+   */
+  setLink(name: string | null, settings: LinkSettings | string, forMs?: number): Promise<void>;
+  /** The link's counters of validator `name` (datagrams each way, dropped, delivered; null while down or in sink mode). */
+  linkStats(name: string): LinkStats | null;
   /** Where `signature` arrived over QUIC, in arrival order. */
   receivedBy(signature: string): Receipt[];
   /** Everything validator `name` received, in arrival order. */
@@ -146,6 +157,8 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       leaderAt: (slot) => cluster.leaderAt(slot).info(),
       slotStartMs: (slot) => cluster.slotStartMs(slot),
       setFault: (name, fault) => cluster.setFault(name, fault),
+      setLink: (name, settings, forMs) => cluster.setLink(name ?? undefined, settings, forMs),
+      linkStats: (name) => cluster.linkStats(name),
       receivedBy: (signature) => cluster.log.receivedBy(signature),
       receivedAt: (name) => cluster.log.receivedAt(cluster.validator(name).name),
       counters: (validator) => cluster.log.counters(validator === undefined ? undefined : cluster.validator(validator).name),

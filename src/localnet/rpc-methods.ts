@@ -42,6 +42,8 @@ import {
   UNSUPPORTED_TRANSACTION_VERSION,
 } from './rpc-params.js';
 import type { SendService } from './send-service.js';
+import { checkLink, describeLink, resolveLink, type LinkSettings, type ResolvedLink } from './link.js';
+import { faultLink } from './faults.js';
 import { decodeTransaction, DecodeError, withBlockhash, type DecodedTransaction } from './transaction.js';
 import { base58Decode } from '../native.js';
 
@@ -383,6 +385,31 @@ export const METHODS: Record<string, Method> = {
     };
   },
 
+  /**
+   * Not an Agave method: change a link while the cluster runs (`Cluster.setLink`), so a test or a
+   * benchmark in another process (or `landfall localnet-link`) can make a loss burst. Params:
+   * `[validator name or null (every validator), settings (object or "rtt=80ms,loss=10%"), {forMs}?]`.
+   * Answers with the links now in force.
+   */
+  setLink: (params, { cluster }) => {
+    const p = positional(params, 3, 2);
+    const name = p[0];
+    if (name !== null && typeof name !== 'string') throw invalidParams('setLink: the first parameter is a validator name (v1, v2, …) or null for every validator');
+    const c = config(p, 2);
+    const forMs = c.forMs;
+    if (forMs !== undefined && typeof forMs !== 'number') throw invalidParams('setLink: forMs must be a number of ms');
+    if (cluster.opts.sink) throw invalidParams('setLink: a sink cluster has no links (its QUIC servers are reached directly)');
+    try {
+      if (name !== null) cluster.validator(name);
+      checkLink('setLink', p[1]);
+    } catch (e) {
+      throw invalidParams((e as Error).message);
+    }
+    // Checked above: what is left to fail is a later setting racing this one, which then stands.
+    cluster.setLink(name ?? undefined, p[1] as LinkSettings | string, forMs).catch((e: Error) => process.stderr.write(`localnet: setLink failed: ${e.message}\n`));
+    return { validators: cluster.validators.map((v) => ({ name: v.name, link: describeLink(resolveLinkOf(cluster, v.name, name, p[1] as LinkSettings | string)) })) };
+  },
+
   getMinimumBalanceForRentExemption: (params, { cluster }) => {
     const p = positional(params, 2, 1);
     const len = u64(p[0], 'usize');
@@ -411,4 +438,12 @@ function dataSlice(v: unknown): { offset: number; length: number } | undefined {
   if (typeof v !== 'object' || Array.isArray(v)) throw invalidType(v, 'struct UiDataSliceConfig');
   const o = v as Record<string, unknown>;
   return { offset: u64(o.offset, 'usize'), length: u64(o.length, 'usize') };
+}
+
+/** The link validator `v` will have once a `setLink(name, settings)` just made has applied. */
+function resolveLinkOf(cluster: Cluster, v: string, name: string | null, settings: LinkSettings | string): ResolvedLink {
+  const validator = cluster.validator(v);
+  const set = checkLink('setLink', settings);
+  if (name === null) return resolveLink({ ...set, ...faultLink(validator.faults) });
+  return v === name ? resolveLink({ ...cluster.link, ...faultLink({ ...validator.faults, link: set }) }) : validator.link;
 }

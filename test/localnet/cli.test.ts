@@ -303,6 +303,25 @@ describe('landfall localnet', () => {
     }
   });
 
+  it('--link sets the path to every validator (the banner shows it); localnet-link changes it while running, for a while', async () => {
+    const { child, exited, banner, rpcUrl } = await localnet(['--validators', '2', '--slot-ms', '50', '--rpc-port', '0', '--link', 'rtt=40ms,loss=1%']);
+    try {
+      expect(banner).toMatch(/v1\s+\w{32,44}\s+tpuQuic 127\.0\.0\.1:\d+\s+\[link rtt=40ms,loss=1%\]/);
+      const set = await inProcess(['localnet-link', '--rpc', rpcUrl, '--validator', 'v2', '--for', '30s', 'rtt=150ms,loss=10%']);
+      expect(set).toEqual({ code: 0, out: 'v1  rtt=40ms,loss=1%\nv2  rtt=150ms,loss=10%\n(for 30000 ms, then back to the previous setting)\n', err: '' });
+      const all = await inProcess(['localnet-link', '--rpc', rpcUrl, '']);
+      expect(all.out).toBe('v1  clean\nv2  rtt=150ms,loss=10%\n');
+      const bad = await inProcess(['localnet-link', '--rpc', rpcUrl, 'rtt=fast']);
+      expect(bad.code).toBe(2);
+      expect(bad.err).toMatch(/SPEC: cannot read 'rtt=fast'/);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect((await run(['localnet', '--link', 'loss=200%'])).err).toMatch(/--link\.lossPct must be a number from 0 to 100/);
+  });
+
   it('a bad flag or faults file is a clear error and exit code 2, without a stack trace', async () => {
     const slot = await run(['localnet', '--slot-ms', 'fast']);
     expect(slot).toEqual({ code: 2, out: '', err: "landfall: --slot-ms must be a whole number (got 'fast')\n" });

@@ -9,6 +9,12 @@ import { LandfallError, type TransactionErrorCode } from './errors.js';
 
 export { TipSet } from '../native/index.js';
 export type { Inspection } from '../native/index.js';
+// The QUIC endpoint's classes go through as they are: their shapes are already the service's
+// (results are plain objects, errors carry the stable `code`), and a wrapper would add a call on
+// the hot path for nothing. They are re-exported here so this stays the one module that loads
+// the addon (`test/unit/imports.test.ts` holds that).
+export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons } from '../native/index.js';
+export type { QuicFaults, ReceivedTransaction, ServerStats } from '../native/index.js';
 
 /** A transaction that passed framing, sanitize and signature verification. */
 export interface VerifiedTransaction {

@@ -7,8 +7,7 @@
  * reconfigured before the take, so the new limits apply to the very next request.
  */
 import { LandfallError } from '../errors.js';
-import { accountSlot } from '../../native/index.js';
-import { buckets } from '../native.js';
+import { accountSlot, buckets } from '../native.js';
 import { budgetShares, QUERY, SEND } from './budget-shares.js';
 import type { AccountRecord } from '../store/store.js';
 import { queryTps, type PlanName, type PlanTable } from './plans.js';

@@ -18,7 +18,7 @@
  * the native client and drained here for the metrics: no per-send callback into JavaScript.
  * Each transaction's own attempts make its delivery trace (`traces`, see `trace-book.ts`).
  */
-import { QuicClient } from '../../native/index.js';
+import { QuicClient } from '../native.js';
 import type { SimulationResult } from '../chain/rpc.js';
 import type { PendingRecord, StatusRecord } from '../store/records.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';

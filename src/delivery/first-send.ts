@@ -16,7 +16,7 @@
  * belong to a chain that is gone.
  */
 import { Histogram } from 'prom-client';
-import { TpuTargets, type QuicClient } from '../../native/index.js';
+import { TpuTargets, type QuicClient } from '../native.js';
 import type { ChainViewReplica, Leader, Route } from './chain-view.js';
 import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
 import { outcomeOf, packAttempt, type PackedAttempts } from './trace.js';

@@ -36,7 +36,7 @@
  * close code — and a released hold is an attempt of its own. The trace is finished when the
  * flight is dropped here, whatever the reason.
  */
-import { sendOutcomeReasons, type QuicClient } from '../../native/index.js';
+import { sendOutcomeReasons, type QuicClient } from '../native.js';
 import type { Resend } from '../store/records.js';
 import type { Leader, Route } from './chain-view.js';
 import type { Accepted } from './delivery.js';

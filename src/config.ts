@@ -20,7 +20,7 @@ export interface Config {
   host: string;
   /** LMDB data directory. */
   dataDir: string;
-  /** Plan table (DECISIONS.md defaults). */
+  /** Plan table (the defaults of docs/decisions.md, "Plans"). */
   plans: PlanTable;
   /** Lamports per service point (BP). */
   lamportsPerPoint: number;

@@ -1,6 +1,6 @@
 /**
  * Plans (starter → growth → pro → whale), their limits and thresholds, and the points rule.
- * Defaults are DECISIONS.md's table; the whole table is configurable.
+ * Defaults are the table of docs/decisions.md, "Plans"; the whole table is configurable.
  */
 import { LandfallError } from '../errors.js';
 import { PLAN_ORDER, type PlanName } from '../store/records.js';

@@ -126,7 +126,7 @@ const MIN_SHARE_RATE = 0.01;
 
 /**
  * Configure a bucket with share `w` of a budget of `rate`/s. Capacity = one second of burst
- * (DECISIONS.md), scaled by the same share and rounded down so the nodes' capacities never add
+ * (docs/decisions.md, "Rate limits"), scaled by the same share and rounded down so the nodes' capacities never add
  * up to more than the plan's; at least 1 so an idle node still serves a trickle.
  */
 function configureShare(slot: number, rate: number, w: number): void {

@@ -11,7 +11,7 @@
 /** The plans, lowest first (the service's `PLAN_ORDER`; `test/unit/client-package.test.ts` checks they agree). */
 export type PlanName = 'starter' | 'growth' | 'pro' | 'whale';
 
-/** Every refusal of the REST API (DECISIONS.md "Error body"); the client throws it as `LandfallApiError`. */
+/** Every refusal of the REST API (docs/decisions.md, "Error body"); the client throws it as `LandfallApiError`. */
 export interface ErrorBody {
   success: false;
   error: {

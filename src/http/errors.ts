@@ -1,5 +1,5 @@
 /**
- * HTTP rendering of refusals: status lines and the error body (DECISIONS.md "Error body").
+ * HTTP rendering of refusals: status lines and the error body (docs/decisions.md, "Error body").
  * Which status and message a refusal gets is decided in `submission/refusals.ts`, not here.
  */
 import type { ErrorBody } from '../client/wire.js';

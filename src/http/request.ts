@@ -86,7 +86,7 @@ export function framingError(req: HttpRequest, transferEncoding: string): string
 
 /**
  * The paths existing sender clients post JSON-RPC to (Jito's block-engine layout, Helius Sender):
- * there the API key is also read where those clients put their credential (DECISIONS.md
+ * there the API key is also read where those clients put their credential (docs/decisions.md,
  * "Client compatibility").
  */
 export const DROP_IN_ROUTES: ReadonlySet<string> = new Set(['/api/v1/transactions', '/api/v1/bundles', '/fast']);

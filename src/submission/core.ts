@@ -64,7 +64,7 @@ export function rateRefusal(d: RateDecision, budget: Budget): Refusal {
   });
 }
 
-/** `RateLimit-*` headers of a decision (DECISIONS.md "Rate limits"). */
+/** `RateLimit-*` headers of a decision (docs/decisions.md, "Rate limits"). */
 export function rateHeaders(d: RateDecision): Record<string, string> {
   return {
     'RateLimit-Limit': String(d.limit),
@@ -189,7 +189,7 @@ export class SubmissionCore {
   private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<number> {
     const { delivery, store } = this.d;
     const wire = tx.wire!;
-    // Nothing is sent that cannot be recorded (DECISIONS.md "Faults"): one atomic load, shared
+    // Nothing is sent that cannot be recorded (docs/decisions.md, "Faults"): one atomic load, shared
     // by every thread, set by whichever thread's store first could not write.
     const storeDown = store.health.unavailable();
     if (storeDown !== null) throw storeRefusal(storeDown);
@@ -300,7 +300,7 @@ const IN_FLIGHT_RETRY_S = 1;
 
 /**
  * `500 Delivery failed` for a transaction that was neither delivered nor recorded (stale chain
- * view, no leader accepted it in time): the client may retry it in a second (DECISIONS.md
+ * view, no leader accepted it in time): the client may retry it in a second (docs/decisions.md,
  * "Faults").
  */
 function deliveryRefusal(e: DeliveryError): Refusal {

@@ -30,7 +30,7 @@ function likelyMeant(key: string): string | null {
 
 /**
  * Validate the REST `options` object (absent or null = every default). Unknown keys and wrong
- * types are refused with a reason naming the key (DECISIONS.md "Faults").
+ * types are refused with a reason naming the key (docs/decisions.md, "Faults").
  */
 export function parseSendOptions(v: unknown): SendOptions {
   if (v === undefined || v === null) return DEFAULT_SEND_OPTIONS;

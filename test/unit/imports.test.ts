@@ -19,7 +19,7 @@ const SRC = join(ROOT, 'src');
 
 /**
  * The layers, top first. Each part imports only from the layers after its own.
- * (ARCHITECTURE.md: http → submission → accounts/store/delivery; delivery → native; tracker → store.)
+ * (docs/architecture.md, "Folders", gives each its row.)
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['index.ts', 'cli/'], // entry points: the package's exports, the `landfall` command

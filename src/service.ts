@@ -18,7 +18,7 @@ import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/api.js';
-import { ensurePortFree, isLoopback, listen, type RunningServer } from './http/server.js';
+import { ensurePortFree, isLoopback, listen, urlHost, type RunningServer } from './http/server.js';
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
@@ -289,9 +289,17 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         admin.close();
         adminApp.close();
       });
-      adminUrl = `http://${config.adminHost}:${admin.port}`;
+      adminUrl = `http://${urlHost(config.adminHost)}:${admin.port}`;
+      if (!isLoopback(config.adminHost)) {
+        telemetry.log.warn(
+          { adminHost: config.adminHost, metricsToken: config.metricsToken !== null },
+          config.metricsToken === null
+            ? 'adminHost is not a loopback address: the admin listener (the dashboard, /health) is reachable from the network; /metrics and /health details need metricsToken there'
+            : 'adminHost is not a loopback address: the admin listener is reachable from the network, behind metricsToken',
+        );
+      }
     }
-    telemetry.log.info({ url: `http://${config.host}:${port}`, admin: adminUrl ?? undefined, rpc: redactUrlSecrets(rpcUrl), ws: redactUrlSecrets(wsUrl), identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    telemetry.log.info({ url: `http://${urlHost(config.host)}:${port}`, admin: adminUrl ?? undefined, rpc: redactUrlSecrets(rpcUrl), ws: redactUrlSecrets(wsUrl), identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
     if (opts.chainWarning) telemetry.log.warn({ rpc: redactUrlSecrets(rpcUrl) }, opts.chainWarning);
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
       telemetry.log.warn({ host: config.host }, '/metrics is not served on a non-loopback address without metricsToken: set metricsToken or adminPort to scrape it');
@@ -299,7 +307,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
 
     return {
       config,
-      url: `http://${config.host}:${port}`,
+      url: `http://${urlHost(config.host)}:${port}`,
       port,
       adminUrl,
       store,

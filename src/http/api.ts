@@ -32,7 +32,7 @@ import { registerRpcSubscriptions } from './rpc-subscriptions.js';
 import { OPENAPI } from './openapi.js';
 import { ROUTES, type RouteEntry, type RouteId } from './routes.js';
 import { Ctx, parseJson, requireJson, type Reply } from './request.js';
-import { isLoopback } from './server.js';
+import { isLoopback, isLoopbackHostHeader } from './server.js';
 import { registerStream } from './stream.js';
 import { StreamSlots } from './stream-slots.js';
 import type { Handler, Services } from './types.js';
@@ -489,7 +489,8 @@ export interface OperationsSources {
   token: string | null;
   /**
    * The listener is on a non-loopback address: without a token, `/metrics` is not served there
-   * (404 saying why), so the service's inner numbers are open by default only on loopback.
+   * (404 saying why) and `/health` tells only ok/unsynced, so the service's inner numbers are
+   * open by default only on loopback.
    */
   exposed?: boolean;
   startedAt: number;
@@ -500,6 +501,9 @@ export interface OperationsSources {
   /** The node's cluster state (`config.nats`); none or null: a single node, not reported. */
   cluster?: () => ClusterHealth | null;
 }
+
+/** Wrong metrics tokens a listener considers a second (and in a burst); past it, none is read. */
+export const TOKEN_GUESSES_PER_S = 10;
 
 /**
  * `/health` and `/metrics`, for the API app or the admin app (`admin.ts`). With a token, `/metrics`
@@ -513,10 +517,30 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
   // renders every thread's values for all of them, also at most once per interval: `IngressPool`).
   const metricsText = new RenderedText(o.metricsText);
   const expected = o.token === null ? null : digest(o.token);
+  // Wrong tokens are throttled: at most TOKEN_GUESSES_PER_S a second for the whole listener (a
+  // burst of as many); past that every token is refused unread until the bucket refills, so
+  // `/health`'s answer (details or not) is no oracle at more than that rate either.
+  let guesses = TOKEN_GUESSES_PER_S;
+  let guessesAt = Date.now();
+  const throttled = (): boolean => {
+    const now = Date.now();
+    guesses = Math.min(TOKEN_GUESSES_PER_S, guesses + ((now - guessesAt) / 1000) * TOKEN_GUESSES_PER_S);
+    guessesAt = now;
+    return guesses < 1;
+  };
+  /**
+   * Details and metrics: with a token, to whoever sends it; without one, only on a loopback
+   * listener (`exposed` false) and only to a request whose `Host` names this machine (a page that
+   * rebinds its own name to 127.0.0.1 must not read them through the visitor's browser).
+   */
   const granted = (ctx: Ctx): boolean => {
-    if (expected === null) return true;
+    if (expected === null) return o.exposed !== true && isLoopbackHostHeader(ctx.host);
     const key = bearerKey(ctx.authorization);
-    return key !== undefined && key !== '' && timingSafeEqual(digest(key), expected);
+    if (key === undefined || key === '') return false;
+    if (throttled()) return false;
+    if (timingSafeEqual(digest(key), expected)) return true;
+    guesses -= 1;
+    return false;
   };
   // 503 while the store cannot commit (sends are refused) or the chain view is stale; `status`
   // names the first of the two.
@@ -561,6 +585,12 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
       handler: async (ctx) => {
         if (o.token === null && o.exposed === true) {
           throw new Refusal('ROUTE_NOT_FOUND', '/metrics is served on a non-loopback address only with metricsToken set (or on the admin listener, adminPort, on a loopback adminHost)');
+        }
+        if (o.token === null && !isLoopbackHostHeader(ctx.host)) {
+          throw new Refusal('ROUTE_NOT_FOUND', `/metrics without metricsToken is served only to requests for a loopback host (Host: localhost, 127.0.0.1 or [::1]), not ${JSON.stringify(ctx.host.slice(0, 100))}`);
+        }
+        if (o.token !== null && throttled()) {
+          throw new Refusal('QUERY_RATE_LIMITED', `more than ${TOKEN_GUESSES_PER_S} wrong metrics tokens a second: retry in a second`, { headers: { 'Retry-After': '1' } });
         }
         if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');
         return { status: 200, body: await metricsText.get(), contentType: o.metricsContentType };

@@ -119,6 +119,8 @@ export class Ctx {
   readonly query: string;
   readonly url: string;
   readonly method: string;
+  /** The `Host` header, on `/health` and `/metrics` only ('' elsewhere). */
+  readonly host: string;
   /** process.hrtime.bigint() at arrival. */
   readonly receivedAt = process.hrtime.bigint();
   private readonly clientRequestId: string;
@@ -166,6 +168,8 @@ export class Ctx {
     this.upgrade = route === '/v1/stream' ? req.getHeader('upgrade') : '';
     this.webSocketKey = route === '/v1/stream' ? req.getHeader('sec-websocket-key') : '';
     this.jitoAuth = DROP_IN_ROUTES.has(route) ? req.getHeader('x-jito-auth') : '';
+    // Only where it is checked: what is served open on loopback (`isLoopbackHostHeader`).
+    this.host = route === '/health' || route === '/metrics' ? req.getHeader('host') : '';
     this.query = req.getQuery() ?? '';
     this.url = req.getUrl();
     this.method = req.getCaseSensitiveMethod();

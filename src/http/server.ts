@@ -2,7 +2,7 @@
  * Listening: start a uWS app on host:port and return a handle that closes it, and make sure no
  * other process holds the port first.
  */
-import { createServer } from 'node:net';
+import { createServer, isIPv4, isIPv6 } from 'node:net';
 import * as uWS from 'uWebSockets.js';
 import { LandfallError } from '../errors.js';
 
@@ -27,9 +27,43 @@ export function listen(app: uWS.TemplatedApp, host: string, port: number): Promi
   });
 }
 
-/** True for a host only this machine reaches (what `/metrics` is served open on). */
+/**
+ * True for a host only this machine reaches (what `/metrics` is served open on), decided on the
+ * parsed address, not its spelling: `127.0.0.0/8`, `::1`, an IPv4-mapped `::ffff:127.x.y.z`, and
+ * the name `localhost`. Any other name is not loopback, whatever it resolves to (it once was by
+ * prefix, so `127.internal.corp` counted).
+ */
 export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  if (h.toLowerCase() === 'localhost') return true;
+  if (isIPv4(h)) return h.split('.')[0] === '127';
+  if (!isIPv6(h)) return false;
+  const lower = h.toLowerCase();
+  const mapped = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower.replace(/^::/, ''));
+  if (mapped) return isIPv4(mapped[1]!) && mapped[1]!.split('.')[0] === '127';
+  // Expand to eight groups and compare with ::1.
+  const [head, tail] = lower.includes('::') ? lower.split('::') : [lower, undefined];
+  const a = head === '' ? [] : head!.split(':');
+  const b = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? a : [...a, ...Array<string>(8 - a.length - b.length).fill('0'), ...b];
+  return groups.length === 8 && groups.slice(0, 7).every((g) => parseInt(g, 16) === 0) && parseInt(groups[7]!, 16) === 1;
+}
+
+/**
+ * True when a request's `Host` header names this machine (a loopback address or `localhost`,
+ * with any port), or is absent. What is served open on loopback is served only to such requests:
+ * a page on another site that rebinds its name to 127.0.0.1 (DNS rebinding) makes the browser
+ * send that name, not a loopback one.
+ */
+export function isLoopbackHostHeader(header: string): boolean {
+  if (header === '') return true;
+  const name = header.startsWith('[') ? header.slice(0, header.indexOf(']') + 1) : header.replace(/:\d*$/, '');
+  return isLoopback(name);
+}
+
+/** A host as it is written in a URL: an IPv6 address in brackets. */
+export function urlHost(host: string): string {
+  return isIPv6(host) ? `[${host}]` : host;
 }
 
 /**

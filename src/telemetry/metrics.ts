@@ -13,6 +13,7 @@
  */
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Histogram, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { PLAN_ORDER } from '../accounts/plans.js';
+import { sendOutcomeReasons } from '../native.js';
 import { LabeledHistogram, type HistogramSeries } from './histogram.js';
 
 /** One thread's metrics as prom-client serialises them (for aggregation across ingress threads). */
@@ -139,12 +140,16 @@ export class Metrics {
   );
 
   constructor() {
-    // Every plan's series from the start, at 0: a rate over them, and an alert on it, has data
-    // before the first refusal or landing.
+    // Every series whose labels are known in advance exists from the start, at 0 (Prometheus's
+    // "avoid missing metrics"): a rate over them, an alert on them, a quantile of the landing
+    // latency, has data to evaluate before the first refusal or landing. Labels known only as
+    // they come (routes and codes, leaders) appear with their first value.
     for (const plan of PLAN_ORDER) {
       this.limited.set(plan, { send: 0, query: 0, in_flight: 0 });
       this.acceptedByPlan.set(plan, 0);
       this.outcomesByPlan.set(plan, new Map([['confirmed', 0], ['failed', 0], ['expired', 0]]));
+      this.landingLatency.labels(plan);
+      this.slotsToLand.labels(plan);
     }
     const { requests, limited, acceptedByPlan } = this;
     this.counter('landfall_http_requests_total', 'HTTP responses written, by route pattern and status code', ['route', 'code'], function* () {
@@ -231,8 +236,11 @@ export class Metrics {
         }
       },
     );
+    // Every reason the QUIC client can give, from the start at 0.
+    const reasons = sendOutcomeReasons();
     this.counter('landfall_send_drops_total', 'Transaction writes that did not reach a leader, by reason', ['reason'], function* () {
-      for (const [reason, n] of engine.counters.drops) yield [{ reason }, n];
+      for (const reason of reasons) yield [{ reason }, engine.counters.drops.get(reason) ?? 0];
+      for (const [reason, n] of engine.counters.drops) if (!reasons.includes(reason)) yield [{ reason }, n];
     });
     this.gauge('landfall_delivery_in_flight', 'Transactions held for anti-MEV or with rebroadcast rounds left', () => engine.inFlight);
     this.gauge('landfall_chain_slot', 'Current cluster slot as the leader tracker sees it', () => engine.health().slot);

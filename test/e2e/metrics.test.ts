@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../harness/localnet.js';
 import { METRICS_MAX_AGE_MS } from '../../src/telemetry/rendered-text.js';
 import { renderedAt } from '../../harness/metrics.js';
+import { PLAN_ORDER } from '../../src/accounts/plans.js';
+import { sendOutcomeReasons } from '../../src/native.js';
 import { account, nextSlot, payer, send, settled, startStack, status, tipped, type Stack } from '../../harness/stack.js';
 import { transfer } from '../../harness/transactions.js';
 
@@ -86,6 +88,31 @@ describe('/metrics', () => {
     }
     expect(total(samples, 'landfall_chain_synced')).toBe(1);
     expect(total(samples, 'landfall_chain_slot')).toBeGreaterThan(0);
+  });
+
+  it('has every series whose labels are known in advance from the start, at 0, before any send', async () => {
+    const { samples } = await scrape();
+    const has = (name: string, labels: Record<string, string>): Sample | undefined =>
+      samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v));
+    const missing: string[] = [];
+    const want = (name: string, labels: Record<string, string>, zero = true): void => {
+      const x = has(name, labels);
+      if (!x || (zero && x.value !== 0)) missing.push(`${name}${JSON.stringify(labels)} = ${x?.value}`);
+    };
+    for (const plan of PLAN_ORDER) {
+      // The headline latency, per plan: an alert on its quantile has a series to evaluate.
+      want('landfall_landing_latency_seconds_count', { plan });
+      want('landfall_landing_latency_seconds_bucket', { plan, le: '+Inf' });
+      want('landfall_slots_to_land_count', { plan });
+      want('landfall_plan_accepted_total', { plan });
+      for (const budget of ['send', 'query', 'in_flight']) want('landfall_rate_limited_total', { plan, budget });
+      for (const outcome of ['confirmed', 'failed', 'expired']) want('landfall_plan_transactions_total', { plan, outcome });
+    }
+    for (const outcome of ['confirmed', 'failed', 'expired']) want('landfall_transactions_total', { outcome });
+    for (const source of ['push', 'poll']) want('landfall_tracker_observations_total', { source });
+    // Drops by every reason the QUIC client gives (prewarming may already have counted some).
+    for (const reason of sendOutcomeReasons()) want('landfall_send_drops_total', { reason }, false);
+    expect(missing).toEqual([]);
   });
 
   it('counts what real traffic did', async () => {

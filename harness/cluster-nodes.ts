@@ -74,7 +74,7 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
   const tmp = tempDir('landfall-nodes-');
   const nodes: ClusterNode[] = [];
   const config = join(tmp.dir, 'config.json');
-  writeFileSync(config, JSON.stringify({ ingressThreads: 1, logLevel: 'info', ...o.config }));
+  writeFileSync(config, JSON.stringify({ ingressThreads: 1, logLevel: 'info', ...o.config }), { mode: 0o600 }); // it may hold NATS secrets: not world-readable
   const replicas = String(o.replicas ?? Math.min(3, o.nats.length));
 
   async function add(name: string, dataDir = join(tmp.dir, name)): Promise<ClusterNode> {

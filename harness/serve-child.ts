@@ -34,7 +34,7 @@ export interface ServeOptions {
 /** Start `landfall serve`; resolves once it serves. */
 export async function serveChild(o: ServeOptions): Promise<ServeChild> {
   const config = join(o.dataDir, '..', `config-${process.pid}.json`);
-  writeFileSync(config, JSON.stringify(o.config ?? {}));
+  writeFileSync(config, JSON.stringify(o.config ?? {}), { mode: 0o600 }); // it may hold metricsToken: a config with a secret must not be world-readable
   const chain = o.rpcUrl ? ['--rpc', o.rpcUrl, ...(o.wsUrl ? ['--ws', o.wsUrl] : [])] : [];
   const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', o.dataDir, '--config', config, ...chain], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -8,7 +8,7 @@
  * error, and credentials written into a server URL (`nats://user:pass@host`, `nats://token@host`)
  * are taken out of the URL here, so the servers list that is logged or printed holds none.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { LandfallError } from './errors.js';
 
@@ -139,7 +139,7 @@ function plainOf(v: unknown, name: string): string | undefined {
 }
 
 /** A file setting: a path this process can read now (a clear error at start, not at connect). */
-function fileOf(v: unknown, name: string): string | undefined {
+function fileOf(v: unknown, name: string, secret = false): string | undefined {
   const path = plainOf(v, name);
   if (path === undefined) return undefined;
   try {
@@ -147,7 +147,28 @@ function fileOf(v: unknown, name: string): string | undefined {
   } catch (e) {
     throw invalid(`${name}: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
+  if (secret) refuseWorldReadable(path, `${name} ${path} holds a secret`);
   return path;
+}
+
+/**
+ * Refuse a file holding a secret (an nkey seed, a credentials file, a TLS private key, a config
+ * file with a password or token) that every user of the machine may read: anyone on the host
+ * could then act as this node on the cluster. Refused rather than warned: a warning scrolls past
+ * in a log nobody reads, and the fix is one `chmod`. Group-readable stays allowed (a `landfall`
+ * group is a deliberate choice); only the bit for every other user counts.
+ */
+export function refuseWorldReadable(path: string, what: string): void {
+  let mode: number;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch {
+    return; // unreadable is reported where the file is read
+  }
+  if ((mode & 0o004) === 0) return;
+  throw invalid(
+    `${what} and is readable by every user of this machine (mode 0${mode.toString(8)}): run \`chmod o-r ${path}\` (or chmod 600), or in Kubernetes mount it with defaultMode 0400`,
+  );
 }
 
 /** The keys `nats` and `nats.tls` may hold in the config file. */
@@ -171,8 +192,8 @@ function objectOf(v: unknown, name: string, known: readonly string[]): Record<st
  * error when several are given or one is incomplete.
  */
 function authOf(o: Record<string, unknown>, f: NatsOverrides, fromUrls: NatsAuth | null): NatsAuth | undefined {
-  const creds = fileOf(f.natsCreds ?? o.credsFile, 'nats.credsFile');
-  const nkey = fileOf(f.natsNkey ?? o.nkeyFile, 'nats.nkeyFile');
+  const creds = fileOf(f.natsCreds ?? o.credsFile, 'nats.credsFile', true);
+  const nkey = fileOf(f.natsNkey ?? o.nkeyFile, 'nats.nkeyFile', true);
   const user = plainOf(f.natsUser ?? o.user, 'nats.user');
   const password = secretOf(f.natsPassword ?? o.password, 'nats.password');
   const token = secretOf(f.natsToken ?? o.token, 'nats.token');
@@ -194,7 +215,7 @@ function tlsOf(o: Record<string, unknown>, f: NatsOverrides, anyTlsUrl: boolean)
   const tls: NatsTls = {
     caFile: fileOf(f.natsTlsCa ?? t.caFile, 'nats.tls.caFile') ?? null,
     certFile: fileOf(f.natsTlsCert ?? t.certFile, 'nats.tls.certFile') ?? null,
-    keyFile: fileOf(f.natsTlsKey ?? t.keyFile, 'nats.tls.keyFile') ?? null,
+    keyFile: fileOf(f.natsTlsKey ?? t.keyFile, 'nats.tls.keyFile', true) ?? null,
   };
   if ((tls.certFile === null) !== (tls.keyFile === null)) throw invalid('a NATS client certificate needs both nats.tls.certFile and nats.tls.keyFile');
   const anyFile = tls.caFile !== null || tls.certFile !== null;

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { LandfallError } from './errors.js';
-import { NATS_ENV, natsOf, type NatsConfig, type NatsOverrides } from './config-nats.js';
+import { NATS_ENV, natsOf, refuseWorldReadable, type NatsConfig, type NatsOverrides } from './config-nats.js';
 import { DEFAULT_LAMPORTS_PER_POINT, DEFAULT_PLANS, PLAN_ORDER, validatePlans, type PlanTable } from './accounts/plans.js';
 import { TIP_RENT_CHECKS, type TipRentCheck } from './tip-rent.js';
 
@@ -155,6 +155,21 @@ export const DEFAULT_CONFIG: Config = {
   adminHost: '127.0.0.1',
   nats: null,
 };
+
+/** The first secret a config file holds (its setting's name), or null: such a file must not be world-readable. */
+function secretIn(file: Record<string, unknown>): string | null {
+  if (typeof file.metricsToken === 'string') return 'metricsToken';
+  const nats = file.nats;
+  const servers = typeof nats === 'string' ? nats : typeof nats === 'object' && nats !== null ? (nats as Record<string, unknown>).servers : undefined;
+  const urls = typeof servers === 'string' ? servers.split(',') : Array.isArray(servers) ? servers : [];
+  if (urls.some((u) => typeof u === 'string' && /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/@\s]+@/.test(u.trim()))) return 'credentials in nats.servers';
+  if (typeof nats === 'object' && nats !== null) {
+    const n = nats as Record<string, unknown>;
+    if (typeof n.password === 'string') return 'nats.password';
+    if (typeof n.token === 'string') return 'nats.token';
+  }
+  return null;
+}
 
 /** Parse the JSON file at `path`, or a clear configuration error naming it as `what`. */
 export function readJsonFile(path: string, what: string): unknown {
@@ -440,6 +455,8 @@ export function loadConfig(
       throw new LandfallError('CONFIG_INVALID', `config file ${path} must hold a JSON object`);
     }
     refuseUnknownKeys(parsed as Record<string, unknown>, FILE_KEYS, `config file ${path}: `);
+    const secret = secretIn(parsed as Record<string, unknown>);
+    if (secret !== null) refuseWorldReadable(path, `config file ${path} holds a secret (${secret})`);
     Object.assign(merged, parsed);
   }
   refuseUnknownVariables(env);

@@ -119,6 +119,17 @@ function parse(argv: string[]) {
   return parseOptions({ args: argv, options: ADMIN_OPTIONS, allowPositionals: true });
 }
 
+/**
+ * A name as the terminal may show it: control characters (C0, DEL, C1 — escape sequences that
+ * could move the cursor, rewrite earlier lines or retitle the window) and the backslash written
+ * as `\xNN` / `\\`, so a list shows exactly what is stored and nothing acts on the terminal.
+ */
+export function printable(name: string): string {
+  return name.replace(/[\\\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) =>
+    c === '\\' ? '\\\\' : c.charCodeAt(0) <= 0xff ? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}` : `\\u${c.charCodeAt(0).toString(16)}`,
+  );
+}
+
 function need(v: string | undefined, what: string): string {
   if (!v) throw new LandfallError('CONFIG_INVALID', `missing ${what}`);
   return v;
@@ -143,7 +154,7 @@ export function accountsCommand(argv: string[], out: Out): Promise<number> {
       case 'list': {
         const rows = await ops.list();
         const points = (p: number | null) => (p === null ? '' : `${String(p).padStart(12)} BP  `);
-        out(values.json ? JSON.stringify(rows) : rows.map((r) => `${r.account_id}  ${r.plan.padEnd(7)}  ${points(r.points)}${r.name}`).join('\n') || '(no accounts)');
+        out(values.json ? JSON.stringify(rows) : rows.map((r) => `${r.account_id}  ${r.plan.padEnd(7)}  ${points(r.points)}${printable(r.name)}`).join('\n') || '(no accounts)');
         return 0;
       }
       case 'show': {

@@ -3,7 +3,7 @@
  * the file, the environment and flags, and a clear error naming the setting for a bad value (a
  * secret never quoted in it).
  */
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, loadConfig } from '../../src/config.js';
@@ -23,7 +23,7 @@ describe('metricsToken, adminPort, adminHost', () => {
     const env = { LANDFALL_METRICS_TOKEN: 'a-long-enough-token', LANDFALL_ADMIN_PORT: '9100' };
     expect(loadConfig({}, env)).toMatchObject({ metricsToken: 'a-long-enough-token', adminPort: 9100 });
     const file = join(tmp.dir, 'c.json');
-    writeFileSync(file, JSON.stringify({ metricsToken: 'x'.repeat(16), adminPort: 0, adminHost: '10.0.0.5' }));
+    writeFileSync(file, JSON.stringify({ metricsToken: 'x'.repeat(16), adminPort: 0, adminHost: '10.0.0.5' }), { mode: 0o600 });
     expect(loadConfig({ config: file }, {})).toMatchObject({ metricsToken: 'x'.repeat(16), adminPort: 0, adminHost: '10.0.0.5' });
     expect(loadConfig({ config: file, adminPort: 9200 }, {}).adminPort).toBe(9200);
   });
@@ -140,7 +140,7 @@ describe('localnet.rpcPort (the embedded cluster)', () => {
 
 describe('nats credentials and TLS (issue 20)', () => {
   const pem = join(tmp.dir, 'file.pem');
-  writeFileSync(pem, 'not read by the configuration, only checked readable');
+  writeFileSync(pem, 'not read by the configuration, only checked readable', { mode: 0o600 });
 
   it('user and password from a URL are taken out of it (every URL the same, or none)', () => {
     const c = loadConfig({ nats: 'nats://svc:p%40ss@a:4222,nats://b:4222', nodeName: 'n1' }, {}).nats!;
@@ -156,9 +156,44 @@ describe('nats credentials and TLS (issue 20)', () => {
     expect(loadConfig({ nats: 'nats://a:4222' }, { LANDFALL_NATS_CREDS: pem }).nats!.auth).toEqual({ kind: 'creds', file: pem });
     expect(loadConfig({ nats: 'nats://a:4222' }, { LANDFALL_NATS_TOKEN: 't0ken' }).nats!.auth).toEqual({ kind: 'token', token: 't0ken' });
     const file = join(tmp.dir, 'nats-auth.json');
-    writeFileSync(file, JSON.stringify({ nats: { servers: 'nats://a:4222', user: 'u', password: 'p', tls: { caFile: pem, certFile: pem, keyFile: pem } } }));
+    writeFileSync(file, JSON.stringify({ nats: { servers: 'nats://a:4222', user: 'u', password: 'p', tls: { caFile: pem, certFile: pem, keyFile: pem } } }), { mode: 0o600 });
     expect(loadConfig({ config: file }, {}).nats).toMatchObject({ auth: { kind: 'user', user: 'u', password: 'p' }, tls: { caFile: pem, certFile: pem, keyFile: pem } });
     expect(loadConfig({ nats: 'nats://a:4222' }, {}).nats).not.toHaveProperty('tls');
+  });
+
+  it('a world-readable nkey seed, credentials file, TLS key or config file with a secret is refused, saying how to fix it', () => {
+    const open = join(tmp.dir, 'open.nk');
+    writeFileSync(open, 'SUAseed', { mode: 0o644 });
+    chmodSync(open, 0o644);
+    const refused = /holds a secret and is readable by every user of this machine \(mode 0644\): run `chmod o-r .*open\.nk` \(or chmod 600\)/;
+    expect(() => loadConfig({ nats: 'nats://a:4222', natsNkey: open }, {})).toThrow(refused);
+    expect(() => loadConfig({ nats: 'nats://a:4222' }, { LANDFALL_NATS_CREDS: open })).toThrow(refused);
+    expect(() => loadConfig({ nats: 'nats://a:4222', natsTlsKey: open, natsTlsCert: pem }, {})).toThrow(refused);
+    // A CA or a certificate is public: no such check.
+    expect(loadConfig({ nats: 'nats://a:4222', natsTlsCa: open }, {}).nats!.tls!.caFile).toBe(open);
+    // Group-readable is a deliberate choice, allowed.
+    chmodSync(open, 0o640);
+    expect(loadConfig({ nats: 'nats://a:4222', natsNkey: open }, {}).nats!.auth).toEqual({ kind: 'nkey', file: open });
+    for (const [secret, body] of [
+      ['nats.password', { nats: { servers: 'nats://a:4222', user: 'u', password: 'hunter2' } }],
+      ['nats.token', { nats: { servers: 'nats://a:4222', token: 'hunter2' } }],
+      ['credentials in nats.servers', { nats: 'nats://u:hunter2@a:4222' }],
+      ['metricsToken', { metricsToken: 'hunter2hunter2hunter2' }],
+    ] as const) {
+      const file = join(tmp.dir, 'open-config.json');
+      writeFileSync(file, JSON.stringify(body));
+      chmodSync(file, 0o644);
+      let err: Error | null = null;
+      try {
+        loadConfig({ config: file }, {});
+      } catch (e) {
+        err = e as Error;
+      }
+      expect(err?.message).toMatch(new RegExp(`config file .* holds a secret \\(${secret.replace(/\./g, '\\.')}\\) and is readable by every user`));
+      expect(err?.message).not.toMatch(/hunter2/);
+      chmodSync(file, 0o600);
+      expect(() => loadConfig({ config: file }, {})).not.toThrow();
+    }
   });
 
   it('a bad or ambiguous setting is an error that never quotes a secret', () => {

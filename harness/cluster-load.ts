@@ -98,6 +98,8 @@ export interface Ack {
   node: string;
   /** Date.now() when the 200 arrived. */
   at: number;
+  /** Date.now() when the request was sent. */
+  sentAt: number;
 }
 
 /** Tip of every load transaction, lamports (above every plan's minimum at 1000 lamports per point). */
@@ -158,13 +160,14 @@ export class SendLoad {
           feePayer: payer,
           blockhash: await this.freshBlockhash(),
         });
+        const sentAt = Date.now();
         const r = await fetch(`${node.url}/v1/send`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
           body: JSON.stringify({ transaction: tx.base64 }),
         });
         await r.arrayBuffer();
-        if (r.status === 200) this.acks.push({ signature: web3Base58(tx.signatures[0]!), node: node.name, at: Date.now() });
+        if (r.status === 200) this.acks.push({ signature: web3Base58(tx.signatures[0]!), node: node.name, at: Date.now(), sentAt });
         else this.refused.set(r.status, (this.refused.get(r.status) ?? 0) + 1);
       } catch {
         this.errors++;

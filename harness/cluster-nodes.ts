@@ -40,6 +40,10 @@ export interface ClusterNode {
   kill(): Promise<void>;
   /** SIGTERM (a clean shutdown); resolves once the process exited. */
   stop(): Promise<void>;
+  /** SIGSTOP: the process freezes (a GC pause, a frozen VM), its sockets stay open. */
+  pause(): void;
+  /** SIGCONT after `pause`. */
+  resume(): void;
   /** Start again with the same name, data directory and port; resolves once /health is 200. */
   restart(): Promise<void>;
   /** GET /health (the details: no metrics token is set). */
@@ -111,6 +115,7 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((r) => c.once('exit', r));
       c.kill(sig);
+      if (sig !== 'SIGKILL') c.kill('SIGCONT'); // a paused process handles the signal only once running
       await exited;
     };
     const node: ClusterNode = {
@@ -122,6 +127,8 @@ export async function startClusterNodes(names: string[], o: ClusterNodesOptions)
       pid: () => child?.pid ?? null,
       kill: () => signal('SIGKILL'),
       stop: () => signal('SIGTERM'),
+      pause: () => void child?.kill('SIGSTOP'),
+      resume: () => void child?.kill('SIGCONT'),
       restart: start,
       async health() {
         const r = await fetch(`http://127.0.0.1:${port}/health`);

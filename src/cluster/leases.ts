@@ -2,11 +2,17 @@
  * Node leases and takeover (issue 13, part 4; issue 19, items 2 and 5).
  *
  * Every node puts `node.<name>` = {node, started, seq, at} into the KV bucket `landfall-nodes`
- * every HEARTBEAT_MS. The live nodes race to create `takeover.<dead>.<started>` for a dead node
- * (KV create is a compare-and-set on "no such key", so exactly one wins per incarnation of the
- * dead node, whoever sees it first), and the winner takes the dead node's pending transactions
- * over (`onTakeover`). Every node learns who won from the same key (`heirOf`), so what a taker
- * held passes on when the taker dies too (`takeover.ts`).
+ * every HEARTBEAT_MS. The live nodes race to create `takeover.<dead>.<started>.<seq>` for a dead
+ * node, named by the last lease it wrote (KV create is a compare-and-set on "no such key", so
+ * exactly one wins per death of the node, whoever sees it first), and the winner takes the dead
+ * node's pending transactions over (`onTakeover`). Every node learns who won from the same key
+ * (`heirOf`), so what a taker held passes on when the taker dies too (`takeover.ts`). The
+ * takeover ends when the node writes its lease again (issue 32): a node that was only frozen owns
+ * its new records, and when it dies again, the same incarnation or a new one, it is another death.
+ *
+ * The clocks (src/cluster/timing.ts) are derived from the NATS client's stall detection: a live
+ * node stuck on a stalled server moves to another one and writes its lease well within
+ * DEAD_AFTER_MS, so a stalled server never makes a live node look dead.
  *
  * The view of the bucket is a KV watch kept current by the server, not a listing per round: after
  * a server is killed a listing (`kv.keys`) can hang for seconds while puts and gets go through,
@@ -19,17 +25,18 @@
  * is local: no clock skew between nodes matters, except on first sight, where a lease the server
  * says is older than DEAD_AFTER_MS is already quiet. And a node only judges others once its own
  * rounds have been known for DEAD_AFTER_MS: a node cut off from NATS sees nobody's heartbeat and
- * must not conclude that everyone died.
+ * must not conclude that everyone died. A round is known only if this node's put was made
+ * within FRESH_ROUND_MS: an observer that was itself frozen judges nothing from its first rounds.
  */
 import type { KV, KvEntry } from '@nats-io/kv';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { DEAD_AFTER_MS, FRESH_ROUND_MS, HEARTBEAT_MS } from './timing.js';
 
+// How often a lease is written, when it is dead, and when a round is evidence: derived from the
+// client's stall detection in one place (src/cluster/timing.ts).
+export { DEAD_AFTER_MS, HEARTBEAT_MS };
 export const NODES_BUCKET = 'landfall-nodes';
-/** How often a node writes its lease and reads the others', ms. */
-export const HEARTBEAT_MS = 1_000;
-/** A lease unchanged for this long is a dead node, ms. */
-export const DEAD_AFTER_MS = 3_000;
 /** Rounds in a row whose acknowledged heartbeat did not come back through the watch before it is made again. */
 const WATCH_STALL_ROUNDS = 2;
 /** Entries live this long in the bucket (a dead node's lease and its takeover key then vanish), ms. */
@@ -63,9 +70,16 @@ interface Seen {
   changedAt: number;
   /** Known rounds of this node since the revision last changed (the evidence of a death). */
   quietRounds: number;
-  /** The incarnation (`started`) already handled as dead (taken over by us or someone). */
-  handled: number | null;
+  /** The lease (`deathOf`) already handled as dead (taken over by us or someone), or null. */
+  handled: string | null;
 }
+
+/**
+ * One death of a node: its incarnation and the last heartbeat it wrote (`<started>.<seq>`). A node
+ * that was taken over and writes again (it was only frozen) has a new last heartbeat, so when it
+ * dies again, same incarnation or a new one, that is another death, taken over again.
+ */
+const deathOf = (l: NodeLease): string => `${l.started}.${l.seq}`;
 
 export interface LeasesOptions {
   kv: KV;
@@ -75,19 +89,22 @@ export interface LeasesOptions {
   /** A dead node's incarnation this node won: take its pending transactions over. */
   onTakeover(dead: NodeLease): void | Promise<void>;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
-  /** Tests shorten the clock; defaults HEARTBEAT_MS / DEAD_AFTER_MS. */
+  /** Tests shorten the clock; defaults HEARTBEAT_MS / DEAD_AFTER_MS / FRESH_ROUND_MS (2 heartbeats). */
   heartbeatMs?: number;
   deadAfterMs?: number;
+  freshRoundMs?: number;
 }
 
 export class Leases {
   private readonly seen = new Map<string, Seen>();
-  /** Who won each `takeover.<dead>.<started>` key (`<dead>.<started>` → taker). */
+  /** Who won each `takeover.<dead>.<started>.<seq>` key (`<dead>.<started>.<seq>` → taker). */
   private readonly heirs = new Map<string, string>();
   private readonly started = Date.now();
   private seq = 0;
   /** Seq of this node's last put the server acknowledged (0: the last put failed). */
   private putSeq = 0;
+  /** Local time that put was made. */
+  private putAt = 0;
   /** Highest seq of this incarnation's own lease the watch delivered. */
   private watchedSeq = 0;
   /** Rounds in a row whose acknowledged put the watch did not deliver. */
@@ -101,6 +118,7 @@ export class Leases {
   private stopped = false;
   private readonly heartbeatMs: number;
   private readonly deadAfterMs: number;
+  private readonly freshRoundMs: number;
   /** Known rounds without a change that make a lease dead (with DEAD_AFTER_MS of local time). */
   private readonly deadRounds: number;
   /** Takeovers this node won, for /metrics and tests. */
@@ -110,6 +128,7 @@ export class Leases {
     if (!validNodeName(opts.node)) throw new Error(`node name must be 1-64 letters, digits, '-' or '_' (got ${JSON.stringify(opts.node)})`);
     this.heartbeatMs = opts.heartbeatMs ?? HEARTBEAT_MS;
     this.deadAfterMs = opts.deadAfterMs ?? DEAD_AFTER_MS;
+    this.freshRoundMs = opts.freshRoundMs ?? (opts.heartbeatMs !== undefined ? 2 * opts.heartbeatMs : FRESH_ROUND_MS);
     this.deadRounds = Math.ceil(this.deadAfterMs / this.heartbeatMs);
   }
 
@@ -143,12 +162,14 @@ export class Leases {
   }
 
   /**
-   * The node that took over `node`'s current incarnation (null: none did, or it is live again
-   * as a new incarnation, which resumes its own records).
+   * The node that took over `node` as it last wrote its lease (null: none did, or `node` wrote
+   * again since — a new incarnation, or the same one back from a freeze — and owns its records
+   * again). A takeover is thus a lease with an end: it lasts while the dead node's lease stays
+   * as it was when it was judged dead.
    */
   heirOf(node: string): string | null {
     const s = this.seen.get(node);
-    return s ? (this.heirs.get(`${node}.${s.lease.started}`) ?? null) : null;
+    return s ? (this.heirs.get(`${node}.${deathOf(s.lease)}`) ?? null) : null;
   }
 
   private isDead(s: Seen, now: number): boolean {
@@ -201,7 +222,7 @@ export class Leases {
       revision: e.revision,
       changedAt: old ? e.created.getTime() : now,
       quietRounds: old ? this.deadRounds : 0,
-      handled: s && s.lease.started === lease.started ? s.handled : null,
+      handled: null, // a lease that moved is a live node: its next death is a new one
     });
   }
 
@@ -210,15 +231,22 @@ export class Leases {
     this.running = this.round().finally(() => (this.running = null));
   }
 
-  /** Judge the previous round (known or not), then write this round's heartbeat. */
+  /**
+   * Judge the previous round (known or not), then write this round's heartbeat. A round is known
+   * only if its put was made within `freshRoundMs` and came back: after this process was frozen
+   * (a GC pause, a stopped VM), the first round judged finds a put of long ago "known" while the
+   * watch has not yet delivered what the others wrote meanwhile.
+   */
   private async round(): Promise<void> {
-    const known = this.putSeq > 0 && this.watchedSeq >= this.putSeq;
-    this.judgeRound(known);
+    const now = Date.now();
+    const known = this.putSeq > 0 && this.watchedSeq >= this.putSeq && now - this.putAt <= this.freshRoundMs;
+    this.judgeRound(known, this.putSeq > 0 && this.watchedSeq < this.putSeq);
     this.putSeq = 0;
     try {
       if (!this.opts.up()) throw new Error('NATS is down');
       const seq = ++this.seq;
-      const lease: NodeLease = { node: this.opts.node, started: this.started, seq, at: Date.now() };
+      this.putAt = now;
+      const lease: NodeLease = { node: this.opts.node, started: this.started, seq, at: now };
       // A put waits at most one beat: a round stuck on a server that went away is unknown.
       await this.opts.kv.put(`node.${this.opts.node}`, JSON.stringify(lease), { timeout: this.heartbeatMs });
       this.putSeq = seq;
@@ -234,10 +262,10 @@ export class Leases {
    * A known round is evidence against every lease that did not change in it; an unknown one
    * proves nothing (and a watch that keeps missing this node's acknowledged puts is made again).
    */
-  private judgeRound(known: boolean): void {
+  private judgeRound(known: boolean, missed: boolean): void {
     if (!known) {
       this.healthySince = null;
-      if (this.putSeq > 0 && ++this.stalledRounds >= WATCH_STALL_ROUNDS) {
+      if (missed && ++this.stalledRounds >= WATCH_STALL_ROUNDS) {
         this.opts.log?.('cluster: node leases watch stalled, made again', { rounds: this.stalledRounds });
         this.stalledRounds = 0;
         this.watcher?.stop();
@@ -251,9 +279,10 @@ export class Leases {
 
   private async takeOverDead(now: number): Promise<void> {
     for (const [name, s] of this.seen) {
-      if (!this.isDead(s, now) || s.handled === s.lease.started) continue;
-      s.handled = s.lease.started;
-      const key = `takeover.${name}.${s.lease.started}`;
+      const death = deathOf(s.lease);
+      if (!this.isDead(s, now) || s.handled === death) continue;
+      s.handled = death;
+      const key = `takeover.${name}.${death}`;
       try {
         await this.opts.kv.create(key, JSON.stringify({ by: this.opts.node, at: now }));
       } catch {
@@ -263,7 +292,7 @@ export class Leases {
         if (!e) s.handled = null;
         if (!e || e.json<{ by: string }>().by !== this.opts.node) continue;
       }
-      this.heirs.set(`${name}.${s.lease.started}`, this.opts.node);
+      this.heirs.set(`${name}.${death}`, this.opts.node);
       this.takeovers.push(s.lease);
       this.opts.log?.('cluster: taking over a dead node', { dead: name, started: s.lease.started, silentMs: now - s.changedAt, quietRounds: s.quietRounds });
       try {

@@ -11,11 +11,12 @@
  * `onReady` listeners the first time the stream and bucket exist (parts start their
  * consumers/watches then). Nothing on the hot path ever awaits anything here.
  */
-import { AuthorizationError, connect, type NatsConnection } from '@nats-io/transport-node';
+import { AuthorizationError, connect, type NatsConnection, type Server } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, StorageType, type JetStreamClient, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConfig } from '../config.js';
 import { natsConnectOptions, natsErrorReason } from './nats-connect.js';
+import { CONNECT_TIMEOUT_MS, MAX_PING_OUT, PING_INTERVAL_MS, RECONNECT_WAIT_MAX_MS } from './timing.js';
 
 export const STATUS_STREAM = 'LANDFALL_STATUS';
 /** Subject of a node's status events: `lf.status.<node>`. */
@@ -67,6 +68,8 @@ export class Link {
   private readonly readyListeners = new Set<() => void>();
   private closed = false;
   private starting: Promise<void> | null = null;
+  /** The server the client dialled last (see `nextServer`). */
+  private dialled: string | null = null;
 
   constructor(
     readonly config: NatsConfig,
@@ -97,7 +100,9 @@ export class Link {
   private setUp(up: boolean): void {
     if (this.up === up) return;
     this.up = up;
-    this.opts.log[up ? 'info' : 'warn']({ node: this.node }, up ? 'cluster: NATS link up' : 'cluster: NATS link down (degraded: serving from local state)');
+    // The server a node is on is named: which nodes a stalled server held is then in the log.
+    const fields = up ? { node: this.node, server: this.nc?.getServer() } : { node: this.node };
+    this.opts.log[up ? 'info' : 'warn'](fields, up ? 'cluster: NATS link up' : 'cluster: NATS link down (degraded: serving from local state)');
     for (const fn of this.changeListeners) fn(up);
   }
 
@@ -118,9 +123,15 @@ export class Link {
           maxReconnectAttempts: -1,
           reconnectDelayHandler: () => this.retryDelay(),
           ignoreAuthErrorAbort: true,
-          // A server that stopped answering is noticed within ~4 s, not the default 4 minutes.
-          pingInterval: 2_000,
-          maxPingOut: 2,
+          reconnectToServer: (pool) => this.nextServer(pool),
+          // A server that stopped answering (a stall: SIGSTOP, a frozen VM) is noticed within
+          // STALL_NOTICED_MS, not the default 4 minutes: the other nodes' judgement of this one's
+          // lease is timed from it (src/cluster/timing.ts).
+          pingInterval: PING_INTERVAL_MS,
+          maxPingOut: MAX_PING_OUT,
+          // A reconnect that meets a server that accepts the TCP connection but never answers
+          // (stalled) gives it up after this long and tries the next one.
+          timeout: CONNECT_TIMEOUT_MS,
         });
       } catch (e) {
         if (isRefusal(e)) this.refused();
@@ -131,6 +142,21 @@ export class Link {
       }
     }
     return null;
+  }
+
+  /**
+   * The server to dial next (null: the client's own choice, `pool[0]`). The client's first
+   * reconnect dials the server it was connected to (its rotation starts behind it), so a node
+   * that left a *stalled* server — one that accepts the TCP connection and never answers — waited
+   * a whole connect timeout on it again before trying another (measured: up on another server
+   * 2 s after the stall was noticed). Never the same server twice in a row while the pool has
+   * another: a server that merely restarted is dialled again after the others were tried.
+   */
+  private nextServer(pool: ReadonlyArray<Server>): Server | null {
+    const first = pool[0];
+    const other = first && first.listen === this.dialled ? pool.find((s) => s.listen !== this.dialled) : undefined;
+    this.dialled = (other ?? first)?.listen ?? null;
+    return other ?? null;
   }
 
   /** One more refused attempt (authorization, TLS): counted, and the next waits longer. */
@@ -145,7 +171,7 @@ export class Link {
    * refuses this node: trying faster would not fix the credentials.
    */
   private retryDelay(): number {
-    if (this.refusals === 0) return 250 + Math.random() * 250;
+    if (this.refusals === 0) return RECONNECT_WAIT_MAX_MS / 2 + Math.random() * (RECONNECT_WAIT_MAX_MS / 2);
     return Math.min(1_000 * 2 ** (this.refusals - 1), CONNECT_RETRY_MAX_MS) * (0.75 + Math.random() * 0.5);
   }
 

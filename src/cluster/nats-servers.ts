@@ -20,6 +20,12 @@ export interface NatsServers {
   restart(i: number): Promise<void>;
   /** Tell server `i` to read its config file again (SIGHUP: users and permissions change live). */
   reload(i: number): void;
+  /** Freeze server `i` (SIGSTOP: a hung VM or disk; its sockets stay open and answer nothing). */
+  pause(i: number): void;
+  /** Let a frozen server `i` run again (SIGCONT). */
+  resume(i: number): void;
+  /** Names of the clients connected to server `i` now (its monitoring endpoint's `connz`). */
+  clients(i: number): Promise<string[]>;
   /** Kill every server. */
   close(): Promise<void>;
 }
@@ -46,9 +52,11 @@ const READY_MS = 20_000;
 export async function startNatsServers(n: number, bin: string, storeDir: string, configFile?: string): Promise<NatsServers> {
   const clientPorts: number[] = [];
   const routePorts: number[] = [];
+  const monitorPorts: number[] = [];
   for (let i = 0; i < n; i++) {
     clientPorts.push(await freePort());
     routePorts.push(await freePort());
+    monitorPorts.push(await freePort());
   }
   const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`).join(',');
   const children: (ChildProcess | null)[] = new Array(n).fill(null);
@@ -57,7 +65,7 @@ export async function startNatsServers(n: number, bin: string, storeDir: string,
     // With a config file the server keeps its own name (its ID): a name given by flag makes
     // every reload (SIGHUP) fail ("config reload not supported for ServerName").
     const name = configFile ? ['-c', configFile] : ['-n', `nats-${i}`];
-    const args = [...name, '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-sd', join(storeDir, `s${i}`)];
+    const args = [...name, '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-m', String(monitorPorts[i]), '-sd', join(storeDir, `s${i}`)];
     if (n > 1) args.push('--cluster_name', 'landfall', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes);
     const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children[i] = child;
@@ -84,6 +92,7 @@ export async function startNatsServers(n: number, bin: string, storeDir: string,
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
     child.kill(sig);
+    if (sig !== 'SIGKILL') child.kill('SIGCONT'); // a paused process handles the signal only once running
     await exited;
   }
 
@@ -102,6 +111,13 @@ export async function startNatsServers(n: number, bin: string, storeDir: string,
     kill: (i) => signal(i, 'SIGKILL'),
     restart: (i) => start(i),
     reload: (i) => void children[i]?.kill('SIGHUP'),
+    pause: (i) => void children[i]?.kill('SIGSTOP'),
+    resume: (i) => void children[i]?.kill('SIGCONT'),
+    async clients(i) {
+      const r = await fetch(`http://127.0.0.1:${monitorPorts[i]}/connz?limit=4096`);
+      const body = (await r.json()) as { connections?: { name?: string }[] };
+      return (body.connections ?? []).map((c) => c.name ?? '');
+    },
     close: closeAll,
   };
 }

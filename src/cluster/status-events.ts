@@ -42,6 +42,10 @@ import { isPending, type Resend, type StatusRecord } from '../store/records.js';
 import { decodeStatus, encodeStatus, resendOf, signatureOfKey, statusKey, type RecordBytes } from '../store/status-codec.js';
 import type { Store } from '../store/store.js';
 import { STATUS_STREAM, statusSubject, type Link, type LinkLog } from './link.js';
+// Live copies a node sends again when a node reconnects, ms back: copies in flight through a
+// server that died or stalled are lost (the publisher's, or those routed to a receiver connected
+// there), and JetStream's copy of them waits out the election. Derived from the stall detection.
+import { REPLAY_MS } from './timing.js';
 
 /** Events kept while NATS is unreachable; past it the oldest are dropped (counted, logged). */
 export const OUTBOX_MAX = 200_000;
@@ -64,12 +68,6 @@ const FORGED_LOG_MS = 10_000;
  * retries soon after the election.
  */
 const PUBLISH_TIMEOUT_MS = 2_000;
-/**
- * Live copies a node sends again when a node reconnects, ms back: copies in flight through a
- * server that died are lost (the publisher's, or those routed to a receiver connected there),
- * and JetStream's copy of them waits out the election.
- */
-const REPLAY_MS = 2_000;
 /**
  * msgIDs of this process's messages remembered until the consumer brings them back, at most
  * (oldest forgotten first: such a message is then applied like any other, which is harmless).

@@ -10,7 +10,9 @@
  * and `engine.resume` (sent again while the blockhash lives, when the record still carries its
  * wire bytes) — and its settlements are published like its own. Records of the dead node that
  * reach this node only after the takeover (its last events, delivered late) are adopted as they
- * arrive, until the node is live again. A dead node that comes back resumes its own pending
+ * arrive, until the node is live again: a takeover lasts while the dead node's lease stays as
+ * it was judged (`Leases.heirOf`), so a node that was only frozen (SIGSTOP, a stopped VM) owns
+ * what it sends once it runs again, and is taken over again if it dies again. A dead node that comes back resumes its own pending
  * records too: the duplicates are harmless (applies only move forward, a record is credited once
  * per node, and JetStream drops the repeated event by its msgID).
  *
@@ -89,15 +91,26 @@ export class Takeover {
     this.late.add(rec.signature);
     this.lateTimer ??= setTimeout(() => {
       this.lateTimer = null;
-      const sigs = new Set(this.late);
+      // Still inherited? A frozen node that runs again writes its lease before it answers the
+      // requests that waited for it, but its first live copies can arrive here before that lease
+      // does: what it sends once live is its own (issue 32).
+      const sigs = new Set([...this.late].filter((sig) => this.ownerOf(this.opts.origins.originOf(sig)) === this.opts.node));
       this.late.clear();
-      this.resume(sigs);
+      const { resumed, resent } = this.resume(sigs);
+      if (resumed > 0) this.opts.log?.('cluster: adopted late records of a node taken over', { resumed, resent, signatures: [...sigs].slice(0, 32) });
     }, LATE_BATCH_MS).unref();
   }
 
   close(): void {
     if (this.lateTimer) clearTimeout(this.lateTimer);
     this.lateTimer = null;
+  }
+
+  /** Who resumes `origin`'s pending records now (undefined: no origin known). */
+  private ownerOf(origin: string | undefined): string | undefined {
+    if (origin === undefined) return undefined;
+    const chain = this.chainOf(origin);
+    return chain[chain.length - 1];
   }
 
   /** `origin`, its heir, the heir's heir, … up to a node nobody took over (the owner now). */

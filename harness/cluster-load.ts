@@ -34,8 +34,10 @@ export interface ClusterEnvOptions {
   plan?: string;
   /** More `landfall localnet` options for the chain (the validators' QUIC limits). */
   chainArgs?: string[];
-  /** Extra arguments and environment of node `name` (see `startClusterNodes`). */
-  nodeArgs?: ClusterNodesOptions['nodeArgs'];
+  /** More nats-server flags (`--no_advertise` when a node reaches NATS through proxies). */
+  natsArgs?: string[];
+  /** Extra arguments and environment of node `name` (see `startClusterNodes`), given the servers' URLs. */
+  nodeArgs?: (name: string, natsUrls: string[]) => ReturnType<NonNullable<ClusterNodesOptions['nodeArgs']>>;
 }
 
 /** Start everything; resolves once every node accepts the account's key. */
@@ -44,7 +46,7 @@ export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv>
   try {
     const chain = await startChildLocalnet({ seed: o.seed, slotMs: o.slotMs, ...(o.chainArgs ? { args: o.chainArgs } : {}) });
     parts.push({ close: () => chain.kill() });
-    const nats = await startNatsCluster(3);
+    const nats = await startNatsCluster(3, undefined, o.natsArgs);
     parts.push(nats);
     const tips = makeTipAddresses(8);
     const cluster = await startClusterNodes(o.names, {
@@ -52,7 +54,7 @@ export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv>
       rpcUrl: chain.rpcUrl,
       wsUrl: chain.wsUrl,
       config: { tipAddresses: tips.map((t) => t.toBase58()), ...o.config },
-      ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
+      ...(o.nodeArgs ? { nodeArgs: (name: string) => o.nodeArgs!(name, nats.urls) } : {}),
     });
     parts.push(cluster);
     const created = JSON.parse(await cluster.cli('accounts', 'create', '--name', 'bot', '--plan', o.plan ?? 'whale', '--json')) as { account_id: string; api_key: string };

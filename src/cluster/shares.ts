@@ -14,9 +14,18 @@
  * the alternative: it puts a NATS round trip in front of every refill, which the rule above
  * forbids, and NATS counters would put one in front of every take.
  *
- * Fallback ("local share"): when the node stops hearing its own reports back (NATS down or cut
- * off) for STALE_MS, it cannot know the others' demand, so every account gets 1 / known nodes
- * (the nodes seen around the last time NATS worked): safe, the sum is still ≤ the plan's.
+ * Shares are leases (issue 32): a node cut off from NATS (it still serves its clients) and the
+ * nodes that stop hearing it must agree on what it may use without talking. A peer silent for
+ * STALE_MS is no longer weighed by demand, but it is not forgotten either: the live nodes keep a
+ * slice of 1 / known nodes *reserved* for it until LEASE_MS (+ MARGIN_MS) after they last heard
+ * it, and split the rest by demand. A node that stops hearing its own reports back (NATS down,
+ * or it is cut off) uses at most that slice ("local share"): from STALE_MS − MARGIN_MS the least
+ * of its share and the slice (it may hold more than the slice and must give it up before the
+ * others count it as reserved), from STALE_MS + 3 × MARGIN_MS the slice (the others reserve it by
+ * then), and from LEASE_MS − MARGIN_MS nothing more (a weight of ~0: one token of burst, then
+ * 0.01/s) until NATS is back — the others may hand its slice out again from LEASE_MS + MARGIN_MS.
+ * Through any partition, either side, the sum of the shares in use stays ≤ the plan's. The clocks
+ * are in src/cluster/timing.ts.
  *
  * Layers: `ShareTable` (pure: reports in, weights out) ← `DemandMeter` (drains the limiters'
  * demand counters) ← `BudgetSharer` (the timer, NATS, and applying weights to the buckets).
@@ -27,15 +36,22 @@ import { queryTps, type PlanTable } from '../accounts/plans.js';
 import { RateLimiter } from '../accounts/rate-limiter.js';
 import type { AccountRecord } from '../store/store.js';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { SHARE_LEASE_MS, SHARE_MARGIN_MS, SHARE_STALE_MS } from './timing.js';
 
 /** ε as a fraction of a budget's rate: the demand an idle node is counted with. */
 export const EPSILON = 0.01;
 /** How often a node reports its demand and re-balances, ms. */
 export const TICK_MS = 200;
-/** A peer whose last report is older than this is not live; own reports older → local share. */
-export const STALE_MS = 2_000;
-/** Peers seen within this long before NATS was last heard count as known nodes (local share). */
-export const KNOWN_MS = 60_000;
+/** A peer whose last report is older than this is not live (its slice is reserved); own reports older → local share. */
+export const STALE_MS = SHARE_STALE_MS;
+/** The slack on each side of a share's hand-over. */
+export const MARGIN_MS = SHARE_MARGIN_MS;
+/** A silent peer's slice stays reserved this long after it was last heard; a cut-off node uses its slice this long. */
+export const LEASE_MS = SHARE_LEASE_MS;
+/** Peers seen within this long before NATS was last heard count as known nodes (the slice's divisor). */
+export const KNOWN_MS = LEASE_MS;
+/** The weight of a node past its lease: nothing (the buckets keep a token of burst and 0.01/s). */
+const NOTHING = 0;
 /** Demand is measured over the last second: this many ticks. */
 const WINDOW_TICKS = Math.round(1000 / TICK_MS);
 /** A weight is re-applied to the buckets only when it moves by more than this fraction. */
@@ -85,14 +101,46 @@ export class ShareTable {
   }
 
   mode(now: number): BudgetMode {
-    return now - this.lastEcho <= STALE_MS ? 'shared' : 'local-share';
+    return now - this.lastEcho <= STALE_MS - MARGIN_MS ? 'shared' : 'local-share';
   }
 
-  /** This node and the peers heard from within STALE_MS, sorted. */
+  /** Whether peer `p` is weighed by its demand (heard within STALE_MS + MARGIN_MS). */
+  private live(p: Peer, now: number): boolean {
+    return now - p.at <= STALE_MS + MARGIN_MS;
+  }
+
+  /** Whether silent peer `p` still holds its reserved slice. */
+  private reserved(p: Peer, now: number): boolean {
+    return !this.live(p, now) && now - p.at <= LEASE_MS + MARGIN_MS;
+  }
+
+  /** This node and the peers weighed by their demand, sorted. */
   liveNodes(now: number): string[] {
     const live = [this.self];
-    for (const [name, p] of this.peers) if (now - p.at <= STALE_MS) live.push(name);
+    for (const [name, p] of this.peers) if (this.live(p, now)) live.push(name);
     return live.sort();
+  }
+
+  /** Silent peers whose slice is still reserved. */
+  private reservedCount(now: number): number {
+    let n = 0;
+    for (const p of this.peers.values()) if (this.reserved(p, now)) n++;
+    return n;
+  }
+
+  /**
+   * This node's weight while it does not hear its own reports (see the file's comment), given the
+   * weight it holds now (`held`; undefined: none of its own, the default weight applies).
+   */
+  private localShare(now: number, held: number | undefined): number {
+    const slice = 1 / this.knownNodes(now);
+    const silent = now - this.lastEcho;
+    // Never heard at all (started without NATS): no share was ever handed out to anyone else
+    // for this node to give back; the leases' count is all it knows.
+    if (this.lastEcho === -Infinity) return slice;
+    if (silent > LEASE_MS - MARGIN_MS) return NOTHING;
+    if (silent <= STALE_MS + 3 * MARGIN_MS && held !== undefined) return Math.min(held, slice);
+    return slice;
   }
 
   /**
@@ -110,39 +158,44 @@ export class ShareTable {
    * This node's share of one budget of an account.
    * @param demand what this node was asked for over the last second
    * @param rate the budget's rate (tokens/s), for ε
+   * @param held the weight this node applies now (for the hand-over when it stops hearing NATS)
    */
-  weight(account: string, budget: number, demand: number, rate: number, now: number): number {
-    if (this.mode(now) === 'local-share') return 1 / this.knownNodes(now);
+  weight(account: string, budget: number, demand: number, rate: number, now: number, held?: number): number {
+    if (this.mode(now) === 'local-share') return this.localShare(now, held);
     const eps = EPSILON * rate;
     const mine = Math.max(demand, eps);
     let sum = mine;
     let live = 1;
+    let reserved = 0;
     for (const p of this.peers.values()) {
-      if (now - p.at > STALE_MS) continue;
+      if (this.reserved(p, now)) reserved++;
+      if (!this.live(p, now)) continue;
       live++;
       sum += Math.max(p.accounts.get(account)?.[budget] ?? 0, eps);
     }
     // Nodes the leases know to be up but not heard from yet (just started) count as idle.
-    return mine / (sum + Math.max(0, this.knownHint - live) * eps);
+    const share = mine / (sum + Math.max(0, this.knownHint - live - reserved) * eps);
+    // What the silent nodes may still be using is not handed out.
+    return reserved === 0 ? share : share * Math.max(0, 1 - reserved / this.knownNodes(now));
   }
 
-  /** The share of an account nobody has asked for: ε / (n·ε) = 1 / live nodes, or the local share. */
+  /** The share of an account nobody has asked for: ε / (n·ε) = 1 / (live + reserved) nodes, or the local share. */
   defaultWeight(now: number): number {
-    if (this.mode(now) === 'local-share') return 1 / this.knownNodes(now);
-    return 1 / Math.max(this.liveNodes(now).length, this.knownHint);
+    if (this.mode(now) === 'local-share') return this.localShare(now, undefined);
+    return 1 / Math.max(this.liveNodes(now).length + this.reservedCount(now), this.knownHint);
   }
 
   /** Accounts live peers report demand for. */
   peerAccounts(now: number): Set<string> {
     const out = new Set<string>();
-    for (const p of this.peers.values()) if (now - p.at <= STALE_MS) for (const a of p.accounts.keys()) out.add(a);
+    for (const p of this.peers.values()) if (this.live(p, now)) for (const a of p.accounts.keys()) out.add(a);
     return out;
   }
 
-  /** Drop peers not heard from for KNOWN_MS while NATS works (a departed node stops counting). */
+  /** Drop peers whose reserved slice ended while NATS works (a departed node stops counting). */
   forgetGone(now: number): void {
     if (this.mode(now) !== 'shared') return;
-    for (const [name, p] of this.peers) if (now - p.at > KNOWN_MS) this.peers.delete(name);
+    for (const [name, p] of this.peers) if (now - p.at > LEASE_MS + MARGIN_MS) this.peers.delete(name);
   }
 }
 
@@ -309,9 +362,9 @@ export class BudgetSharer {
     const a = this.opts.account(id);
     if (!a) return; // not mirrored here yet: it has the default share until it is
     const plan = this.opts.plans[a.plan];
-    const ws = this.table.weight(id, SEND, demand[SEND], plan.maxTps, now);
-    const wq = this.table.weight(id, QUERY, demand[QUERY], queryTps(plan), now);
     const old = this.applied.get(id);
+    const ws = this.table.weight(id, SEND, demand[SEND], plan.maxTps, now, old?.[SEND]);
+    const wq = this.table.weight(id, QUERY, demand[QUERY], queryTps(plan), now, old?.[QUERY]);
     if (old && !moved(old[SEND], ws) && !moved(old[QUERY], wq)) return;
     const index = accountSlot(id);
     const stored: Demand = [this.opts.shares.setWeight(index, SEND, ws), this.opts.shares.setWeight(index, QUERY, wq)];

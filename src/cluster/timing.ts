@@ -58,3 +58,18 @@ export const FRESH_ROUND_MS = 2 * HEARTBEAT_MS;
  * heartbeat of margin.
  */
 export const REPLAY_MS = SWITCH_MS + HEARTBEAT_MS;
+
+/**
+ * Budget shares are leases too (`shares.ts`). A peer whose demand reports stop for SHARE_STALE_MS
+ * is no longer weighed by demand: the live nodes keep 1 / known nodes of every budget reserved
+ * for it until SHARE_LEASE_MS after they last heard it (+ SHARE_MARGIN_MS), and a node that stops
+ * hearing its own reports uses no more than that same slice, and nothing once SHARE_LEASE_MS
+ * (− SHARE_MARGIN_MS) have passed since it last heard them: whichever side of a partition a node
+ * is on, the sum of the shares in use never exceeds the plan's. A node stuck on a stalled server
+ * is silent up to SWITCH_MS, so the stale time outlasts it (a stall flips no share).
+ */
+export const SHARE_STALE_MS = SWITCH_MS;
+/** The slack on each side of a share's hand-over: more than a report period (200 ms) and its delivery, ms. */
+export const SHARE_MARGIN_MS = 500;
+/** How long a silent node's slice is reserved for it, and how long a cut-off node may use it, ms. */
+export const SHARE_LEASE_MS = 60_000;

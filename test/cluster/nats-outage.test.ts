@@ -77,7 +77,13 @@ describe('NATS servers stop under load', () => {
     for (const n of nodes) {
       const own = load.acks.filter((k) => k.node === n.name);
       expect(own.length, `${n.name} accepted sends during the outage`).toBeGreaterThan(5);
-      for (const k of own) expect((await statusOn(n, env.key, k.signature)).status, `${k.signature} on its own node`).toBe(200);
+      for (const k of own) {
+        // A 429 is the account's query budget (a node that lost NATS holds at most its slice of
+        // it, less for its first seconds: docs/several-nodes.md), not a lost record: read again.
+        let r = await statusOn(n, env.key, k.signature);
+        for (let i = 0; r.status === 429 && i < 50; i++, r = await statusOn(n, env.key, k.signature)) await sleep(100);
+        expect(r.status, `${k.signature} on its own node`).toBe(200);
+      }
     }
 
     for (let i = 0; i < 3; i++) await env.nats.restart(i);

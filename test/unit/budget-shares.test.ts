@@ -10,7 +10,7 @@ import { ACCOUNT_SLOTS, accountSlot, buckets } from '../../src/native.js';
 import { budgetShares, enableBudgetShares, QUERY, SEND } from '../../src/accounts/budget-shares.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_PLANS, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
-import { BudgetSharer, DemandMeter, EPSILON, KNOWN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
+import { BudgetSharer, DemandMeter, EPSILON, KNOWN_MS, LEASE_MS, MARGIN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
 import type { AccountRecord } from '../../src/store/store.js';
 
 describe('ShareTable: weights from demand reports', () => {
@@ -50,28 +50,52 @@ describe('ShareTable: weights from demand reports', () => {
     expect(t.defaultWeight(100)).toBeCloseTo(1 / 3, 12);
   });
 
-  it('a peer silent for longer than STALE_MS stops counting', () => {
+  it('a silent peer is no longer weighed by demand, but its slice stays reserved until its lease ends', () => {
     const t = table('a', 0);
     t.observe({ node: 'b', accounts: { acc: [50, 0] } }, 0);
-    expect(t.weight('acc', SEND, 50, RATE, STALE_MS)).toBeCloseTo(0.5, 12);
-    t.observe({ node: 'a', accounts: {} }, STALE_MS); // NATS still works for a
-    expect(t.weight('acc', SEND, 50, RATE, STALE_MS + 1)).toBe(1);
-    expect(t.liveNodes(STALE_MS + 1)).toEqual(['a']);
-    expect(t.peerAccounts(STALE_MS + 1).size).toBe(0);
+    t.observe({ node: 'c', accounts: { acc: [50, 0] } }, 0);
+    expect(t.weight('acc', SEND, 50, RATE, STALE_MS)).toBeCloseTo(1 / 3, 12);
+    // c goes on reporting, b falls silent (cut off from NATS, or dead: nobody can tell).
+    const silent = STALE_MS + MARGIN_MS + 1;
+    t.observe({ node: 'a', accounts: {} }, silent); // NATS still works for a
+    t.observe({ node: 'c', accounts: { acc: [50, 0] } }, silent);
+    expect(t.liveNodes(silent)).toEqual(['a', 'c']);
+    expect(t.peerAccounts(silent)).toEqual(new Set(['acc']));
+    // a and c split what b may still use (1/3) away: 2/3 between them, by demand.
+    expect(t.weight('acc', SEND, 50, RATE, silent)).toBeCloseTo(1 / 3, 12);
+    expect(t.weight('acc', SEND, 150, RATE, silent)).toBeCloseTo((2 / 3) * (150 / 200), 12);
+    expect(t.defaultWeight(silent)).toBeCloseTo(1 / 3, 12);
+    // Past b's lease (+ the margin), its slice is handed out again.
+    const after = LEASE_MS + MARGIN_MS + 1;
+    t.observe({ node: 'a', accounts: {} }, after);
+    t.observe({ node: 'c', accounts: { acc: [50, 0] } }, after);
+    t.forgetGone(after);
+    expect(t.weight('acc', SEND, 50, RATE, after)).toBeCloseTo(0.5, 12);
+    expect(t.knownNodes(after)).toBe(2);
   });
 
-  it('without its own report back for STALE_MS a node falls back to 1 / known nodes, kept through a long outage', () => {
+  it('without its own report back a node gives its share up before the others reserve its slice, and uses nothing past its lease', () => {
     const t = table('a', 0);
     t.observe({ node: 'b', accounts: { acc: [50, 0] } }, 0);
     t.observe({ node: 'c', accounts: {} }, 0);
-    expect(t.mode(STALE_MS)).toBe('shared');
-    expect(t.mode(STALE_MS + 1)).toBe('local-share');
-    expect(t.weight('acc', SEND, 1000, RATE, STALE_MS + 1)).toBeCloseTo(1 / 3, 12);
+    const cut = STALE_MS - MARGIN_MS;
+    expect(t.mode(cut)).toBe('shared');
+    expect(t.mode(cut + 1)).toBe('local-share');
+    // At most the slice (1 / known nodes) from STALE_MS - MARGIN_MS, before the others reserve it
+    // (from STALE_MS + MARGIN_MS): a node holding more gives it up, one holding less keeps it.
+    expect(t.weight('acc', SEND, 1000, RATE, cut + 1, 0.9)).toBeCloseTo(1 / 3, 12);
+    expect(t.weight('acc', SEND, 1000, RATE, cut + 1, 0.1)).toBeCloseTo(0.1, 12);
+    // The whole slice once the others reserve it.
+    expect(t.weight('acc', SEND, 1000, RATE, STALE_MS + 3 * MARGIN_MS + 1, 0.1)).toBeCloseTo(1 / 3, 12);
+    expect(t.defaultWeight(STALE_MS + 3 * MARGIN_MS + 1)).toBeCloseTo(1 / 3, 12);
+    expect(t.weight('acc', SEND, 1000, RATE, LEASE_MS - MARGIN_MS, 1 / 3)).toBeCloseTo(1 / 3, 12);
+    // Its lease over (the others may hand the slice out from LEASE_MS + MARGIN_MS): nothing.
+    expect(t.weight('acc', SEND, 1000, RATE, LEASE_MS - MARGIN_MS + 1, 1 / 3)).toBe(0);
     // Long after: the nodes known when NATS last worked still count (the divisor never shrinks).
     const later = 10 * KNOWN_MS;
     t.forgetGone(later);
     expect(t.knownNodes(later)).toBe(3);
-    expect(t.defaultWeight(later)).toBeCloseTo(1 / 3, 12);
+    expect(t.defaultWeight(later)).toBe(0);
     // NATS back: shared again, from fresh reports.
     t.observe({ node: 'a', accounts: {} }, later);
     t.observe({ node: 'b', accounts: {} }, later);

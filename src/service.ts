@@ -151,7 +151,23 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         logOutcome(telemetry.log, c);
         settle(c);
         const computeUnitPrice = engine.takeComputeUnitPrice(c.record.signature);
+        // Did not land: why, from its trace and the chain, off this path; its status is pushed
+        // again with the post-mortem once made (and the trace endpoint shows it).
+        if (c.record.expired && c.record.status === 'sent') {
+          let trace;
+          try {
+            trace = engine.traceNow(c.record.signature);
+          } catch {
+            trace = { attempts: [], omitted: 0 };
+          }
+          engine.postMortems.explain(c.record, trace, computeUnitPrice ?? null, (postMortem) => {
+            const told = { ...c.record, postMortem };
+            statusHub.publish(told);
+            ingress?.publish([told]);
+          });
+        }
         if (c.record.status === 'confirmed') tipFloor.landed(c.record.tipLamports, computeUnitPrice, c.record.accountId);
+        engine.analytics.record(c.record, engine.leaders.leaderAt(c.record.submitSlot));
         countSettled(telemetry.metrics, accounts, c.record);
         statusHub.publish(c.record);
         ingress?.publish([c.record]);
@@ -262,6 +278,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         telemetry,
         tipFloor,
         liveTrace: (sig) => engine.liveTrace(sig),
+        analytics: (accountId, window) => engine.analytics.view(accountId, window),
         cluster: clusterHealth,
       });
       const server: RunningServer = await listen(app, config.host, config.port);

@@ -13,6 +13,7 @@ import {
   type AccountRecord,
   type BatchItem,
   type DeliveryTrace,
+  type LandingAnalytics,
   type SendOptions,
   type SendResult,
   type StatusRecord,
@@ -174,6 +175,14 @@ export class LandfallClient {
    */
   trace(signature: string): Promise<DeliveryTrace> {
     return this.call('GET', `/v1/status/${encodeURIComponent(signature)}/trace`) as Promise<DeliveryTrace>;
+  }
+
+  /**
+   * Landing analytics of this account's own transactions over the last hour or day: landing rate
+   * and slots to land, in total, by leader and over time (`GET /v1/analytics`; query budget).
+   */
+  analytics(window: '1h' | '24h' = '24h'): Promise<LandingAnalytics> {
+    return this.call('GET', `/v1/analytics?window=${window}`) as Promise<LandingAnalytics>;
   }
 
   /** Plan, limits, usage and next tier. */

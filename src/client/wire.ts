@@ -77,6 +77,30 @@ export interface StreamStatus extends StatusRecord {
   tip_lamports: number;
   /** The cluster slot when the service accepted it (`slot − submit_slot`: slots to land). */
   submit_slot: number;
+  /** On an expired transaction's second push: why it did not land. */
+  post_mortem?: PostMortem;
+}
+
+/** Why a transaction did not land (`post_mortem` of its trace and of its second expired push). */
+export interface PostMortem {
+  /** Its blockhash died, or its `deadline_slot` passed. */
+  cause: 'expired' | 'deadline_passed';
+  /** In one sentence: "expired after 3 rounds; 4 writes to 2 leaders; its leaders skipped 4 of the 8 slots it was sent for". */
+  summary: string;
+  /** Rebroadcast rounds written after the first send. */
+  rounds: number;
+  /** Writes that reached a leader's connection. */
+  writes: number;
+  /** Writes the validators refused, by leader and QUIC close code. */
+  refused: Array<{ leader: string | null; close_code: number | null; count: number }>;
+  /** Writes not attempted: a full queue, or backing off a leader that refused. */
+  throttled: number;
+  /** The leader slots it was sent for. */
+  slots_sent_for: number[];
+  /** Of those, the slots without a block (from the chain's `getBlocks`); null when the node cannot tell. */
+  skipped_slots: number[] | null;
+  /** Its compute-unit price against the lowest in the blocks it missed (inferred); null when unknown. */
+  fees: { own_cu_price: number | null; lowest_cu_price: number | null; blocks: number; priced_out: boolean; inferred: true } | null;
 }
 
 /** One delivery attempt of a trace (`GET /v1/status/{signature}/trace`). */
@@ -115,6 +139,30 @@ export interface DeliveryTrace {
   attempts: DeliveryAttempt[];
   /** Attempts past the cap, not kept. */
   attempts_omitted: number;
+  /** A transaction that did not land: why (kept in memory for the node's last 10,000 misses). */
+  post_mortem?: PostMortem;
+}
+
+/** One row of `GET /v1/analytics`: counts, landing rate, slots to land (histogram-bin upper bounds). */
+export interface LandingRow {
+  transactions: number;
+  landed: number;
+  failed: number;
+  expired: number;
+  landing_rate: number | null;
+  slots_to_land: { p50: number; p90: number; p99: number } | null;
+}
+
+/** `GET /v1/analytics?window=1h|24h`: the account's own transactions that reached an outcome. */
+export interface LandingAnalytics extends LandingRow {
+  window: '1h' | '24h';
+  from: string;
+  to: string;
+  /** Per leader of the submission slot ("other" beyond the kept ones), most transactions first. */
+  by_leader: Array<LandingRow & { leader: string }>;
+  /** 60 (24h) or 10 (1h). */
+  series_minutes: number;
+  series: Array<LandingRow & { from: string }>;
 }
 
 /** The next plan up and what reaching it brings (`AccountRecord.next_tier`). */

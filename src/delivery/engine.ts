@@ -27,6 +27,8 @@ import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type L
 import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './delivery.js';
 import { FirstSender } from './first-send.js';
 import { LeaderTracker } from './leaders.js';
+import { PostMortems } from './post-mortem.js';
+import { LandingAnalytics } from '../tracker/landing-analytics.js';
 import { Rebroadcaster, type ResumeCause } from './rebroadcast.js';
 import type { Trace } from './trace.js';
 import { TraceBook } from './trace-book.js';
@@ -72,6 +74,10 @@ export class Engine implements Delivery {
   readonly rebroadcaster: Rebroadcaster;
   /** Delivery traces of the transactions in flight; set `traces.store` to keep them. */
   readonly traces: TraceBook;
+  /** Why the transactions that did not land did not (the last `MAX_KEPT`, in memory). */
+  readonly postMortems: PostMortems;
+  /** Per-account landing rate and slots to land, by leader and over time (`GET /v1/analytics`). */
+  readonly analytics = new LandingAnalytics();
   private tracker: Tracker | null = null;
   /**
    * Told when the chain came back at a lower slot (after the flights in the air were rewound):
@@ -130,6 +136,7 @@ export class Engine implements Delivery {
         if (this.view.snapshot !== null) this.publish(this.leaders.currentSlot());
       },
     });
+    this.postMortems = new PostMortems({ rpc: this.leaders.rpc, leaderAt: (slot) => this.leaders.leaderAt(slot), slot: () => this.leaders.currentSlot() });
   }
 
   /** Wait until the chain view is complete (slot, leaders, addresses, a blockhash). */
@@ -236,9 +243,26 @@ export class Engine implements Delivery {
     this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
   }
 
-  /** The delivery trace of a transaction this thread still holds (in flight), else null: read the store. */
+  /**
+   * The delivery trace of a transaction this thread still holds (in flight), else null: read the
+   * store. With a post-mortem kept here (it did not land), the stored trace with it.
+   */
   liveTrace(signature: string): Trace | null {
-    return this.traces.current(signature);
+    const t = this.traces.current(signature);
+    const pm = this.postMortems.get(signature);
+    if (pm === undefined) return t;
+    let base = t;
+    try {
+      base ??= this.traces.store?.getTrace(signature) ?? null;
+    } catch {
+      base = null;
+    }
+    return { ...(base ?? { attempts: [], omitted: 0 }), postMortem: pm };
+  }
+
+  /** The trace of `signature` as it stands: in flight or being written here, else the store's. */
+  traceNow(signature: string): Trace {
+    return this.traces.current(signature) ?? this.traces.store?.getTrace(signature) ?? { attempts: [], omitted: 0 };
   }
 
   /**

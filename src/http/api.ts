@@ -7,6 +7,7 @@
  *   api.ts (handlers) → json-rpc.ts, stream.ts, openapi.ts → routes.ts (the routes table), auth.ts, request.ts, types.ts
  *   → submission/ → accounts/, store/, delivery/, native
  */
+import { LandingAnalytics } from '../tracker/landing-analytics.js';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
@@ -164,7 +165,7 @@ export function statusView(r: StatusRecord): StatusJson {
  * could otherwise only get by spending its query budget.
  */
 export function streamView(r: StatusRecord): Omit<StreamStatus, 'type'> {
-  return { ...statusView(r), tip_lamports: Number(r.tipLamports), submit_slot: r.submitSlot };
+  return { ...statusView(r), tip_lamports: Number(r.tipLamports), submit_slot: r.submitSlot, ...(r.postMortem && { post_mortem: r.postMortem }) };
 }
 
 /** The trace of `GET /v1/status/{signature}/trace`. */
@@ -192,6 +193,7 @@ export function traceView(rec: StatusRecord, t: Trace): DeliveryTrace {
       reason: a.reason,
     })),
     attempts_omitted: t.omitted,
+    ...(t.postMortem && { post_mortem: t.postMortem }),
   };
 }
 
@@ -283,6 +285,21 @@ function accountHandler(s: Wired): Handler {
     const who = authenticate(s.keys, ctx, true);
     const d = s.core.take(who.account, 'query');
     return { status: 200, body: s.accounts.view(who.account), headers: rateHeaders(d) };
+  };
+}
+
+/**
+ * `GET /v1/analytics?window=1h|24h`: the account's own landing rate and slots to land, by leader
+ * and over time (src/tracker/landing-analytics.ts). Authenticated and budgeted like the status.
+ */
+function analyticsHandler(s: Wired): Handler {
+  return async (ctx) => {
+    const who = authenticate(s.keys, ctx, true);
+    const w = ctx.queryParam('window') ?? '24h';
+    if (w !== '1h' && w !== '24h') throw new Refusal('REQUEST_INVALID', `window must be 1h or 24h, got ${JSON.stringify(w.slice(0, 32))}`);
+    const d = s.core.take(who.account, 'query');
+    const view = s.analytics ? await s.analytics(who.account.id, w) : new LandingAnalytics().view(who.account.id, w);
+    return { status: 200, body: view, headers: rateHeaders(d) };
   };
 }
 
@@ -384,6 +401,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     status: statusHandler(s),
     trace: traceHandler(s),
     account: accountHandler(s),
+    analytics: analyticsHandler(s),
     tipAddresses: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })),
     tipFloor: tipFloorHandler(s),
     jsonRpc: rpc,

@@ -19,6 +19,7 @@ import type {
   BatchItem,
   DeliveryAttempt,
   DeliveryTrace,
+  PostMortem,
   ErrorBody,
   NextTier,
   PlanMinimum,
@@ -645,6 +646,20 @@ const OPERATIONS: Record<RouteId, OperationDoc> = {
       200: { description: 'The account record', headers: RATE_HEADERS, content: json(schema('Account')) },
     },
   },
+  analytics: {
+    summary: "Landing analytics of the account's own transactions: rate and slots to land, by leader and over time",
+    description:
+      'Of the calling account\'s transactions that reached an outcome in the last hour (`window=1h`) or day (`24h`, the default): how many ' +
+      'landed, how many failed on chain or expired, and the slots from acceptance to landing — in total, by the leader of the slot each was ' +
+      'sent in, and over time (hourly for 24h, every 10 minutes for 1h). Counted by the node that tracked them, in memory (a restart ' +
+      'starts empty); bounded: 32 leaders per time bucket, the rest pooled as `other`. Authenticated and budgeted like the status.',
+    tags: ['query'],
+    security: anyKey,
+    parameters: [{ name: 'window', in: 'query', required: false, description: '1h or 24h (default)', schema: { type: 'string', enum: ['1h', '24h'], default: '24h' } }],
+    responses: {
+      200: { description: 'The analytics', headers: RATE_HEADERS, content: json(schema('Analytics')) },
+    },
+  },
   tipAddresses: {
     summary: 'The addresses a transaction may tip (no key needed)',
     tags: ['send'],
@@ -919,6 +934,133 @@ export const OPENAPI: OpenApiDocument = {
           'A failed transaction only: the on-chain error exactly as the RPC node reports it (`getSignatureStatuses` `err`), a string for a fieldless error or an object',
         examples: [{ InsufficientFundsForRent: { account_index: 1 } }, { InstructionError: [0, { Custom: 1 }] }, 'InsufficientFundsForFee'],
       },
+      Analytics: {
+        type: 'object',
+        required: ['window', 'from', 'to', 'transactions', 'landed', 'failed', 'expired', 'landing_rate', 'slots_to_land', 'by_leader', 'series_minutes', 'series'],
+        additionalProperties: false,
+        properties: {
+          window: { enum: ['1h', '24h'] },
+          from: { type: 'string', format: 'date-time', description: 'Start of the first bucket counted (UTC)' },
+          to: { type: 'string', format: 'date-time', description: 'Now (UTC)' },
+            transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
+            landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
+            failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
+            expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
+            landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
+            slots_to_land: {
+              description: 'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
+              oneOf: [
+                {
+                  type: 'object',
+                  required: ['p50', 'p90', 'p99'],
+                  additionalProperties: false,
+                  properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
+                },
+                { type: 'null' },
+              ],
+            },
+          by_leader: {
+            type: 'array',
+            description: 'Per leader of the submission slot (base58 identity, or "other"), most transactions first',
+            items: {
+              type: 'object',
+              required: ['leader', 'transactions', 'landed', 'failed', 'expired', 'landing_rate', 'slots_to_land'],
+              additionalProperties: false,
+              properties: {
+                leader: { type: 'string' },
+            transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
+                landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
+                failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
+                expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
+                landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
+                slots_to_land: {
+                  description: 'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
+                  oneOf: [
+                    {
+                      type: 'object',
+                      required: ['p50', 'p90', 'p99'],
+                      additionalProperties: false,
+                      properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
+                    },
+                    { type: 'null' },
+                  ],
+                },
+              },
+            },
+          },
+          series_minutes: { enum: [10, 60], description: 'Length of each series bucket: 60 for 24h, 10 for 1h' },
+          series: {
+            type: 'array',
+            description: 'Oldest first: 24 hourly buckets (24h) or 6 of 10 minutes (1h)',
+            items: {
+              type: 'object',
+              required: ['from', 'transactions', 'landed', 'failed', 'expired', 'landing_rate', 'slots_to_land'],
+              additionalProperties: false,
+              properties: {
+                from: { type: 'string', format: 'date-time' },
+            transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
+                landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
+                failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
+                expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
+                landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
+                slots_to_land: {
+                  description: 'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
+                  oneOf: [
+                    {
+                      type: 'object',
+                      required: ['p50', 'p90', 'p99'],
+                      additionalProperties: false,
+                      properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
+                    },
+                    { type: 'null' },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      },
+      PostMortem: closed<PostMortem>()(
+        {
+          cause: enumOf<PostMortem['cause']>()(['expired', 'deadline_passed'], 'Its blockhash died, or its deadline_slot passed'),
+          summary: { type: 'string', description: 'The post-mortem in one sentence', examples: ['expired after 3 rounds; 5 writes to 3 leaders; its leaders skipped 4 of the 9 slots it was sent for'] },
+          rounds: { type: 'integer', minimum: 0, description: 'Rebroadcast rounds written after the first send (known: the trace)' },
+          writes: { type: 'integer', minimum: 0, description: "Writes that reached a leader's connection (known: the trace)" },
+          refused: {
+            type: 'array',
+            description: 'Writes the validators refused, by leader and QUIC close code (known: the trace)',
+            items: closed<PostMortem['refused'][number]>()(
+              { leader: { type: ['string', 'null'] }, close_code: { type: ['integer', 'null'], minimum: 0 }, count: { type: 'integer', minimum: 1 } },
+              ['leader', 'close_code', 'count'],
+            ),
+          },
+          throttled: { type: 'integer', minimum: 0, description: "Writes not attempted: the connection's queue full, or backing off a leader that refused (known: the trace)" },
+          slots_sent_for: { type: 'array', maxItems: 64, items: { type: 'integer', minimum: 0 }, description: "The leader slots it was sent for: each written leader's slots from its write on" },
+          skipped_slots: {
+            type: ['array', 'null'],
+            items: { type: 'integer', minimum: 0 },
+            description: 'Of those, the slots in which no block was produced: the leader skipped them (known: the chain\'s getBlocks); null when the node does not answer getBlocks',
+          },
+          fees: {
+            description: 'Its compute-unit price against the lowest non-vote one in the blocks it was sent for and missed (getBlock, at most 4 blocks). Inferred: the chain does not say why a leader left a transaction out; null when the node cannot tell or no produced block was missed',
+            oneOf: [
+              closed<NonNullable<PostMortem['fees']>>()(
+                {
+                  own_cu_price: { type: ['integer', 'null'], minimum: 0, description: 'Its own, micro-lamports per CU (null: not known to this node)' },
+                  lowest_cu_price: { type: ['integer', 'null'], minimum: 0, description: 'The lowest in those blocks (0: one paid no priority fee; null: none but votes)' },
+                  blocks: { type: 'integer', minimum: 1 },
+                  priced_out: { type: 'boolean', description: 'Its price is below every other transaction\'s in those blocks' },
+                  inferred: { const: true },
+                },
+                ['own_cu_price', 'lowest_cu_price', 'blocks', 'priced_out', 'inferred'],
+              ),
+              { type: 'null' },
+            ],
+          },
+        },
+        ['cause', 'summary', 'rounds', 'writes', 'refused', 'throttled', 'slots_sent_for', 'skipped_slots', 'fees'],
+        'Why a transaction did not land: in its trace, and on the stream with its expired status pushed a second time. Kept in memory for the node\'s last 10,000 misses',
+      ),
       DeliveryTrace: closed<DeliveryTrace>()(
         {
           signature: schema('Signature'),
@@ -936,6 +1078,7 @@ export const OPENAPI: OpenApiDocument = {
           leaders_tried: { type: 'integer', minimum: 0, description: 'Distinct leaders it was sent to (M)' },
           attempts: { type: 'array', maxItems: 64, items: schema('DeliveryAttempt'), description: 'In order; empty for a transaction accepted a moment ago' },
           attempts_omitted: { type: 'integer', minimum: 0, description: 'Attempts made past the cap of 64, not kept' },
+          post_mortem: schema('PostMortem'),
         },
         ['signature', 'status', 'final_state', 'cause', 'latency_ms', 'leaders_reached', 'leaders_tried', 'attempts', 'attempts_omitted'],
       ),
@@ -1093,6 +1236,7 @@ export const OPENAPI: OpenApiDocument = {
           ...STATUS_FIELDS,
           tip_lamports: { type: 'integer', minimum: 0, description: "Lamports the transaction tips to the service's tip addresses" },
           submit_slot: { type: 'integer', minimum: 0, description: 'Cluster slot when the service accepted it (slot − submit_slot: slots to land)' },
+          post_mortem: schema('PostMortem'),
         },
         ['type', ...STATUS_REQUIRED, 'tip_lamports', 'submit_slot'],
         'A StatusRecord with "type": "status", and two facts a live view needs that the status record lacks: the tip and the slot at acceptance',

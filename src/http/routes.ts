@@ -73,6 +73,7 @@ export const ROUTES = {
   status: get('/v1/status/:signature', BY_SIGNATURE),
   trace: get('/v1/status/:signature/trace', BY_SIGNATURE),
   account: get('/v1/account', [KEY, 'QUERY_RATE_LIMITED', 'INTERNAL']),
+  analytics: get('/v1/analytics', ['REQUEST_INVALID', KEY, 'QUERY_RATE_LIMITED']),
   tipAddresses: get('/v1/tip-addresses'),
   tipFloor: get('/v1/tip-floor', [KEY]),
   jsonRpc: rpc('/'),

@@ -2,6 +2,7 @@
  * What the HTTP modules share, in one place below all of them, so that routes, JSON-RPC, the
  * stream and the OpenAPI document import from here and never from each other in a circle.
  */
+import type { AnalyticsView, AnalyticsWindow } from '../tracker/landing-analytics.js';
 import type { Accounts } from '../accounts/accounts.js';
 import type { InFlight } from '../accounts/in-flight.js';
 import type { KeyCache } from '../accounts/key-cache.js';
@@ -41,6 +42,8 @@ export interface Services {
    * store only.
    */
   liveTrace?: (signature: string) => Trace | null | Promise<Trace | null>;
+  /** `GET /v1/analytics`: the main thread's `LandingAnalytics` (asked by message from an ingress thread); absent: every count 0. */
+  analytics?: (accountId: string, window: AnalyticsWindow) => AnalyticsView | Promise<AnalyticsView>;
   /** `GET /metrics` text; defaults to this thread's own registry (the main thread aggregates workers). */
   metricsText?: () => Promise<string>;
   /**

@@ -3,6 +3,7 @@
  * sent per transaction on the latency path: chain snapshots go out once per slot, accepted
  * transactions come back coalesced (after their responses were written; `handoff.ts`), status pushes go only to the workers holding a stream of that account.
  */
+import type { AnalyticsView, AnalyticsWindow } from '../tracker/landing-analytics.js';
 import type { Config } from '../config.js';
 import type { ChainSnapshot } from '../delivery/chain-view.js';
 import type { Accepted } from '../delivery/delivery.js';
@@ -45,6 +46,8 @@ export type ToWorker =
   | { type: 'metrics-text'; id: number; text: string }
   /** The answer to a `trace-request`: the trace the engine holds, or null (read the store). */
   | { type: 'trace'; id: number; trace: Trace | null }
+  /** The answer to an `analytics-request`. */
+  | { type: 'analytics'; id: number; view: AnalyticsView }
   | { type: 'close' };
 
 export type FromWorker =
@@ -58,4 +61,6 @@ export type FromWorker =
   | { type: 'metrics'; id: number; json: MetricsJson }
   /** A trace request on the worker for a transaction the main thread may still hold in flight. */
   | { type: 'trace-request'; id: number; signature: string }
+  /** `GET /v1/analytics` on the worker: the main thread holds the counts. */
+  | { type: 'analytics-request'; id: number; accountId: string; window: AnalyticsWindow }
   | { type: 'closed' };

@@ -143,6 +143,9 @@ export class IngressPool {
       case 'trace-request':
         from.worker.postMessage({ type: 'trace', id: m.id, trace: this.opts.engine.liveTrace(m.signature) } satisfies ToWorker);
         break;
+      case 'analytics-request':
+        from.worker.postMessage({ type: 'analytics', id: m.id, view: this.opts.engine.analytics.view(m.accountId, m.window) } satisfies ToWorker);
+        break;
       case 'metrics': {
         const w = this.metricsWaiting.get(m.id);
         if (!w) break;

@@ -157,6 +157,9 @@ port.on('message', (m: ToWorker) => {
     case 'trace':
       answer(m.id, m.trace);
       break;
+    case 'analytics':
+      answer(m.id, m.view);
+      break;
     case 'close':
       delivery.handoff.flush(); // what was accepted here is rebroadcast and tracked
       server?.close();
@@ -188,6 +191,7 @@ try {
     metricsText,
     tipFloor: { view: () => tipFloor },
     liveTrace,
+    analytics: (accountId, window) => ask((id) => ({ type: 'analytics-request', id, accountId, window })),
     cluster: () => clusterHealth,
   });
   server = await listen(app, config.host, init.port);

@@ -37,6 +37,8 @@ export interface Submission {
 /** A submission and what became of it. `status === 'sent' && !expired` means still pending. */
 export interface StatusRecord extends Submission {
   status: TxStatus;
+  /** On the expired record pushed a second time on the stream: why it did not land. In memory only, never stored. */
+  postMortem?: PostMortem;
   /** ms since the Unix epoch; set for both terminal states. */
   confirmedAt: number | null;
   /** Set for both terminal states: request received → outcome observed. */
@@ -186,7 +188,42 @@ export interface Trace {
   attempts: Attempt[];
   /** Attempts made after the cap was reached, not kept. */
   omitted: number;
+  /** Why it did not land (src/delivery/post-mortem.ts): in memory only, never stored. */
+  postMortem?: PostMortem;
 }
+
+/** The post-mortem of one transaction that did not land (the wire format: snake_case). */
+export interface PostMortem {
+  /** Why it stopped: its blockhash died, or its `deadline_slot` passed. */
+  cause: 'expired' | 'deadline_passed';
+  /** The whole story in one sentence. */
+  summary: string;
+  /** Rebroadcast rounds written after the first send. */
+  rounds: number;
+  /** Writes that reached a leader's connection (first send and rounds). */
+  writes: number;
+  /** Writes refused by the validator, by leader and QUIC close code (known). */
+  refused: Array<{ leader: string | null; close_code: number | null; count: number }>;
+  /** Writes not attempted: the connection's queue full, or backing off a leader that refused (known). */
+  throttled: number;
+  /** The leader slots it was sent for: each written leader's slots from its write on (at most 64). */
+  slots_sent_for: number[];
+  /** Of those, the slots with no block: the leader skipped them (known, `getBlocks`); null when the node cannot tell. */
+  skipped_slots: number[] | null;
+  /** Its fee against the blocks it missed (inferred); null when the node cannot tell or no block was missed. */
+  fees: {
+    /** Its own compute-unit price, micro-lamports (null: not known to this node, e.g. after a restart). */
+    own_cu_price: number | null;
+    /** The lowest compute-unit price of a non-vote transaction in those blocks (0: one paid no priority fee). */
+    lowest_cu_price: number | null;
+    /** Blocks read. */
+    blocks: number;
+    /** Its price is below every other transaction's in those blocks: consistent with being priced out. */
+    priced_out: boolean;
+    inferred: true;
+  } | null;
+}
+
 
 /** Attempts kept per transaction: a first send and 10 rounds to 2 leaders need 22; the rest is counted. */
 export const MAX_ATTEMPTS = 64;

@@ -269,6 +269,20 @@ describe.runIf(missing === null)('Landfall against a real Agave validator', () =
     const [onChain] = await chainStatuses(connection, [doomed.tx.signature]);
     expect(onChain).toBeNull();
     expect((await accountView(lf, doomed.key)).usage.service_points).toBe(0);
+    // Its post-mortem reads the real chain: every slot it was sent for has a block (this validator
+    // leads and produces them all: nothing skipped), and the blocks it missed were read for fees.
+    const t = await waitFor('the post-mortem', async () => {
+      const r = await fetch(`${lf.svc.url}/v1/status/${doomed.tx.signature}/trace`, { headers: { authorization: `Bearer ${doomed.key}` } });
+      const b = (await r.json()) as any;
+      return b.post_mortem ? b : undefined;
+    });
+    const pm = t.post_mortem;
+    expect(pm.cause).toBe('expired');
+    expect(pm.slots_sent_for.length).toBeGreaterThan(0);
+    expect(pm.skipped_slots).toEqual([]);
+    expect(pm.summary).toContain(`its leaders produced all ${pm.slots_sent_for.length} slots it was sent for`);
+    expect(pm.fees).toMatchObject({ own_cu_price: 0, inferred: true });
+    expect(pm.fees.blocks).toBeGreaterThan(0);
   }, 380_000);
 
   it('validator killed and restarted under load: /health 503 and sends refused while it is down, then 200 and landing again; what was acknowledged lands', async () => {

@@ -147,6 +147,7 @@ describe('the OpenAPI document', () => {
         '/metrics',
         '/ping',
         '/v1/account',
+        '/v1/analytics',
         '/v1/openapi.json',
         '/v1/rpc',
         '/v1/send',
@@ -230,6 +231,14 @@ describe('real responses match the document', () => {
     expect((await call('/v1/account', 'get', '/v1/account?api-key=lf_wrong')).status).toBe(401);
     const reads = await Promise.all(Array.from({ length: 30 }, () => call('/v1/account', 'get', `/v1/account?api-key=${starter.key}`)));
     expect(reads.some((r) => r.status === 429)).toBe(true);
+
+    // Analytics: `good` landed above, so the whale's day counts it.
+    expect((await call('/v1/analytics', 'get', `/v1/analytics?api-key=${whale.key}`)).body.landed).toBeGreaterThanOrEqual(0);
+    expect((await call('/v1/analytics', 'get', `/v1/analytics?window=1h&api-key=${starter.key}`)).body.window).toBe('1h');
+    expect((await call('/v1/analytics', 'get', `/v1/analytics?window=2h&api-key=${starter.key}`)).status).toBe(400);
+    expect((await call('/v1/analytics', 'get', '/v1/analytics?api-key=lf_wrong')).status).toBe(401);
+    const analyticsReads = await Promise.all(Array.from({ length: 30 }, () => call('/v1/analytics', 'get', `/v1/analytics?api-key=${starter.key}`)));
+    expect(analyticsReads.some((r) => r.status === 429)).toBe(true);
 
     expect((await call('/v1/tip-addresses', 'get', '/v1/tip-addresses')).body.tip_addresses).toEqual(s.svc.tipAddresses);
 

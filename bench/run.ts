@@ -36,6 +36,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   cluster: async () => (await import('./cluster.js')).suite,
   'ack-log': async () => (await import('./ack-log.js')).suite,
   targets: async () => (await import('./targets.js')).suite,
+  landing: async () => (await import('./landing.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

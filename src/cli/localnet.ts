@@ -26,6 +26,14 @@ function intFlag(name: string, value: string | undefined, fallback: number): num
   return Number(value);
 }
 
+/** `--load-fees 0,1000,100000`: the competing load's compute-unit prices (default 1000). */
+function feesFlag(value: string | undefined): number[] {
+  if (value === undefined) return [1000];
+  const prices = value.split(',').map((p) => p.trim());
+  if (prices.some((p) => !/^\d+$/.test(p))) throw new LandfallError('CONFIG_INVALID', `--load-fees must be whole micro-lamport prices separated by commas (got '${value}')`);
+  return prices.map(Number);
+}
+
 /** 0 means no limit for the two rate limits; the connection cap has no such value. */
 const limit = (n: number, unit: string) => (n === 0 ? `no limit on ${unit}` : `${n} ${unit}`);
 
@@ -76,6 +84,9 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
       'rpc-port': { type: 'string' },
       faults: { type: 'string' },
       link: { type: 'string' },
+      'block-cu': { type: 'string' },
+      load: { type: 'string' },
+      'load-fees': { type: 'string' },
       seed: { type: 'string' },
       sink: { type: 'boolean' },
       'max-streams-per-100ms': { type: 'string' },
@@ -96,11 +107,14 @@ export async function localnetCommand(argv: string[], out: (s: string) => void):
     rpcPort: intFlag('rpc-port', values['rpc-port'], 8899),
     ...(faults !== undefined && { faults }),
     ...(values.link !== undefined && { link: parseLink(values.link, '--link') }),
+    ...(values['block-cu'] !== undefined && { blockComputeUnits: intFlag('block-cu', values['block-cu'], 0) }),
+    ...(values.load !== undefined && { load: { tps: intFlag('load', values.load, 0), prices: feesFlag(values['load-fees']) } }),
     ...(values.seed !== undefined && { seed: values.seed }),
     ...(values.sink === true && { sink: true }),
     ...limits,
   });
-  out(describe(net, limits) + 'Ctrl-C to stop.\n');
+  const load = values.load === undefined ? '' : `  competing load: ${values.load} transactions/s at ${feesFlag(values['load-fees']).join(', ')} micro-lamports per CU\n`;
+  out(describe(net, limits) + load + 'Ctrl-C to stop.\n');
   await untilStopped();
   const arrived = net.arrivals();
   await net.close();

@@ -27,8 +27,11 @@ import { ReceiveLog, type Receipt } from './receive-log.js';
 import { LeaderSchedule } from './schedule.js';
 import { SlotClock } from './slot-clock.js';
 import { decodeTransaction, DecodeError, isBase58Of, type DecodedTransaction } from './transaction.js';
+import { base58Decode } from '../native.js';
 import { Validator, type ServerLimits, type ValidatorInfo } from './validator.js';
 import { checkLink, Links, type LinkSettings, type LinkStats } from './link.js';
+import { BlockSpace, checkLoad, DEFAULT_BLOCK_COMPUTE_UNITS, drawDemand, priceAndCost, type LoadSettings, type ResolvedLoad } from './block-space.js';
+import { competingTransaction } from './faucet.js';
 import type { ReceivedTransaction } from './quic.js';
 
 export interface ClusterOptions {
@@ -68,19 +71,31 @@ export interface ClusterOptions {
    * execute). See the module comment.
    */
   sink?: boolean;
+  /** Compute units a block holds (default 48 M, Agave's); transactions are taken by compute-unit price (`block-space.ts`). */
+  blockComputeUnits?: number;
+  /** Competing transactions filling blocks in the background (default none); `setLoad` changes it while running. */
+  load?: LoadSettings;
 }
 
 type LimitOption = 'maxStreamsPer100ms' | 'maxConnectionsPerPeer' | 'maxConnectionsPerIpPerMinute';
 
-export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | 'link' | LimitOption>> & {
+export type ResolvedClusterOptions = Required<Omit<ClusterOptions, 'seed' | 'faults' | 'link' | 'load' | LimitOption>> & {
   seed: string;
   faults: Record<string, Fault>;
   link: LinkSettings;
+  load: ResolvedLoad | null;
   limits: ServerLimits;
 };
 
 /** Lamports the faucet starts with: 1M SOL, below 2^53 so every balance is an exact JSON number. */
 const FAUCET_LAMPORTS = 1_000_000_000_000_000n;
+
+/** Payers of the competing load, and what each gets from the faucet (10,000 SOL: hours of fees at any price here). */
+const COMPETITOR_PAYERS = 16;
+const COMPETITOR_LAMPORTS = 10_000_000_000_000;
+
+/** Slots whose block space is kept (late arrivals go into recent blocks; readers look back a little). */
+const BLOCK_SPACE_KEPT_SLOTS = 64;
 
 /** Largest cluster: far past any test's or benchmark's need, and a typo (400) binds no hundreds of sockets. */
 const MAX_VALIDATORS = 64;
@@ -118,6 +133,8 @@ export function resolveClusterOptions(o: ClusterOptions): ResolvedClusterOptions
     seed: o.seed ?? randomClusterSeed(),
     faults: checkFaults('localnet faults', o.faults ?? {}, names),
     link: checkLink('localnet link', o.link ?? {}),
+    blockComputeUnits: integerIn('blockComputeUnits', o.blockComputeUnits, DEFAULT_BLOCK_COMPUTE_UNITS, 1000, 1_000_000_000),
+    load: o.load === undefined ? null : checkLoad('localnet load', o.load),
     // The QUIC server checks their ranges itself and names the bad one.
     limits: {
       ...(o.maxStreamsPer100ms !== undefined && { maxStreamsPer100ms: o.maxStreamsPer100ms }),
@@ -133,8 +150,11 @@ export function validatorName(index: number): string {
 
 /** What the cluster reports as it runs (the RPC and WebSocket layers listen). */
 export interface ClusterListener {
-  /** A slot began (slot `slot - 1` is now confirmed, `slot - 33` finalized). */
-  slot?(slot: number): void;
+  /**
+   * A slot began (the newest block before it is now confirmed, the one 32 slots further back
+   * finalized). `produced` false: its leader skips it, it will have no block.
+   */
+  slot?(slot: number, produced: boolean): void;
   /** A leader accepted a transaction (before executing it). */
   received?(signature: string, slot: number): void;
   /** A transaction landed, in `record.slot`: the current slot, or an ended one whose leader received it in time. */
@@ -181,10 +201,26 @@ export class Cluster {
 
   /** Every validator's link, in one worker thread (none in a sink cluster). */
   private readonly links: Links | null;
+  /** Room used in the recent blocks (the current slot's and the last `BLOCK_SPACE_KEPT_SLOTS`). */
+  private readonly space = new Map<number, BlockSpace>();
+  /** The background competing load (null: none). */
+  private load: ResolvedLoad | null;
+  /** Its payers (funded when a load is first set) and a counter making each transaction distinct. */
+  private competitors: Keypair[] = [];
+  private competitorSink: Keypair | null = null;
+  private competed = 0;
+  /** Airdrops made while the current slot has no block (its leader skips it): land in the next block. */
+  private readonly pendingAirdrops: DecodedTransaction[] = [];
+  /** Resolvers waiting for a signature to land (`whenLanded`). */
+  private readonly landWaiters = new Map<string, Array<() => void>>();
+  /** A leader that starts its block late: when the current slot's block opens (performance.now()), and the timer. */
+  private openAt = 0;
+  private openTimer: NodeJS.Timeout | null = null;
 
   constructor(readonly opts: ResolvedClusterOptions) {
     this.clusterLink = opts.link;
     this.links = opts.sink ? null : new Links();
+    this.load = null;
     this.faucet = deriveKeypair(opts.seed, 'faucet');
     this.rpcIdentity = deriveKeypair(opts.seed, 'rpc');
     this.validators = Array.from(
@@ -212,6 +248,7 @@ export class Cluster {
     });
     this.log = new ReceiveLog(opts.historySlots);
     this.arrived = this.validators.map(() => emptyArrivals());
+    this.space.set(0, new BlockSpace(opts.blockComputeUnits, [])); // genesis: slot 0's block
     this.clock = new SlotClock(opts.slotMs, (slot) => this.beginSlot(slot));
   }
 
@@ -224,6 +261,7 @@ export class Cluster {
         const fault = this.opts.faults[v.name];
         if (fault) await v.setFault(fault);
       }
+      if (this.opts.load) this.setLoad(this.opts.load);
     } catch (e) {
       await this.close();
       throw e;
@@ -273,20 +311,93 @@ export class Cluster {
   }
 
   private beginSlot(slot: number): void {
-    this.ledger.beginSlot(slot, Date.now());
+    // The block that just ended takes the competing transactions that still fit, highest price first.
+    this.closeBlock(slot - 1);
+    const leaderValidator = this.leaderAt(slot);
+    const produced = leaderValidator.faults.skipSlots !== true;
+    this.ledger.beginSlot(slot, Date.now(), produced);
     this.log.prune(slot);
-    for (const l of this.listeners) l.slot?.(slot);
-    const leader = this.schedule.leaderIndexAt(slot);
+    for (const s of this.space.keys()) if (s < slot - BLOCK_SPACE_KEPT_SLOTS) this.space.delete(s);
+    if (produced) {
+      this.space.set(slot, new BlockSpace(this.opts.blockComputeUnits, this.load ? drawDemand(this.load, this.opts.slotMs) : []));
+      for (const tx of this.pendingAirdrops.splice(0)) this.landAirdrop(tx);
+    }
+    for (const l of this.listeners) l.slot?.(slot, produced);
+    const leader = leaderValidator.index;
+    if (this.openTimer) clearTimeout(this.openTimer);
+    this.openTimer = null;
+    const late = produced ? (leaderValidator.faults.lateStartMs ?? 0) : 0;
+    this.openAt = late > 0 ? this.clock.startOf(slot) + late : 0;
+    if (late > 0) {
+      // Its block starts late: what waits for it (and what arrives meanwhile) goes in when it opens.
+      this.openTimer = setTimeout(() => {
+        this.openTimer = null;
+        this.openAt = 0;
+        this.flushHeld(leader, slot);
+      }, Math.max(0, this.openAt - performance.now()));
+      this.openTimer.unref();
+      return;
+    }
+    this.flushHeld(leader, slot);
+  }
+
+  /** Include what validator `leader` holds for its block at `slot` (highest compute-unit price first). */
+  private flushHeld(leader: number, slot: number): void {
     const waiting = this.held.get(leader);
-    if (waiting) {
-      this.held.delete(leader);
-      // A validator taken down since it buffered them lost them with everything else.
-      const down = this.validators[leader]!.info().down;
-      for (const h of waiting) {
-        if (down) this.log.settle(h.receipt, 'rejected', { reason: 'the validator went down before its leader slot' });
-        else this.include(h.decoded, h.receipt, slot);
+    if (!waiting) return;
+    this.held.delete(leader);
+    // A validator taken down since it buffered them lost them with everything else.
+    const down = this.validators[leader]!.info().down;
+    waiting.sort((a, b) => priceAndCost(b.decoded).price - priceAndCost(a.decoded).price);
+    for (const h of waiting) {
+      if (down) this.log.settle(h.receipt, 'rejected', { reason: 'the validator went down before its leader slot' });
+      else this.include(h.decoded, h.receipt, slot);
+    }
+  }
+
+  /** Execute the competing load's transactions that still fit in the block of `slot` (it is ending). */
+  private closeBlock(slot: number): void {
+    const space = this.space.get(slot);
+    if (!space || !this.ledger.hasBlock(slot) || this.competitors.length === 0) return;
+    const block = this.ledger.block(slot)!;
+    const blockhash = base58Decode(block.blockhash);
+    for (const c of space.closeWithDemand()) {
+      const payer = this.competitors[this.competed % this.competitors.length]!;
+      this.competed++;
+      const wire = competingTransaction(payer, this.competitorSink!.publicKey, BigInt(1 + (this.competed % 1_000_000)), blockhash, c.computeUnits, c.price);
+      try {
+        const result = this.ledger.execute(decodeTransaction(wire), slot);
+        if (result.kind === 'landed') this.announce(result.record);
+      } catch {
+        // A competitor that cannot be executed is demand that did not turn up.
       }
     }
+  }
+
+  /**
+   * Set the background competing load (null or tps 0: none). Its payers are funded from the
+   * faucet the first time. Applies from the next block.
+   */
+  setLoad(load: LoadSettings | null): void {
+    const resolved = load === null ? null : checkLoad('setLoad', load);
+    if (resolved && resolved.tps > 0 && this.competitors.length === 0) {
+      this.competitorSink = deriveKeypair(this.opts.seed, 'competitor-sink');
+      this.competitors = Array.from({ length: COMPETITOR_PAYERS }, (_, i) => deriveKeypair(this.opts.seed, `competitor-${i}`));
+      this.airdrop(this.competitorSink.address, 1_000_000_000);
+      for (const c of this.competitors) this.airdrop(c.address, COMPETITOR_LAMPORTS);
+    }
+    this.load = resolved && resolved.tps > 0 ? resolved : null;
+  }
+
+  /** The competing load now (null: none). */
+  get competingLoad(): ResolvedLoad | null {
+    return this.load;
+  }
+
+  /** The room used in the block of `slot` and its limit (undefined once it is older than a few slots). */
+  blockSpace(slot: number): { used: number; limit: number } | undefined {
+    const s = this.space.get(slot);
+    return s ? { used: s.used, limit: s.limit } : undefined;
   }
 
   /**
@@ -337,7 +448,12 @@ export class Cluster {
       return;
     }
     this.log.add(receipt);
-    if (leads(this.slot)) {
+    if (leads(this.slot) && this.openAt > 0 && performance.now() < this.openAt) {
+      // v leads now but its block has not started yet (a late leader): it waits for it.
+      let list = this.held.get(v.index);
+      if (!list) this.held.set(v.index, (list = []));
+      list.push({ decoded, receipt });
+    } else if (leads(this.slot)) {
       this.include(decoded, receipt, this.slot);
     } else if (target < this.slot) {
       // It reached v in time, but v's window has closed since (a callback that waited for the
@@ -352,8 +468,33 @@ export class Cluster {
     }
   }
 
-  /** Execute an accepted transaction into the block of `slot` (a slot its validator leads) and settle its receipt. */
+  /**
+   * Execute an accepted transaction into the block of `slot` (a slot its validator leads) and
+   * settle its receipt. A slot its leader skips takes nothing. A block without room for it (the
+   * compute-unit limit, with the competing demand priced at or above it first) passes it to the
+   * leader's next slot, and drops it after the leader's last.
+   */
   private include(decoded: DecodedTransaction, receipt: Receipt, slot: number): void {
+    if (!this.ledger.hasBlock(slot)) {
+      this.log.settle(receipt, 'skipped', { reason: `the leader skipped slot ${slot}` });
+      return;
+    }
+    const space = this.space.get(slot);
+    const { price, cost } = priceAndCost(decoded);
+    if (space && !this.ledger.record(decoded.signature) && !space.fits(price, cost)) {
+      const leader = this.schedule.leaderIndexAt(slot);
+      const next = slot + 1;
+      if (this.schedule.leaderIndexAt(next) !== leader) {
+        this.log.settle(receipt, 'dropped-block-full', { reason: `no room at ${price} micro-lamports per CU in the leader's blocks (last: slot ${slot})` });
+      } else if (next <= this.slot) {
+        this.include(decoded, receipt, next);
+      } else {
+        let list = this.held.get(leader);
+        if (!list) this.held.set(leader, (list = []));
+        list.push({ decoded, receipt });
+      }
+      return;
+    }
     for (const l of this.listeners) l.received?.(decoded.signature, slot);
     let result: ExecuteResult;
     try {
@@ -364,6 +505,7 @@ export class Cluster {
     }
     switch (result.kind) {
       case 'landed':
+        space?.take(cost);
         this.log.settle(receipt, 'included', { landedSlot: result.record.slot, failed: result.record.err !== null });
         this.announce(result.record);
         return;
@@ -377,6 +519,29 @@ export class Cluster {
 
   private announce(record: TxRecord): void {
     for (const l of this.listeners) l.landed?.(record);
+    const waiters = this.landWaiters.get(record.signature);
+    if (waiters) {
+      this.landWaiters.delete(record.signature);
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Resolves once `signature` has landed (at once if it has). */
+  whenLanded(signature: string): Promise<void> {
+    if (this.ledger.record(signature)) return Promise.resolve();
+    return new Promise((resolve) => {
+      let list = this.landWaiters.get(signature);
+      if (!list) this.landWaiters.set(signature, (list = []));
+      list.push(resolve);
+    });
+  }
+
+  private landAirdrop(tx: DecodedTransaction): void {
+    const result = this.ledger.execute(tx);
+    if (result.kind === 'landed') {
+      for (const l of this.listeners) l.received?.(result.record.signature, this.slot);
+      this.announce(result.record);
+    }
   }
 
   /**
@@ -394,6 +559,12 @@ export class Cluster {
     const faucetBalance = this.ledger.account(this.faucet.address)?.lamports ?? 0n;
     if (amount <= 0n || amount + BigInt(LAMPORTS_PER_SIGNATURE) > faucetBalance) {
       throw new LandfallError('CONFIG_INVALID', `airdrop: lamports must be from 1 to ${faucetBalance - BigInt(LAMPORTS_PER_SIGNATURE)} (got ${amount})`);
+    }
+    if (!this.ledger.hasBlock(this.slot)) {
+      // The current slot is being skipped: the faucet's transfer lands in the next block.
+      const tx = this.ledger.airdropTransaction(address, amount);
+      this.pendingAirdrops.push(tx);
+      return tx.signature;
     }
     const result = this.ledger.airdrop(address, amount);
     if (result.kind === 'rejected') {
@@ -466,6 +637,9 @@ export class Cluster {
     if (this.closed) return;
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    if (this.openTimer) clearTimeout(this.openTimer);
+    this.openTimer = null;
+    this.landWaiters.clear();
     this.closed = true;
     this.clock.stop();
     this.held.clear();

@@ -51,3 +51,48 @@ export function airdropTransaction(faucet: Keypair, to: Uint8Array, lamports: bi
   message.writeBigUInt64LE(lamports, o);
   return Buffer.concat([Buffer.from([1]), faucet.sign(message), message]);
 }
+
+/** ComputeBudgetInstruction::SetComputeUnitPrice. */
+const SET_COMPUTE_UNIT_PRICE = 3;
+
+/**
+ * Wire bytes of one competing transaction of the background load (`block-space.ts`): a transfer
+ * of `lamports` (made distinct per transaction by the caller) from `payer` to `to`, asking for
+ * `computeUnits` at `microLamports` per CU — the shape of a bot's transaction, priced to compete.
+ */
+export function competingTransaction(
+  payer: Keypair,
+  to: Uint8Array,
+  lamports: bigint,
+  blockhash: Uint8Array,
+  computeUnits: number,
+  microLamports: number,
+): Uint8Array {
+  const message = Buffer.alloc(3 + 1 + 4 * 32 + 32 + 1 + (1 + 1 + 1 + 5) + (1 + 1 + 1 + 9) + (1 + 1 + 2 + 1 + 12));
+  let o = 0;
+  o = message.writeUInt8(1, o);
+  o = message.writeUInt8(0, o);
+  o = message.writeUInt8(2, o);
+  o = message.writeUInt8(4, o);
+  for (const key of [payer.publicKey, to, SYSTEM_PROGRAM, COMPUTE_BUDGET_PROGRAM]) o += Buffer.from(key).copy(message, o);
+  o += Buffer.from(blockhash).copy(message, o);
+  o = message.writeUInt8(3, o);
+  o = message.writeUInt8(3, o);
+  o = message.writeUInt8(0, o);
+  o = message.writeUInt8(5, o);
+  o = message.writeUInt8(SET_COMPUTE_UNIT_LIMIT, o);
+  o = message.writeUInt32LE(computeUnits, o);
+  o = message.writeUInt8(3, o);
+  o = message.writeUInt8(0, o);
+  o = message.writeUInt8(9, o);
+  o = message.writeUInt8(SET_COMPUTE_UNIT_PRICE, o);
+  o = message.writeBigUInt64LE(BigInt(microLamports), o);
+  o = message.writeUInt8(2, o);
+  o = message.writeUInt8(2, o);
+  o = message.writeUInt8(0, o);
+  o = message.writeUInt8(1, o);
+  o = message.writeUInt8(12, o);
+  o = message.writeUInt32LE(SYSTEM_TRANSFER, o);
+  message.writeBigUInt64LE(lamports, o);
+  return Buffer.concat([Buffer.from([1]), payer.sign(message), message]);
+}

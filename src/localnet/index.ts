@@ -19,6 +19,7 @@ import { LandfallError } from '../errors.js';
 import { Cluster, resolveClusterOptions, type Arrivals, type ClusterOptions } from './cluster.js';
 import type { Fault } from './faults.js';
 import type { LinkSettings, LinkStats } from './link.js';
+import type { LoadSettings } from './block-space.js';
 import { PubSub } from './pubsub.js';
 import type { Counters, Receipt } from './receive-log.js';
 import type { ServerStats } from './quic.js';
@@ -32,6 +33,8 @@ export type { Fault } from './faults.js';
 export { readFaultsFile } from './faults.js';
 export type { LinkSettings, LinkStats, DirectionStats } from './link.js';
 export { parseLink, parseDuration } from './link.js';
+export type { LoadSettings } from './block-space.js';
+export { DEFAULT_BLOCK_COMPUTE_UNITS, priceAndCost } from './block-space.js';
 export type { Counters, Outcome, Receipt } from './receive-log.js';
 export type { ValidatorInfo } from './validator.js';
 export type { ServerStats } from './quic.js';
@@ -75,6 +78,15 @@ export interface Localnet {
   setLink(name: string | null, settings: LinkSettings | string, forMs?: number): Promise<void>;
   /** The link's counters of validator `name` (datagrams each way, dropped, delivered; null while down or in sink mode). */
   linkStats(name: string): LinkStats | null;
+  /**
+   * Set the background competing load filling blocks (null: none): a rate, the compute-unit
+   * prices it draws from, the units each asks for. Its payers are funded on first use.
+   */
+  setLoad(load: LoadSettings | null): void;
+  /** Compute units used in the block of `slot` (recent slots only) and the block's limit. */
+  blockSpace(slot: number): { used: number; limit: number } | undefined;
+  /** The block height at `slot`'s bank (slots with no block — skipped — do not count). */
+  blockHeight(slot?: number): number;
   /** Where `signature` arrived over QUIC, in arrival order. */
   receivedBy(signature: string): Receipt[];
   /** Everything validator `name` received, in arrival order. */
@@ -159,12 +171,19 @@ export async function startLocalnet(options: LocalnetOptions = {}): Promise<Loca
       setFault: (name, fault) => cluster.setFault(name, fault),
       setLink: (name, settings, forMs) => cluster.setLink(name ?? undefined, settings, forMs),
       linkStats: (name) => cluster.linkStats(name),
+      setLoad: (load) => cluster.setLoad(load),
+      blockSpace: (slot) => cluster.blockSpace(slot),
+      blockHeight: (slot) => cluster.ledger.blockHeight(slot ?? cluster.slot),
       receivedBy: (signature) => cluster.log.receivedBy(signature),
       receivedAt: (name) => cluster.log.receivedAt(cluster.validator(name).name),
       counters: (validator) => cluster.log.counters(validator === undefined ? undefined : cluster.validator(validator).name),
       arrivals: (validator) => cluster.arrivals(validator),
       serverStats: (name) => cluster.validator(name).stats(),
-      airdrop: async (address, lamports) => cluster.airdrop(typeof address === 'string' ? address : address.toBase58(), lamports),
+      airdrop: async (address, lamports) => {
+        const signature = cluster.airdrop(typeof address === 'string' ? address : address.toBase58(), lamports);
+        await cluster.whenLanded(signature); // at once, unless the current slot is being skipped
+        return signature;
+      },
       close: () =>
         (closing ??= (async () => {
           await Promise.all([pubsub.close(), rpc.close(), send.close()]);

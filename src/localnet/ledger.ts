@@ -69,6 +69,9 @@ export interface TxRecord {
 
 export interface Block {
   slot: number;
+  /** Blocks before this one since genesis (genesis, slot 0, is height 0): the slot less the skipped slots. */
+  height: number;
+  /** The slot of the previous block (skipped slots between have none). */
   parent: number;
   blockhash: string;
   /** Unix seconds at the slot's start. */
@@ -125,6 +128,12 @@ export class Ledger {
   /** The SlotHashes sysvar's entries, newest first (address lookup tables are derived from them). */
   private readonly slotHashes: { slot: bigint; hash: string }[] = [];
   private airdrops = 0;
+  /** The newest block's slot (the current slot unless it is being skipped). */
+  private lastBlock = 0;
+  /** Slots that have a block, oldest first, within the history kept (height = genesis's + index offset). */
+  private readonly produced: number[] = [];
+  /** Blocks since genesis (the newest block's height). */
+  private height = 0;
   /** Transactions included since genesis (`getEpochInfo.transactionCount`). */
   transactionCount = 0;
 
@@ -148,31 +157,56 @@ export class Ledger {
 
   /**
    * Open slot `slot` (its start observed at `unixMs`): a new blockhash, the clock sysvar moved
-   * to it, and whatever falls out of the history windows pruned.
+   * to it, and whatever falls out of the history windows pruned. With `produce` false the slot
+   * is skipped, as a leader that produces nothing leaves it on mainnet: no block, no blockhash,
+   * no bank (reads and `processed` stay at the last block), and the block height does not move,
+   * so from then on it trails the slot.
    */
-  beginSlot(slot: number, unixMs: number): void {
+  beginSlot(slot: number, unixMs: number, produce = true): void {
+    this.current = slot;
+    if (!produce) {
+      this.prune(slot);
+      return;
+    }
     if (slot > 0) this.svm.expireBlockhash();
     const epoch = BigInt(this.opts.schedule.epochOf(slot));
     const unix = BigInt(Math.floor(unixMs / 1000));
     this.svm.setClock(new Clock(BigInt(slot), unix, epoch, epoch + 1n, unix));
-    this.current = slot;
     const blockhash = this.svm.latestBlockhash();
-    this.blocks.set(slot, { slot, parent: Math.max(0, slot - 1), blockhash, blockTime: Number(unix), transactions: [] });
+    const parent = this.lastBlock;
+    const height = slot === 0 ? 0 : ++this.height;
+    this.blocks.set(slot, { slot, height, parent, blockhash, blockTime: Number(unix), transactions: [] });
     this.blockhashSlot.set(blockhash, slot);
+    this.produced.push(slot);
+    this.lastBlock = slot;
     // The parent's hash joins SlotHashes, as a bank records its parent's when it starts.
     if (slot > 0) {
-      this.slotHashes.unshift({ slot: BigInt(slot - 1), hash: this.blocks.get(slot - 1)!.blockhash });
+      this.slotHashes.unshift({ slot: BigInt(parent), hash: this.blocks.get(parent)!.blockhash });
       if (this.slotHashes.length > SLOT_HASHES_MAX_ENTRIES) this.slotHashes.pop();
       this.svm.setSlotHashes(this.slotHashes);
     }
     this.prune(slot);
   }
 
+  /** Does slot `slot` have a block (so far: the current slot has one from its start unless skipped)? */
+  hasBlock(slot: number): boolean {
+    return this.blocks.has(slot);
+  }
+
+  /** The newest slot at or before `slot` that has a block (genesis, 0, always has one). */
+  private blockAtOrBefore(slot: number): number {
+    for (let i = this.produced.length - 1; i >= 0; i--) if (this.produced[i]! <= slot) return this.produced[i]!;
+    return this.produced[0] ?? 0;
+  }
+
   private prune(slot: number): void {
-    const expired = this.blocks.get(slot - MAX_PROCESSING_AGE - 1);
+    // A blockhash lives MAX_PROCESSING_AGE blocks (not slots): the one 151 blocks back dies.
+    const expiredSlot = this.produced[this.produced.length - 1 - MAX_PROCESSING_AGE - 1];
+    const expired = expiredSlot === undefined ? undefined : this.blocks.get(expiredSlot);
     if (expired) this.blockhashSlot.delete(expired.blockhash);
-    const old = this.blocks.get(slot - this.opts.historySlots);
-    if (old) {
+    while (this.produced.length > 0 && this.produced[0]! <= slot - this.opts.historySlots) {
+      const old = this.blocks.get(this.produced.shift()!);
+      if (!old) continue;
       for (const r of old.transactions) this.bySignature.delete(r.signature);
       this.blocks.delete(old.slot);
     }
@@ -186,16 +220,25 @@ export class Ledger {
     this.changedIn.delete(settled);
   }
 
-  /** The slot whose bank answers at `commitment`. */
+  /**
+   * The slot whose bank answers at `commitment`: the newest block at or before the current slot
+   * (processed), before the current slot (confirmed: a slot is confirmed when it ends), or
+   * `FINALITY_DEPTH` slots before that (finalized). Skipped slots have no bank and are never these.
+   */
   commitmentSlot(commitment: Commitment): number {
     switch (commitment) {
       case 'processed':
-        return this.current;
+        return this.lastBlock;
       case 'confirmed':
-        return Math.max(0, this.current - 1);
+        return this.blockAtOrBefore(Math.max(0, this.current - 1));
       case 'finalized':
-        return Math.max(0, this.current - 1 - FINALITY_DEPTH);
+        return this.blockAtOrBefore(Math.max(0, this.current - 1 - FINALITY_DEPTH));
     }
+  }
+
+  /** The block height of the bank at `slot` (a slot with a block, as `commitmentSlot` gives). */
+  blockHeight(slot: number): number {
+    return this.blocks.get(this.blockAtOrBefore(slot))?.height ?? 0;
   }
 
   /** The commitment a block at `slot` has reached. */
@@ -229,15 +272,20 @@ export class Ledger {
     return this.blockhashSlot.get(blockhash);
   }
 
-  /** Is `blockhash` usable by a transaction landing at `atSlot` (age ≤ 150 slots)? */
+  /**
+   * Is `blockhash` usable by a transaction landing at `atSlot` (age ≤ 150 blocks, as Agave's
+   * blockhash queue counts: with skipped slots a blockhash outlives 150 slots)?
+   */
   isBlockhashValid(blockhash: string, atSlot: number): boolean {
     const slot = this.blockhashSlot.get(blockhash);
-    return slot !== undefined && slot <= atSlot && atSlot - slot <= MAX_PROCESSING_AGE;
+    if (slot === undefined || slot > atSlot) return false;
+    return this.blockHeight(atSlot) - this.blocks.get(slot)!.height <= MAX_PROCESSING_AGE;
   }
 
-  /** `getLatestBlockhash` at the bank of `slot`: its blockhash and the last height it lands at. */
+  /** `getLatestBlockhash` at the bank of `slot`: its blockhash and the last block height it lands at. */
   latestBlockhash(slot: number): { blockhash: string; lastValidBlockHeight: number } {
-    return { blockhash: this.blocks.get(slot)!.blockhash, lastValidBlockHeight: slot + MAX_PROCESSING_AGE };
+    const block = this.blocks.get(this.blockAtOrBefore(slot))!;
+    return { blockhash: block.blockhash, lastValidBlockHeight: block.height + MAX_PROCESSING_AGE };
   }
 
   minimumBalanceForRentExemption(dataLen: number): bigint {
@@ -335,10 +383,15 @@ export class Ledger {
     });
   }
 
-  /** A faucet transfer of `lamports` to `to`, executed in the current slot. */
+  /** A faucet transfer of `lamports` to `to`, signed with the newest block's blockhash (not executed). */
+  airdropTransaction(to: string, lamports: bigint): DecodedTransaction {
+    const wire = airdropTransaction(this.opts.faucet, base58Decode(to), lamports, base58Decode(this.blocks.get(this.lastBlock)!.blockhash), this.airdrops++);
+    return decodeTransaction(wire);
+  }
+
+  /** A faucet transfer of `lamports` to `to`, executed in the current slot (which must have a block). */
   airdrop(to: string, lamports: bigint): ExecuteResult {
-    const wire = airdropTransaction(this.opts.faucet, base58Decode(to), lamports, base58Decode(this.blocks.get(this.current)!.blockhash), this.airdrops++);
-    return this.execute(decodeTransaction(wire));
+    return this.execute(this.airdropTransaction(to, lamports));
   }
 
   /**

@@ -79,7 +79,7 @@ export class PubSub {
       socket.on('error', () => socket.terminate());
     });
     this.unlisten = cluster.listen({
-      slot: (s) => this.onSlot(s),
+      slot: (s, produced) => this.onSlot(s, produced),
       received: (sig, s) => this.onReceived(sig, s),
       landed: (r) => this.onLanded(r),
     });
@@ -205,12 +205,18 @@ export class PubSub {
     this.remove(sub.id);
   }
 
-  private onSlot(slot: number): void {
+  /**
+   * Slot `slot` began. A slot its leader skips has no bank: no `slotNotification`, no
+   * `firstShredReceived`/`createdBank` for it (as on an Agave RPC node, which never sees one);
+   * the slot before it is still frozen, confirmed and rooted on time if it had a block.
+   */
+  private onSlot(slot: number, produced: boolean): void {
     const { ledger } = this.cluster;
-    const info = { parent: Math.max(0, slot - 1), root: ledger.commitmentSlot('finalized'), slot };
-    const [early, late] = this.slotsUpdates(slot);
+    const parent = ledger.block(slot)?.parent ?? Math.max(0, slot - 1);
+    const info = { parent, root: ledger.commitmentSlot('finalized'), slot };
+    const [early, late] = this.slotsUpdates(slot, produced, parent);
     this.notifyUpdates(early);
-    for (const sub of this.subs.values()) if (sub.kind === 'slot') this.notify(sub, 'slotNotification', info);
+    if (produced) for (const sub of this.subs.values()) if (sub.kind === 'slot') this.notify(sub, 'slotNotification', info);
     this.notifyUpdates(late);
     if (slot >= 1) for (const r of ledger.block(slot - 1)?.transactions ?? []) this.onCommitment(r, 'confirmed');
     if (slot >= 1 + FINALITY_DEPTH) for (const r of ledger.block(slot - 1 - FINALITY_DEPTH)?.transactions ?? []) this.onCommitment(r, 'finalized');
@@ -221,22 +227,24 @@ export class PubSub {
    * Agave node sends before its `slotNotification` (the first shred, the previous slot frozen
    * and completed), and those after (the bank created, confirmations, the root).
    */
-  private slotsUpdates(slot: number): [Array<Record<string, unknown>>, Array<Record<string, unknown>>] {
+  private slotsUpdates(slot: number, produced: boolean, parent: number): [Array<Record<string, unknown>>, Array<Record<string, unknown>>] {
     let any = false;
     for (const sub of this.subs.values()) any ||= sub.kind === 'slotsUpdates';
     if (!any) return [[], []];
+    const { ledger } = this.cluster;
     const timestamp = Date.now();
-    const updates: Array<Record<string, unknown>> = [{ type: 'firstShredReceived', slot, timestamp }];
-    if (slot >= 1) {
-      const txs = this.cluster.ledger.block(slot - 1)?.transactions ?? [];
+    const updates: Array<Record<string, unknown>> = produced ? [{ type: 'firstShredReceived', slot, timestamp }] : [];
+    const previous = slot >= 1 ? ledger.block(slot - 1) : undefined;
+    if (previous) {
+      const txs = previous.transactions;
       const failed = txs.filter((r) => r.err !== null).length;
       // Each transaction is its own entry here.
       const stats = { numTransactionEntries: txs.length, numSuccessfulTransactions: txs.length - failed, numFailedTransactions: failed, maxTransactionsPerEntry: Math.min(1, txs.length) };
       updates.push({ type: 'frozen', slot: slot - 1, timestamp, stats }, { type: 'completed', slot: slot - 1, timestamp });
     }
-    const late: Array<Record<string, unknown>> = [{ type: 'createdBank', slot, parent: Math.max(0, slot - 1), timestamp }];
-    if (slot >= 1) late.push({ type: 'optimisticConfirmation', slot: slot - 1, timestamp });
-    if (slot >= 1 + FINALITY_DEPTH) late.push({ type: 'root', slot: slot - 1 - FINALITY_DEPTH, timestamp });
+    const late: Array<Record<string, unknown>> = produced ? [{ type: 'createdBank', slot, parent, timestamp }] : [];
+    if (previous) late.push({ type: 'optimisticConfirmation', slot: slot - 1, timestamp });
+    if (slot >= 1 + FINALITY_DEPTH && ledger.block(slot - 1 - FINALITY_DEPTH)) late.push({ type: 'root', slot: slot - 1 - FINALITY_DEPTH, timestamp });
     return [updates, late];
   }
 

@@ -16,6 +16,10 @@ export type Outcome =
   | 'expired'
   /** Refused before execution: undecodable, bad signature, fee payer cannot pay, unloadable accounts. */
   | 'rejected'
+  /** Reached the leader of a slot it skipped (no block): lost with the slot. */
+  | 'skipped'
+  /** Did not fit in the leader's blocks (compute-unit limit, higher-priced transactions first) before its window ended. */
+  | 'dropped-block-full'
   /** Arrived just before the validator's leader window (within the grace): waiting for it. */
   | 'held';
 
@@ -51,6 +55,8 @@ export interface Counters {
   duplicate: number;
   expired: number;
   rejected: number;
+  skipped: number;
+  droppedBlockFull: number;
 }
 
 const OUTCOME_COUNTER: Record<Exclude<Outcome, 'held'>, keyof Counters> = {
@@ -59,10 +65,12 @@ const OUTCOME_COUNTER: Record<Exclude<Outcome, 'held'>, keyof Counters> = {
   duplicate: 'duplicate',
   expired: 'expired',
   rejected: 'rejected',
+  skipped: 'skipped',
+  'dropped-block-full': 'droppedBlockFull',
 };
 
 export function emptyCounters(): Counters {
-  return { received: 0, included: 0, landedWithError: 0, droppedNotLeader: 0, duplicate: 0, expired: 0, rejected: 0 };
+  return { received: 0, included: 0, landedWithError: 0, droppedNotLeader: 0, duplicate: 0, expired: 0, rejected: 0, skipped: 0, droppedBlockFull: 0 };
 }
 
 export class ReceiveLog {

@@ -175,8 +175,8 @@ export const METHODS: Record<string, Method> = {
 
   getSlot: slotMethod((slot) => slot),
 
-  /** Every slot has a block here (no skipped slots), so block height equals slot. */
-  getBlockHeight: slotMethod((slot) => slot),
+  /** Blocks since genesis: the slot less the slots skipped so far (equal to it until a leader skips). */
+  getBlockHeight: slotMethod((slot, { cluster }) => cluster.ledger.blockHeight(slot)),
 
   getEpochInfo: slotMethod((slot, { cluster }) => {
     const { schedule, ledger } = cluster;
@@ -185,7 +185,7 @@ export const METHODS: Record<string, Method> = {
     for (let s = slot + 1; s <= ledger.slot; s++) newer += ledger.block(s)?.transactions.length ?? 0;
     return {
       absoluteSlot: slot,
-      blockHeight: slot,
+      blockHeight: ledger.blockHeight(slot),
       epoch,
       slotIndex: slot - schedule.firstSlotOf(epoch),
       slotsInEpoch: schedule.slotsPerEpoch,

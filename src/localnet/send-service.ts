@@ -18,8 +18,8 @@ const MAX_PENDING = 10_000;
 
 interface Pending {
   wire: Buffer;
-  /** Last slot worth a retry: blockhash expiry, or 150 slots after submission for a durable-nonce transaction. */
-  lastValidSlot: number;
+  /** Last block height worth a retry: the blockhash's last valid height, or 150 blocks after submission for a durable-nonce transaction. */
+  lastValidHeight: number;
   retriesLeft: number;
 }
 
@@ -46,7 +46,7 @@ export class SendService {
     const blockhashSlot = ledger.slotOfBlockhash(decoded.recentBlockhash);
     this.pending.set(decoded.signature, {
       wire,
-      lastValidSlot: (blockhashSlot ?? ledger.slot) + MAX_PROCESSING_AGE,
+      lastValidHeight: ledger.blockHeight(blockhashSlot ?? ledger.slot) + MAX_PROCESSING_AGE,
       retriesLeft: maxRetries ?? Number.POSITIVE_INFINITY,
     });
   }
@@ -70,7 +70,7 @@ export class SendService {
   private retry(): void {
     const { ledger } = this.cluster;
     for (const [signature, p] of this.pending) {
-      if (ledger.record(signature) || ledger.slot > p.lastValidSlot || p.retriesLeft <= 0) {
+      if (ledger.record(signature) || ledger.blockHeight(ledger.slot) > p.lastValidHeight || p.retriesLeft <= 0) {
         this.pending.delete(signature);
         continue;
       }

@@ -328,5 +328,10 @@ describe('landfall localnet', () => {
     const missing = await run(['localnet', '--faults', '/nonexistent/faults.json']);
     expect(missing.code).toBe(2);
     expect(missing.err).toMatch(/^landfall: cannot read faults file \/nonexistent\/faults\.json/);
+    expect(await run(['localnet', '--load', '50', '--load-fees', '10,lots'])).toEqual({
+      code: 2,
+      out: '',
+      err: "landfall: --load-fees must be whole micro-lamport prices separated by commas (got '10,lots')\n",
+    });
   });
 });

@@ -1,7 +1,8 @@
 // Landfall dashboard: plain JavaScript, no framework, nothing fetched from elsewhere.
 //
-// Bot view (an API key): GET /v1/account, GET /v1/tip-floor, the live /v1/stream (the key goes in
-// the first WebSocket message), GET /v1/status/{signature}/trace on a click. Operator view (the
+// Bot view (an API key): GET /v1/account, GET /v1/tip-floor, GET /v1/analytics, the live
+// /v1/stream (the key goes in the first WebSocket message), GET /v1/status/{signature}/trace on a
+// click (with the post-mortem of a transaction that did not land). Operator view (the
 // metrics token, or none where /metrics is open, as on the admin listener): GET /metrics and
 // GET /health every 2 s. Keys live in sessionStorage (this tab only) and go out as headers, never
 // in a URL, where proxies and access logs would keep them. Everything shown is set with
@@ -149,6 +150,8 @@ const bot = {
   selected: null,
   floor: null,
   account: null,
+  /** The analytics window shown: '1h' or '24h'. */
+  window: '24h',
 };
 
 function renderAccount(a) {
@@ -169,8 +172,13 @@ function renderAccount(a) {
 
 async function refreshBot() {
   try {
-    const [account, floor] = await Promise.all([getJson('/v1/account', bot.key), getJson('/v1/tip-floor', bot.key)]);
+    const [account, floor, analytics] = await Promise.all([
+      getJson('/v1/account', bot.key),
+      getJson('/v1/tip-floor', bot.key),
+      getJson(`/v1/analytics?window=${bot.window}`, bot.key),
+    ]);
     renderAccount(account);
+    renderAnalytics(analytics);
     bot.floor = floor;
     renderCharts();
     showError('bot-error', null);
@@ -178,6 +186,33 @@ async function refreshBot() {
   } catch (e) {
     showError('bot-error', e.message);
   }
+}
+
+/** GET /v1/analytics: the summary, the landing rate over time, the table by leader. */
+function renderAnalytics(v) {
+  const slots = v.slots_to_land;
+  text(
+    'analytics-summary',
+    v.transactions === 0
+      ? `no transaction reached an outcome in the ${v.window === '1h' ? 'last hour' : 'last 24 h'}`
+      : `${fmt(v.landed)} of ${fmt(v.transactions)} landed (${pct(v.landing_rate)}); ${fmt(v.expired)} expired, ${fmt(v.failed)} failed on chain; slots to land p50 ≤${slots?.p50 ?? '–'}, p90 ≤${slots?.p90 ?? '–'}`,
+  );
+  text('analytics-step', v.series_minutes);
+  barChart(
+    $('analytics-series'),
+    v.series.map((r) => ({ label: r.from.slice(11, 16), count: r.landing_rate === null ? 0 : Math.round(r.landing_rate * 100) })),
+  );
+  const rows = v.by_leader.map((l) => {
+    const tr = document.createElement('tr');
+    tr.dataset.leader = l.leader;
+    for (const c of [l.leader, fmt(l.transactions), fmt(l.landed), pct(l.landing_rate), l.slots_to_land ? `≤${l.slots_to_land.p50}` : '–', l.slots_to_land ? `≤${l.slots_to_land.p90}` : '–']) {
+      const td = document.createElement('td');
+      td.textContent = String(c);
+      tr.append(td);
+    }
+    return tr;
+  });
+  $('analytics-leaders').tBodies[0].replaceChildren(...rows);
 }
 
 function openStream() {
@@ -207,7 +242,8 @@ function onStatus(record) {
   while (bot.txs.size > MAX_ROWS) bot.txs.delete(bot.txs.keys().next().value);
   renderTable();
   renderCharts();
-  if (bot.selected === record.signature && record.status !== 'sent') void showTrace(record.signature);
+  // Settled, or expired (pushed again with its post-mortem): the trace shown is redrawn.
+  if (bot.selected === record.signature && (record.status !== 'sent' || record.expired)) void showTrace(record.signature);
 }
 
 const stateOf = (r) => (r.expired ? 'expired' : r.status);
@@ -267,6 +303,9 @@ async function showTrace(signature) {
     text('trace-reached', t.leaders_reached);
     text('trace-tried', t.leaders_tried);
     text('trace-attempts', t.attempts.length + t.attempts_omitted);
+    // Why it did not land (a transaction that expired): the post-mortem's sentence.
+    $('trace-post-mortem').hidden = !t.post_mortem;
+    text('trace-post-mortem', t.post_mortem ? `Why it did not land: ${t.post_mortem.summary}` : '');
     timeline($('trace-timeline'), t, bot.txs.get(signature)?.latency_ms ?? null);
     showError('bot-error', null);
   } catch (e) {
@@ -470,6 +509,10 @@ function init() {
     stopBot();
     sessionStorage.removeItem(KEY_ITEM);
     $('bot-body').hidden = true;
+  };
+  $('analytics-window').onchange = () => {
+    bot.window = $('analytics-window').value;
+    if (bot.key) void refreshBot();
   };
   $('op-login').onsubmit = (e) => {
     e.preventDefault();

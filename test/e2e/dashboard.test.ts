@@ -151,6 +151,41 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-operator.png'), fullPage: true });
   });
 
+  it('a transaction that did not land: its trace shows why; the landing analytics as GET /v1/analytics gives them, by leader, for either window', async () => {
+    const { Keypair } = await import('@solana/web3.js');
+    await page.click('button[data-view=bot]');
+    const tx = await tipped(s, Keypair.generate(), 1_000_000); // never funded: it cannot land
+    const deadline = s.net.slot() + 3;
+    expect((await send(s, bot.key, tx.base64, { deadline_slot: deadline })).status).toBe(200);
+    await settled(s, bot.key, tx.signature, (r) => r.expired === true);
+    const row = `#tx-table tr[data-signature="${tx.signature}"]`;
+    await expectShown(page, `${row} td:nth-child(2)`, 'expired');
+    await page.click(row);
+    const trace = await waitFor('the post-mortem', async () => {
+      const t = (await (await fetch(`${s.svc.url}/v1/status/${tx.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } })).json()) as any;
+      return t.post_mortem ? t : undefined;
+    });
+    expect(trace.post_mortem.summary).toMatch(new RegExp(`^deadline slot ${deadline} passed after `));
+    await expectShown(page, '#trace-post-mortem', `Why it did not land: ${trace.post_mortem.summary}`);
+
+    // The analytics card: two landings (the test above) and this miss.
+    const analytics = async (window: string) => (await (await fetch(`${s.svc.url}/v1/analytics?window=${window}`, { headers: { authorization: `Bearer ${bot.key}` } })).json()) as any;
+    for (const window of ['24h', '1h']) {
+      await page.selectOption('#analytics-window', window);
+      const v = await analytics(window);
+      expect(v).toMatchObject({ transactions: 3, landed: 2, expired: 1 });
+      await expectShown(page, '#analytics-summary', `2 of 3 landed (66.7 %); 1 expired, 0 failed on chain; slots to land p50 ≤${v.slots_to_land.p50}, p90 ≤${v.slots_to_land.p90}`);
+      await expectShown(page, '#analytics-step', String(v.series_minutes));
+      await page.waitForFunction((n) => document.querySelectorAll('#analytics-leaders tbody tr').length === n, v.by_leader.length);
+      for (const l of v.by_leader) {
+        await expectShown(page, `#analytics-leaders tr[data-leader="${l.leader}"] td:nth-child(2)`, fmt(l.transactions));
+        await expectShown(page, `#analytics-leaders tr[data-leader="${l.leader}"] td:nth-child(3)`, fmt(l.landed));
+      }
+      expect(await page.locator('#analytics-series rect').count()).toBe(v.series.length);
+    }
+    await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-bot-analytics.png'), fullPage: true });
+  });
+
   it('never put a key or the token in a URL', () => {
     expect(urls.length).toBeGreaterThan(5);
     for (const u of urls) {

@@ -24,6 +24,7 @@ import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
 import { ACCOUNT_SLOTS, setQuicFirstSendNice, setQuicThreads, TipSet } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
+import { lockDataDir } from './store/dir-lock.js';
 import { StoreHealth } from './store/store-health.js';
 import type { StatusRecord } from './store/records.js';
 import { Store } from './store/store.js';
@@ -91,6 +92,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   await ensurePortFree(config.host, config.port);
   setQuicThreads(config.quicThreads);
   if (config.adminPort !== null) await ensurePortFree(config.adminHost, config.adminPort);
+  // Before anything opens the data directory: one service per directory (`store/dir-lock.ts`).
+  const dirLock = lockDataDir(config.dataDir);
+  cleanup.push(() => dirLock.release()); // pushed first, so released last
   try {
     const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing

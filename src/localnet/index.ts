@@ -106,9 +106,29 @@ export interface Localnet {
 /** Attempts to find a free port pair (P, P + 1) when the RPC port is left to the system. */
 const PORT_PAIR_ATTEMPTS = 20;
 
+/** What to do about a port of the local cluster that another process holds: the settings that move it. */
+const MOVE_PORT =
+  'choose another with `landfall serve --localnet-rpc-port N` (or `landfall localnet --rpc-port N`, or localnet.rpcPort in the configuration; the WebSocket takes N + 1), or 0 for any free pair';
+
+/** A taken port as a message that says which one and how to move it (a raw `listen EADDRINUSE` did not). */
+function listenRefusal(what: string, host: string, port: number, e: unknown): LandfallError {
+  const inUse = (e as NodeJS.ErrnoException).code === 'EADDRINUSE';
+  return new LandfallError(
+    'CONFIG_INVALID',
+    inUse
+      ? `localnet: port ${port} (${what}) on ${host} is in use by another process (another landfall serve, landfall localnet or solana-test-validator?): ${MOVE_PORT}`
+      : `localnet: cannot listen for ${what} on ${host}:${port}: ${(e as Error).message}`,
+  );
+}
+
 async function listenPair(host: string, rpcPort: number, cluster: Cluster, slotsUpdates: boolean, env: () => RpcEnv): Promise<[RpcServer, PubSub]> {
   for (let attempt = 1; ; attempt++) {
-    const rpc = await RpcServer.listen(host, rpcPort, env);
+    let rpc: RpcServer;
+    try {
+      rpc = await RpcServer.listen(host, rpcPort, env);
+    } catch (e) {
+      throw listenRefusal('JSON-RPC', host, rpcPort, e);
+    }
     try {
       if (rpc.port === 65535) throw Object.assign(new Error('no port above 65535'), { code: 'EADDRINUSE' });
       return [rpc, await PubSub.listen(host, rpc.port + 1, cluster, slotsUpdates)];
@@ -116,7 +136,7 @@ async function listenPair(host: string, rpcPort: number, cluster: Cluster, slots
       await rpc.close();
       const inUse = (e as NodeJS.ErrnoException).code === 'EADDRINUSE';
       if (rpcPort !== 0 || !inUse || attempt >= PORT_PAIR_ATTEMPTS) {
-        throw new LandfallError('CONFIG_INVALID', `localnet: cannot listen for WebSocket on ${host}:${rpc.port + 1}: ${(e as Error).message}`);
+        throw listenRefusal('WebSocket', host, rpc.port + 1, e);
       }
     }
   }

@@ -52,6 +52,19 @@ describe.each(['first-bot.ts', 'first-bot-kit.ts'])('examples/%s', (file) => {
   }, 90_000);
 });
 
+it('examples/high-rate-bot.ts keeps many sends in flight, waits out the 429s of a starter key and sends again, and every one confirms', async () => {
+  const { key, stdout } = await runExample('high-rate-bot.ts');
+  const m = /^sent 40 transactions, at most (\d+) in flight, (\d+) refusals with 429 waited out and sent again$/m.exec(stdout);
+  expect(m, stdout).not.toBeNull();
+  expect(Number(m![1])).toBeGreaterThan(1);
+  // 40 sends at 16 in flight outrun the starter plan's 8 per second (a burst of 8): refused, waited out, resent.
+  expect(Number(m![2])).toBeGreaterThan(0);
+  expect(stdout).toMatch(/^confirmed 40 of 40$/m);
+  // The service counted each transaction once, whatever the resends.
+  const acct = (await (await fetch(`${s.svc.url}/v1/account?api-key=${key}`)).json()) as { usage: { transactions_total: number } };
+  expect(acct.usage.transactions_total).toBe(40);
+}, 120_000);
+
 it('an example without a key says how to create one, and exits non-zero', async () => {
   const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'examples/first-bot.ts', '--url', s.svc.url], { cwd: ROOT, env: { ...process.env, LANDFALL_KEY: '' } });
   await expect(run).rejects.toMatchObject({ stderr: expect.stringContaining('no API key: pass --key KEY or set LANDFALL_KEY (create one with: npx landfall accounts create --name my-bot)') });

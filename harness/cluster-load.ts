@@ -36,6 +36,8 @@ export interface ClusterEnvOptions {
   chainArgs?: string[];
   /** More nats-server flags (`--no_advertise` when a node reaches NATS through proxies). */
   natsArgs?: string[];
+  /** The `--routes` of server `i` (see `startNatsServers`): routes through proxies a test can cut. */
+  natsRoutesOf?: (i: number, routePorts: number[]) => string;
   /** Extra arguments and environment of node `name` (see `startClusterNodes`), given the servers' URLs. */
   nodeArgs?: (name: string, natsUrls: string[]) => ReturnType<NonNullable<ClusterNodesOptions['nodeArgs']>>;
 }
@@ -46,7 +48,7 @@ export async function startClusterEnv(o: ClusterEnvOptions): Promise<ClusterEnv>
   try {
     const chain = await startChildLocalnet({ seed: o.seed, slotMs: o.slotMs, ...(o.chainArgs ? { args: o.chainArgs } : {}) });
     parts.push({ close: () => chain.kill() });
-    const nats = await startNatsCluster(3, undefined, o.natsArgs);
+    const nats = await startNatsCluster(3, undefined, o.natsArgs, o.natsRoutesOf);
     parts.push(nats);
     const tips = makeTipAddresses(8);
     const cluster = await startClusterNodes(o.names, {

@@ -27,10 +27,10 @@ const JETSTREAM_READY_MS = 60_000;
  * server says "ready" before the cluster has elected its JetStream meta leader, and on a starved
  * machine (a CI run beside `stress-ng`) the election outlasted the CLI's own 20 s of retries.
  */
-export async function startNatsCluster(n: number, configFile?: string, extraArgs: string[] = []): Promise<NatsCluster> {
+export async function startNatsCluster(n: number, configFile?: string, extraArgs: string[] = [], routesOf?: (i: number, routePorts: number[]) => string): Promise<NatsCluster> {
   const tmp = tempDir('landfall-nats-');
   try {
-    const servers = await startNatsServers(n, ensureNatsServer(), tmp.dir, configFile, extraArgs);
+    const servers = await startNatsServers(n, ensureNatsServer(), tmp.dir, configFile, extraArgs, routesOf);
     if (configFile === undefined) await jetStreamAnswering(servers.urls).catch(async (e: unknown) => {
       await servers.close();
       throw e;

@@ -49,9 +49,17 @@ const READY_MS = 20_000;
  * other), storing under `storeDir`/s<i>; resolves once each says it is ready (bounded).
  * `configFile` (optional) is a nats-server config each reads first (users, permissions, TLS);
  * `extraArgs` more flags (a test that proxies a node's connections gives `--no_advertise`, so the
- * servers do not tell it their own addresses to reconnect to).
+ * servers do not tell it their own addresses to reconnect to); `routesOf` the `--routes` of
+ * server `i` (a test that partitions the servers routes them through proxies it can cut).
  */
-export async function startNatsServers(n: number, bin: string, storeDir: string, configFile?: string, extraArgs: string[] = []): Promise<NatsServers> {
+export async function startNatsServers(
+  n: number,
+  bin: string,
+  storeDir: string,
+  configFile?: string,
+  extraArgs: string[] = [],
+  routesOf?: (i: number, routePorts: number[]) => string,
+): Promise<NatsServers> {
   const clientPorts: number[] = [];
   const routePorts: number[] = [];
   const monitorPorts: number[] = [];
@@ -68,7 +76,7 @@ export async function startNatsServers(n: number, bin: string, storeDir: string,
     // every reload (SIGHUP) fail ("config reload not supported for ServerName").
     const name = configFile ? ['-c', configFile] : ['-n', `nats-${i}`];
     const args = [...extraArgs, ...name, '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-m', String(monitorPorts[i]), '-sd', join(storeDir, `s${i}`)];
-    if (n > 1) args.push('--cluster_name', 'landfall', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes);
+    if (n > 1) args.push('--cluster_name', 'landfall', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routesOf ? routesOf(i, routePorts) : routes);
     const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children[i] = child;
     let log = '';

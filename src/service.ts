@@ -235,6 +235,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     telemetry.metrics.watchTracker(tracker);
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
     telemetry.metrics.watchLog(telemetry.logHealth);
+    telemetry.metrics.watchMemory();
     engine.onAccepted = cluster
       ? (record, a) => {
           statusHub.publish(record);

@@ -11,6 +11,7 @@
  * Node process metrics (event-loop delay, heap, GC, CPU) are process-wide, collected once, and
  * appended to every scrape.
  */
+import { readFileSync } from 'node:fs';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Histogram, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { PLAN_ORDER } from '../accounts/plans.js';
 import { sendOutcomeReasons } from '../native.js';
@@ -307,6 +308,36 @@ export class Metrics {
     });
   }
 
+  /**
+   * Expose the process's resident memory by kind (Linux, `/proc/self/status`): anonymous (the
+   * heap, stacks, buffers: what a leak grows), file-backed (the mapped LMDB files and the
+   * binaries: what grows with the data and what the kernel can drop), shared memory. RSS counts
+   * all of them, and LMDB's maps grow it by the size of what is read (371 MB resident for a
+   * 128 MiB store in a 15-minute soak, anonymous memory flat), so an alert on RSS fires on data
+   * growth; alert on the anonymous part instead. Main thread only (one process).
+   */
+  watchMemory(read: () => string | null = procStatus): void {
+    const kinds: Array<[string, string]> = [
+      ['anon', 'RssAnon'],
+      ['file', 'RssFile'],
+      ['shmem', 'RssShmem'],
+    ];
+    new Gauge({
+      name: 'landfall_process_resident_memory_bytes',
+      help: 'Resident memory of the process by kind: anon (heap, stacks, buffers: what a leak grows), file (mapped files: the LMDB store, binaries; grows with the data, reclaimable), shmem',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      collect() {
+        const status = read();
+        if (status === null) return;
+        for (const [kind, field] of kinds) {
+          const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+          if (m) this.set({ kind }, Number(m[1]) * 1024);
+        }
+      },
+    });
+  }
+
   /** The Prometheus text exposition of this service and of the process. */
   async text(): Promise<string> {
     return stamped((await this.registry.metrics()) + (await processMetrics().metrics()));
@@ -361,5 +392,14 @@ export class Metrics {
         this.set(read());
       },
     });
+  }
+}
+
+/** `/proc/self/status`, or null where there is none (not Linux). */
+function procStatus(): string | null {
+  try {
+    return readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    return null;
   }
 }

@@ -115,6 +115,19 @@ describe('/metrics', () => {
     expect(missing).toEqual([]);
   });
 
+  it('exports resident memory by kind: anonymous apart from the mapped files (the LMDB store)', async () => {
+    const { samples } = await scrape();
+    const anon = total(samples, 'landfall_process_resident_memory_bytes', { kind: 'anon' });
+    const file = total(samples, 'landfall_process_resident_memory_bytes', { kind: 'file' });
+    expect(anon).toBeGreaterThan(10 * 1024 * 1024); // a Node process's heap alone
+    expect(file).toBeGreaterThan(0); // the binaries and the store's maps
+    expect(samples.some((x) => x.name === 'landfall_process_resident_memory_bytes' && x.labels.kind === 'shmem')).toBe(true);
+    // The parts are what RSS is made of (read a moment apart: within a quarter).
+    const rss = total(samples, 'process_resident_memory_bytes');
+    const parts = total(samples, 'landfall_process_resident_memory_bytes');
+    expect(Math.abs(parts - rss) / rss).toBeLessThan(0.25);
+  });
+
   it('counts what real traffic did', async () => {
     const before = (await scrape()).samples;
     const starter = account(s, 'starter'); // 8 sends/s, 16 queries/s

@@ -10,12 +10,18 @@
  * signature and per write lock. What does not fit waits in the leader's buffer for its next slot;
  * when the leader's window ends it is gone (forwarding to the next leader is off on mainnet).
  *
+ * Once a transaction has executed, the block is charged what it used rather than what it asked
+ * for (Agave's cost tracker is updated with the actual units after execution): a block of plain
+ * transfers holds thousands, as on mainnet.
+ *
  * The model here keeps the cluster's rule that a transaction executes when it reaches the
  * leader (nothing else about landing changes when blocks are not full): each block starts with a
  * *demand* of competing transactions drawn for it (`CompetingLoad`: a rate, a price
  * distribution, a compute-unit size). A transaction arriving at price p fits if the competing
  * demand priced at p or more, plus what already went into the block, plus its own cost stays
- * within the limit — exactly the transactions a price-ordered packer would take ahead of it.
+ * within the limit — exactly the transactions a price-ordered packer would take ahead of it. The
+competing transactions stand for programs that use what they ask for: they are charged their
+whole `computeUnits`.
  * When the slot ends, the competing transactions that still fit are executed for real (signed
  * transfers from funded payers, through LiteSVM, with their compute-budget instructions and
  * fees), highest price first: they land in the block, visible to every reader, and the rest of
@@ -37,8 +43,11 @@ const WRITE_LOCK_COST = 300;
 
 const COMPUTE_BUDGET_PROGRAM = 'ComputeBudget111111111111111111111111111111';
 
-/** The compute-unit price (micro-lamports per CU) and the cost at scheduling of a transaction. */
-export function priceAndCost(decoded: DecodedTransaction): { price: number; cost: number } {
+/**
+ * The compute-unit price (micro-lamports per CU), the cost at scheduling of a transaction, and
+ * the compute-unit limit inside that cost (replaced by the units used once it has executed).
+ */
+export function priceAndCost(decoded: DecodedTransaction): { price: number; cost: number; limit: number } {
   let limit: number | null = null;
   let price = 0;
   let budgetInstructions = 0;
@@ -54,7 +63,7 @@ export function priceAndCost(decoded: DecodedTransaction): { price: number; cost
   const h = decoded.header;
   const signatures = h.numRequiredSignatures;
   const writable = signatures - h.numReadonlySignedAccounts + (decoded.staticKeys.length - signatures - h.numReadonlyUnsignedAccounts);
-  return { price, cost: limit + SIGNATURE_COST * signatures + WRITE_LOCK_COST * Math.max(0, writable) };
+  return { price, cost: limit + SIGNATURE_COST * signatures + WRITE_LOCK_COST * Math.max(0, writable), limit };
 }
 
 /** The background demand: who else wants block space, and at what price. */

@@ -480,7 +480,7 @@ export class Cluster {
       return;
     }
     const space = this.space.get(slot);
-    const { price, cost } = priceAndCost(decoded);
+    const { price, cost, limit } = priceAndCost(decoded);
     if (space && !this.ledger.record(decoded.signature) && !space.fits(price, cost)) {
       const leader = this.schedule.leaderIndexAt(slot);
       const next = slot + 1;
@@ -495,7 +495,8 @@ export class Cluster {
       }
       return;
     }
-    for (const l of this.listeners) l.received?.(decoded.signature, slot);
+    // A copy of one that already landed (the next leader got it too) is no news to subscribers.
+    if (!this.ledger.record(decoded.signature)) for (const l of this.listeners) l.received?.(decoded.signature, slot);
     let result: ExecuteResult;
     try {
       result = this.ledger.execute(decoded, slot);
@@ -505,7 +506,8 @@ export class Cluster {
     }
     switch (result.kind) {
       case 'landed':
-        space?.take(cost);
+        // Charged what it used, not what it asked for (Agave updates its cost tracker so).
+        space?.take(cost - limit + Math.min(limit, result.record.computeUnitsConsumed));
         this.log.settle(receipt, 'included', { landedSlot: result.record.slot, failed: result.record.err !== null });
         this.announce(result.record);
         return;

@@ -37,6 +37,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   'ack-log': async () => (await import('./ack-log.js')).suite,
   targets: async () => (await import('./targets.js')).suite,
   landing: async () => (await import('./landing.js')).suite,
+  'ws-flood': async () => (await import('./ws-flood.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

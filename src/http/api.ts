@@ -608,7 +608,9 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
           throw new Refusal('ROUTE_NOT_FOUND', `/metrics without metricsToken is served only to requests for a loopback host (Host: localhost, 127.0.0.1 or [::1]), not ${JSON.stringify(ctx.host.slice(0, 100))}`);
         }
         if (o.token !== null && throttled()) {
-          throw new Refusal('QUERY_RATE_LIMITED', `more than ${TOKEN_GUESSES_PER_S} wrong metrics tokens a second: retry in a second`, { headers: { 'Retry-After': '1' } });
+          throw new Refusal('QUERY_RATE_LIMITED', `more than ${TOKEN_GUESSES_PER_S} wrong metrics tokens a second: retry in a second`, {
+            headers: { 'Retry-After': '1', 'RateLimit-Limit': String(TOKEN_GUESSES_PER_S), 'RateLimit-Remaining': '0', 'RateLimit-Reset': '1' },
+          });
         }
         if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');
         return { status: 200, body: await metricsText.get(), contentType: o.metricsContentType };

@@ -737,8 +737,10 @@ const OPERATIONS: Record<RouteId, OperationDoc> = {
     summary: 'Liveness and chain-sync state',
     description:
       'The status code (200 in sync, 503 stale) needs no credentials. The details (uptime, slot) are left out when ' +
-      '`metricsToken` is configured and the request does not carry it, and on the API port when `adminPort` is ' +
-      'configured (they are served on the admin listener).',
+      '`metricsToken` is configured and the request does not carry it (or more than 10 wrong tokens a second were ' +
+      'tried), on a non-loopback listener without `metricsToken`, on loopback for a request whose Host header names no ' +
+      'loopback address (DNS rebinding), and on the API port when `adminPort` is configured (they are served on the ' +
+      'admin listener).',
     tags: ['operations'],
     security: operationsKey,
     responses: {
@@ -757,14 +759,18 @@ const OPERATIONS: Record<RouteId, OperationDoc> = {
     description:
       'Open by default only on a loopback address: on any other address it needs `metricsToken` (404 without it). ' +
       'With `metricsToken` configured it needs `Authorization: Bearer <metricsToken>` (401 otherwise); with `adminPort` ' +
-      'configured it is served only on the admin listener (404 on the API port). A render is served again for up to ' +
-      'a second (its last line, a comment, gives its time).',
+      'configured it is served only on the admin listener (404 on the API port). Without `metricsToken`, on loopback, ' +
+      'only to a request whose Host header names a loopback address (404 otherwise: DNS rebinding). A render is served ' +
+      'again for up to a second (its last line, a comment, gives its time).',
     tags: ['operations'],
     security: operationsKey,
     responses: {
       200: { description: 'The metrics', headers: REQUEST_ID, content: { 'text/plain': { schema: { type: 'string' } } } },
     },
-    notes: { AUTH_UNAUTHORIZED: '`metricsToken` is configured and the request does not carry it' },
+    notes: {
+      AUTH_UNAUTHORIZED: '`metricsToken` is configured and the request does not carry it',
+      QUERY_RATE_LIMITED: 'more than 10 wrong metrics tokens a second were tried on this listener: no token is read for a moment (Retry-After: 1)',
+    },
   },
   openapi: {
     summary: 'This document',

@@ -90,7 +90,7 @@ export const ROUTES = {
   stream: get('/v1/stream', ['REQUEST_INVALID', 'STREAM_UPGRADE_REQUIRED']),
   health: get('/health'),
   ping: get('/ping'),
-  metrics: get('/metrics', [KEY]),
+  metrics: get('/metrics', [KEY, 'QUERY_RATE_LIMITED']),
   openapi: get('/v1/openapi.json'),
 } as const satisfies Record<string, RouteEntry>;
 

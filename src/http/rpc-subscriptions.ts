@@ -25,10 +25,11 @@
  * What one account can make a socket cost (issue 33: one starter socket with 45,000 slot
  * subscriptions wrote 112k notifications a second and took other clients' `/ping` p99 from
  * ~2 ms to 111 ms; 10 sockets × 1,024 signature subscriptions of 15 KiB strings held 170 MiB):
- * - every message draws one token of the account's query budget (the HTTP queries' budget):
- *   past it the call answers -32053 "Rate limit exceeded", and a socket that sends
+ * - opening a socket and every message draw one token of the account's query budget (the HTTP
+ *   queries' budget): past it the upgrade is 429, and the first message of a run past it answers
+ *   -32053 "Rate limit exceeded" (the rest of the run no answer); a socket that sends
  *   {@link MAX_REFUSED_STREAK} messages in a row past its budget is closed with 4429, so a
- *   flood costs the server a message's parse and a refused take, never more;
+ *   flood costs the server a refused take a message, never a parse or a write;
  * - `signatureSubscribe` takes only a signature (base58 of 64 bytes): at most 88 characters kept;
  * - at most {@link MAX_SUBSCRIPTIONS} signature and {@link MAX_SLOT_SUBSCRIPTIONS} slot
  *   subscriptions per socket, {@link MAX_ACCOUNT_SUBSCRIPTIONS} per account (on this thread),
@@ -61,8 +62,11 @@ export const MAX_REFUSED_STREAK = 64;
 
 interface RpcSocket {
   accountId: string;
-  /** The key the socket was opened with (checked on every message, and by the revocation sweep). */
+  /** The key the socket was opened with (checked by the revocation sweep, and whenever keys changed). */
   key: string;
+  /** Its account as last read, and the key generation it was read under. */
+  account: AccountRecord;
+  generation: number;
   closed: boolean;
   /** Messages refused for the budget since the last one granted. */
   refusedStreak: number;
@@ -138,6 +142,14 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
     generation = now;
     for (const ws of open) if (!o.keys.authenticate(ws.getUserData().key)) endWith(ws, CLOSE.unauthorized, 'API key revoked');
   }, REVOCATION_CHECK_MS).unref();
+  // A plan change (a new budget) reaches open sockets within a second.
+  setInterval(() => {
+    for (const ws of open) {
+      const state = ws.getUserData();
+      const who = o.keys.authenticate(state.key);
+      if (who) state.account = who.account;
+    }
+  }, 1_000).unref();
 
   const send = (ws: uWS.WebSocket<RpcSocket>, message: unknown) => {
     const state = ws.getUserData();
@@ -246,8 +258,17 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
         res.cork(() => res.writeStatus('401 Unauthorized').writeHeader('content-type', 'application/json').end('{"error":"invalid or missing API key: pass api-key in the query or Authorization: Bearer"}'));
         return;
       }
+      // Opening a socket draws a token too: an account whose budget is spent (its sockets just
+      // closed with 4429) is refused here, cheaply, rather than let reopen and flood again.
+      const refused = o.takeQuery(who.account);
+      if (refused !== null) {
+        res.cork(() => res.writeStatus('429 Too Many Requests').writeHeader('retry-after', '1').writeHeader('content-type', 'application/json').end(JSON.stringify({ error: `Rate limit exceeded: ${refused}` })));
+        return;
+      }
       const state: RpcSocket = {
         accountId: who.account.id,
+        account: who.account,
+        generation: o.keys.generation(),
         key: key!,
         closed: false,
         refusedStreak: 0,
@@ -282,9 +303,28 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
     },
     message: (ws, message, isBinary) => {
       const state = ws.getUserData();
-      // The key first: revoked, the socket is closed at once, not at the next sweep.
-      const who = o.keys.authenticate(state.key);
-      if (!who) return endWith(ws, CLOSE.unauthorized, 'API key revoked');
+      // The key again only when some key changed since it was read (a generation load, not a
+      // hash): revoked, the socket is closed at once, not at the next sweep. The account (its
+      // plan) is read again by the sweep's ticks.
+      const generation = o.keys.generation();
+      if (generation !== state.generation) {
+        const who = o.keys.authenticate(state.key);
+        if (!who) return endWith(ws, CLOSE.unauthorized, 'API key revoked');
+        state.account = who.account;
+        state.generation = generation;
+      }
+      // Every message draws a token; past the budget only the first of a run is answered (a
+      // flood then costs a refused take each, no parse and no write), and a run of
+      // MAX_REFUSED_STREAK closes the socket.
+      const refused = o.takeQuery(state.account);
+      if (refused !== null) {
+        if (++state.refusedStreak >= MAX_REFUSED_STREAK) {
+          return endWith(ws, CLOSE.rateLimited, `${MAX_REFUSED_STREAK} messages in a row past the query budget`);
+        }
+        if (state.refusedStreak > 1) return;
+        return send(ws, error(null, RPC_CODES.rateLimited, `Rate limit exceeded: ${refused}`));
+      }
+      state.refusedStreak = 0;
       let payload: unknown;
       try {
         payload = isBinary ? undefined : JSON.parse(Buffer.from(message).toString('utf8'));
@@ -292,17 +332,6 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
         payload = undefined;
       }
       const call = typeof payload === 'object' && payload !== null && !Array.isArray(payload) ? (payload as Record<string, unknown>) : null;
-      const id = call === null ? null : ((call.id ?? null) as Id);
-      // Every message draws a token, answered or not: a flood costs its parse and a refused take.
-      const refused = o.takeQuery(who.account);
-      if (refused !== null) {
-        if (++state.refusedStreak >= MAX_REFUSED_STREAK) {
-          return endWith(ws, CLOSE.rateLimited, `${MAX_REFUSED_STREAK} messages in a row past the query budget`);
-        }
-        if (call !== null && !('id' in call)) return;
-        return send(ws, error(id, RPC_CODES.rateLimited, `Rate limit exceeded: ${refused}`));
-      }
-      state.refusedStreak = 0;
       if (call === null) return send(ws, error(null, RPC_CODES.parseError, 'Parse error'));
       const reply = answer(ws, call);
       if (reply !== null) send(ws, reply);

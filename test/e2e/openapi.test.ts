@@ -389,6 +389,17 @@ describe('real responses match the document', () => {
       const m = documented('/metrics', 'get', 401);
       await conforms(metrics, m.response, m.at, 'metrics 401');
       covered.add('get /metrics 401');
+      // Wrong tokens past the throttle (10 a second): 429, no token read.
+      let throttled: Response | null = null;
+      for (let i = 0; i < 30 && throttled === null; i++) {
+        const r = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer wrong-token-${i}` } });
+        if (r.status === 429) throttled = r;
+        else await r.arrayBuffer();
+      }
+      expect(throttled?.status).toBe(429);
+      const t = documented('/metrics', 'get', 429);
+      await conforms(throttled!, t.response, t.at, 'metrics 429');
+      covered.add('get /metrics 429');
 
       const key = accounts.createAccount('db').api_key;
       await store.root.close();

@@ -108,10 +108,13 @@ describe('the JSON-RPC WebSocket, against an abusive account', () => {
   it("every message draws the account's query budget; a socket that keeps going past it is closed with 4429", async () => {
     const bot = account(s, 'starter'); // 16 queries a second
     const ws = await Sock.open(bot.key);
-    const replies = await ws.calls('signatureSubscribe', [signature()], 40);
-    const limited = replies.filter((r) => r.error?.code === RPC_CODES.rateLimited);
-    expect(limited.length).toBeGreaterThan(0);
-    expect(limited[0]!.error!.message).toMatch(/^Rate limit exceeded: query budget of 16\/s exhausted/);
+    for (let i = 0; i < 40; i++) ws.ws.send(JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'signatureSubscribe', params: [signature()] }));
+    // Past the budget, the first message of the run is answered (id null: it was not parsed), the rest not.
+    const limited = await ws.frame((f) => f.error?.code === RPC_CODES.rateLimited);
+    expect(limited).toMatchObject({ id: null, error: { message: expect.stringMatching(/^Rate limit exceeded: query budget of 16\/s exhausted/) } });
+    const granted = ws.frames.filter((f) => typeof f.result === 'number').length;
+    expect(granted).toBeGreaterThanOrEqual(15);
+    expect(granted).toBeLessThan(40);
     // The budget is the account's: the HTTP queries of the same account are refused meanwhile too.
     const http = await fetch(`${s.svc.url}/v1/account`, { headers: { authorization: `Bearer ${bot.key}` } });
     expect(http.status).toBe(429);
@@ -119,6 +122,11 @@ describe('the JSON-RPC WebSocket, against an abusive account', () => {
     for (let i = 0; i < 4 * MAX_REFUSED_STREAK; i++) ws.ws.send('{"jsonrpc":"2.0","id":1,"method":"slotSubscribe"}');
     const closed = await ws.closed;
     expect(closed).toEqual({ code: CLOSE.rateLimited, reason: `${MAX_REFUSED_STREAK} messages in a row past the query budget` });
+    // Opening a socket draws a token too: with the budget spent, upgrades are refused (ten at
+    // once, so the refill meanwhile cannot cover them all).
+    const opens = await Promise.allSettled(Array.from({ length: 10 }, () => Sock.open(bot.key)));
+    for (const o of opens) if (o.status === 'fulfilled') o.value.ws.close();
+    expect(opens.some((o) => o.status === 'rejected' && /upgrade refused: 429/.test(String(o.reason)))).toBe(true);
   });
 
   it("a revoked key's socket is closed with 4001, slot notifications or not", async () => {

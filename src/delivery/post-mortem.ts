@@ -148,12 +148,14 @@ export class PostMortems {
     }
     // Only slots the chain has moved past can have been skipped.
     const now = this.chain.slot();
-    const slots = [...sentFor].filter((s) => s < now).sort((a, b) => a - b);
+    let slots = [...sentFor].filter((s) => s < now).sort((a, b) => a - b);
     let skipped: number[] | null = null;
     let fees: PostMortem['fees'] = null;
     if (readChain && slots.length > 0) {
       const produced = await this.producedIn(slots);
       if (produced) {
+        // Only the slots the chain has confirmed past: a later one may still get its block.
+        slots = slots.filter((s) => produced.has(s));
         skipped = slots.filter((s) => !produced.get(s));
         const missed = slots.filter((s) => produced.get(s)).slice(-FEE_BLOCKS);
         fees = await this.feesOf(missed, ownCuPrice);

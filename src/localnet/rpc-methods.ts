@@ -178,6 +178,29 @@ export const METHODS: Record<string, Method> = {
   /** Blocks since genesis: the slot less the slots skipped so far (equal to it until a leader skips). */
   getBlockHeight: slotMethod((slot, { cluster }) => cluster.ledger.blockHeight(slot)),
 
+  /**
+   * `[start_slot, end_slot?, config?]` (or `[start_slot, config]`): the slots from `start_slot`
+   * to `end_slot` (at most the commitment's slot; `finalized` by default) that have a block, as
+   * Agave answers: a slot its leader skipped is not listed. At most 500,000 slots apart, as
+   * Agave's `MAX_GET_CONFIRMED_BLOCKS_RANGE`; `processed` is refused as Agave refuses it. Kept
+   * blocks only: the ledger's history (`historySlots`) bounds how far back it can tell.
+   */
+  getBlocks: (params, { cluster }) => {
+    const p = positional(params, 3, 1);
+    const start = u64(p[0]);
+    const endGiven = p[1] !== undefined && p[1] !== null && (typeof p[1] !== 'object' || Array.isArray(p[1]));
+    const end = endGiven ? u64(p[1]) : null;
+    const c = config(p, endGiven ? 2 : 1);
+    const level = commitment(c);
+    if (level === 'processed') throw invalidParams('Method does not support commitment below `confirmed`');
+    const { ledger } = cluster;
+    const top = Math.min(end ?? Infinity, ledger.commitmentSlot(level));
+    if (top - start > 500_000) throw invalidParams('Slot range too large; max 500000');
+    const out: number[] = [];
+    for (let slot = start; slot <= top; slot++) if (ledger.hasBlock(slot)) out.push(slot);
+    return out;
+  },
+
   getEpochInfo: slotMethod((slot, { cluster }) => {
     const { schedule, ledger } = cluster;
     const epoch = schedule.epochOf(slot);

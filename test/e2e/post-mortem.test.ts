@@ -124,3 +124,34 @@ describe('post-mortem of a transaction that did not land', () => {
     expect((await get('?window=1h', null)).status).toBe(401);
   });
 });
+
+describe('post-mortem with a leader that skips its slots', () => {
+  let s: Stack;
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('getBlocks lists no slot of the skipping leader; the post-mortem names the skipped slots it was sent for', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'post-mortem-skip', faults: { v2: { skipSlots: true } } } });
+    const bot = account(s);
+    const v2 = s.net.validators.find((v) => v.name === 'v2')!;
+    // The local cluster answers getBlocks as Agave does: the slots with a block.
+    const now = await s.connection.getSlot('confirmed');
+    const blocks = await s.connection.getBlocks(Math.max(1, now - 40), now, 'confirmed');
+    for (let slot = Math.max(1, now - 40); slot <= now; slot++) {
+      expect(blocks.includes(slot), `slot ${slot} led by ${s.net.leaderAt(slot).name}`).toBe(s.net.leaderAt(slot).name !== 'v2');
+    }
+    const tx = await tipped(s, Keypair.generate(), 300_000); // never funded: it cannot land
+    expect((await send(s, bot.key, tx.base64, { rebroadcast_until_expiry: true })).status).toBe(200);
+    await settled(s, bot.key, tx.signature, (x) => x.expired === true, 60_000);
+    const t = await waitFor('the post-mortem', async () => {
+      const b = await trace(s, bot.key, tx.signature);
+      return b.post_mortem ? b : undefined;
+    });
+    const pm = t.post_mortem;
+    const v2Slots = pm.slots_sent_for.filter((slot: number) => s.net.leaderAt(slot).identity === v2.identity);
+    expect(v2Slots.length).toBeGreaterThan(0);
+    expect(pm.skipped_slots).toEqual(v2Slots);
+    expect(pm.summary).toContain(`its leaders skipped ${v2Slots.length} of the ${pm.slots_sent_for.length} slots it was sent for`);
+  }, 90_000);
+});

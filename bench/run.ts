@@ -38,6 +38,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   targets: async () => (await import('./targets.js')).suite,
   landing: async () => (await import('./landing.js')).suite,
   'ws-flood': async () => (await import('./ws-flood.js')).suite,
+  saturation: async () => (await import('./saturation.js')).suite,
 };
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -104,6 +104,13 @@ export interface Config {
   /** Append the JSON log lines to this file; null writes them to stdout. */
   logFile: string | null;
   /**
+   * Successful requests and landed transactions: `summary` (default) counts them and writes one
+   * `info` line per 10 s ("requests served, counted"), each at `debug`; `every` writes one `info`
+   * line each. Refusals, failures and errors are logged one by one either way (within the
+   * per-source bound). At ~200 sends/s a line each was 9.1 MB of log a minute.
+   */
+  logSuccesses: 'summary' | 'every';
+  /**
    * Bearer token `/metrics` and the details of `/health` require (`Authorization: Bearer <token>`,
    * at least 16 characters); null leaves them open to whoever reaches the listener.
    */
@@ -150,6 +157,7 @@ export const DEFAULT_CONFIG: Config = {
   tracker: { push: true, poll: true },
   logLevel: 'info',
   logFile: null,
+  logSuccesses: 'summary',
   metricsToken: null,
   adminPort: null,
   adminHost: '127.0.0.1',
@@ -192,6 +200,7 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
   LANDFALL_WS_URL: 'wsUrl',
   LANDFALL_LOG_LEVEL: 'logLevel',
   LANDFALL_LOG_FILE: 'logFile',
+  LANDFALL_LOG_SUCCESSES: 'logSuccesses',
   LANDFALL_METRICS_TOKEN: 'metricsToken',
   LANDFALL_ADMIN_PORT: 'adminPort',
   LANDFALL_NATS: 'nats',
@@ -377,6 +386,11 @@ function trackerOf(v: unknown): Config['tracker'] {
   return t;
 }
 
+function logSuccessesOf(v: unknown): 'summary' | 'every' {
+  if (v !== 'summary' && v !== 'every') throw new LandfallError('CONFIG_INVALID', `logSuccesses must be "summary" or "every", got ${JSON.stringify(v)}`);
+  return v;
+}
+
 function logLevelOf(v: unknown): LogLevel {
   if (typeof v !== 'string' || !(LOG_LEVELS as readonly string[]).includes(v)) {
     throw new LandfallError('CONFIG_INVALID', `logLevel must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(v)}`);
@@ -486,6 +500,7 @@ export function loadConfig(
     tracker: trackerOf(merged.tracker),
     logLevel: logLevelOf(merged.logLevel),
     logFile: optionalString(merged.logFile, 'logFile'),
+    logSuccesses: logSuccessesOf(merged.logSuccesses),
     metricsToken: metricsTokenOf(merged.metricsToken),
     adminPort: merged.adminPort === null || merged.adminPort === undefined ? null : portOf(merged.adminPort, 'adminPort'),
     adminHost: stringOf(merged.adminHost, 'adminHost'),

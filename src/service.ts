@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
+import type { RequestLog } from './telemetry/request-log.js';
 import { AggregatorRegistry, type MetricValueWithName } from 'prom-client';
 import { Accounts } from './accounts/accounts.js';
 import { enableBudgetShares } from './accounts/budget-shares.js';
@@ -96,7 +97,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
   const dirLock = lockDataDir(config.dataDir);
   cleanup.push(() => dirLock.release()); // pushed first, so released last
   try {
-    const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile });
+    const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, successes: config.logSuccesses });
     cleanup.push(() => telemetry.close()); // last out: the other parts may still log while closing
     // Before the first send: the first sends' own QUIC thread, at its priority if the OS allows.
     const firstSends = setQuicFirstSendNice(config.quicFirstSendNice);
@@ -152,7 +153,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       // The push says it landed: no more rounds while its status is read and written.
       onLanded: (signature) => engine.landed(signature),
       onChange: (c) => {
-        logOutcome(telemetry.log, c);
+        logOutcome(telemetry.requests, c);
         settle(c);
         const computeUnitPrice = engine.takeComputeUnitPrice(c.record.signature);
         // Did not land: why, from its trace and the chain, off this path; its status is pushed
@@ -378,12 +379,12 @@ function countSettled(metrics: Metrics, accounts: Accounts, r: StatusRecord): vo
   metrics.settled(plan, r.status === 'confirmed' ? 'confirmed' : 'failed', landing);
 }
 
-/** One line per transaction outcome, at info: landed (confirmed), failed (landed with an error) or expired. */
-function logOutcome(log: Logger, c: StatusChange): void {
+/** A transaction's outcome, to the request log: landed (confirmed; counted under `logSuccesses: "summary"`), failed (landed with an error) or expired. */
+function logOutcome(log: RequestLog, c: StatusChange): void {
   const r = c.record;
   const event = r.expired ? 'transaction expired' : r.status === 'confirmed' ? 'transaction landed' : r.status === 'failed' ? 'transaction failed' : null;
   if (event === null) return;
-  log.info({ sig: r.signature, account: r.accountId, slot: r.slot ?? undefined, latency_ms: r.latencyMs ?? undefined, source: c.source, reason: c.reason }, event);
+  log.outcome(event, { sig: r.signature, account: r.accountId, slot: r.slot ?? undefined, latency_ms: r.latencyMs ?? undefined, source: c.source, reason: c.reason });
 }
 
 /** Undo in reverse order; every step runs even if an earlier one fails. */

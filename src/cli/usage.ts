@@ -59,6 +59,7 @@ settings of the config file (--config; docs/operations.md has each one's meaning
   port, host, dataDir, rpcUrl, wsUrl, nats    as the flags above
   localnet          {"validators":4,"slotMs":400,"rpcPort":0}: the embedded cluster
   logLevel          fatal, error, warn, info (default), debug, trace, silent (env LANDFALL_LOG_LEVEL)
+  logSuccesses      summary (default: counted, one line per 10 s) or every (a line each) (env LANDFALL_LOG_SUCCESSES)
   logFile           append the JSON log lines there instead of stdout (env LANDFALL_LOG_FILE)
   metricsToken      bearer token /metrics and /health's details require (env LANDFALL_METRICS_TOKEN)
   adminPort         a second listener for /metrics and /health (env LANDFALL_ADMIN_PORT)

@@ -88,7 +88,7 @@ class IngressDelivery implements Delivery {
 }
 
 const { config } = init;
-const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth) });
+const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth), successes: config.logSuccesses });
 // Requests ahead of the slot's rebroadcast burst and the tracker (`ingressNice`); said once, by the first thread.
 const priority = setThreadNice(config.ingressNice, `ingress thread ${init.index}`);
 if (priority.error !== undefined && init.index === 0) telemetry.log.warn({ ingressNice: config.ingressNice }, priority.error);

@@ -28,6 +28,8 @@ export interface TelemetryOptions {
   file: string | null;
   /** The process's log state, shared by its threads (the main thread makes it; none: a new one). */
   health?: LogHealth;
+  /** Successes summarised per interval (default) or one line each (`logSuccesses`). */
+  successes?: 'summary' | 'every';
 }
 
 export class Telemetry implements RequestObserver {
@@ -36,7 +38,7 @@ export class Telemetry implements RequestObserver {
   /** Whether lines are written, and how many were dropped (every thread of the process). */
   readonly logHealth: LogHealth;
   private readonly sink: LogSink;
-  private readonly requests: RequestLog;
+  readonly requests: RequestLog;
   private readonly flusher: NodeJS.Timeout | null;
 
   constructor(opts: TelemetryOptions) {
@@ -54,7 +56,7 @@ export class Telemetry implements RequestObserver {
       },
       this.sink,
     );
-    this.requests = new RequestLog(this.log);
+    this.requests = new RequestLog(this.log, opts.successes ?? 'summary');
   }
 
   /** For an API built without a service (tests of the HTTP layer): counts, logs nothing. */

@@ -23,7 +23,7 @@ let logFile: string;
 beforeAll(async () => {
   logDir = tempDir();
   logFile = join(logDir.dir, 'logs', 'landfall.log'); // the directory is created by the logger
-  s = await startStack({ localnet: { slotMs: 100, seed: 'logs' }, config: { logLevel: 'info', logFile } });
+  s = await startStack({ localnet: { slotMs: 100, seed: 'logs' }, config: { logLevel: 'info', logFile, logSuccesses: 'every' } });
 });
 afterAll(async () => {
   await s?.close();

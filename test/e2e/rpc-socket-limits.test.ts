@@ -7,14 +7,19 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base58Encode } from '../../src/native.js';
-import { MAX_REFUSED_STREAK, MAX_SLOT_SUBSCRIPTIONS } from '../../src/http/rpc-subscriptions.js';
+import { MAX_ACCOUNT_SUBSCRIPTIONS, MAX_REFUSED_STREAK, MAX_SLOT_SUBSCRIPTIONS, MAX_SUBSCRIPTIONS } from '../../src/http/rpc-subscriptions.js';
+import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { CLOSE } from '../../src/http/stream.js';
 import { RPC_CODES } from '../../src/submission/refusals.js';
 import { account, startStack, type Stack } from '../../harness/stack.js';
 
 let s: Stack;
 beforeAll(async () => {
-  s = await startStack({ localnet: { slotMs: 100, seed: 'rpc-socket-limits' }, config: { ingressThreads: 1 } });
+  // The whale plan's query budget is raised so far that only the subscription caps can refuse
+  // (the per-account cap needs more subscriptions than a real whale may ask for in a second);
+  // the starter plan keeps its 16 queries a second for the budget tests.
+  const plans = { ...DEFAULT_PLANS, whale: { ...DEFAULT_PLANS.whale, maxTps: 500_000, queryTps: 1_000_000 } };
+  s = await startStack({ localnet: { slotMs: 100, seed: 'rpc-socket-limits' }, config: { ingressThreads: 1, plans } });
 });
 afterAll(async () => {
   await s?.close();
@@ -54,6 +59,16 @@ class Sock {
     const ids = Array.from({ length: n }, () => this.id++);
     for (const id of ids) this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     return Promise.all(ids.map((id) => this.frame((f) => f.id === id)));
+  }
+  /**
+   * `n` calls of `method`, each with its own params, without waiting; resolves with the next `n`
+   * frames once they are all in (for thousands of calls, where matching each reply by id is quadratic).
+   */
+  async many(method: string, params: () => unknown[], n: number): Promise<Frame[]> {
+    const from = this.frames.length;
+    for (let i = 0; i < n; i++) this.ws.send(JSON.stringify({ jsonrpc: '2.0', id: this.id++, method, params: params() }));
+    await this.frame(() => this.frames.length >= from + n);
+    return this.frames.slice(from, from + n);
   }
   async call(method: string, params: unknown[] = []): Promise<Frame> {
     return (await this.calls(method, params))[0]!;
@@ -129,6 +144,39 @@ describe('the JSON-RPC WebSocket, against an abusive account', () => {
     const opens = await Promise.allSettled(Array.from({ length: 40 }, () => Sock.open(bot.key)));
     for (const o of opens) if (o.status === 'fulfilled') o.value.ws.close();
     expect(opens.some((o) => o.status === 'rejected' && /upgrade refused: 429/.test(String(o.reason)))).toBe(true);
+  });
+
+  it(`signatureSubscribe: at most ${MAX_SUBSCRIPTIONS} per socket and ${MAX_ACCOUNT_SUBSCRIPTIONS} per account, given back when a socket closes`, async () => {
+    const bot = account(s, 'whale');
+    const perSocket = Math.ceil(MAX_ACCOUNT_SUBSCRIPTIONS / MAX_SUBSCRIPTIONS) + 1;
+    const socks = await Promise.all(Array.from({ length: perSocket }, () => Sock.open(bot.key)));
+    // The first socket past its own cap: the per-socket refusal.
+    const first = await socks[0]!.many('signatureSubscribe', () => [signature()], MAX_SUBSCRIPTIONS + 1);
+    expect(first.filter((f) => typeof f.result === 'number')).toHaveLength(MAX_SUBSCRIPTIONS);
+    expect(first.at(-1)!.error).toMatchObject({ code: RPC_CODES.invalidParams, message: `too many signature subscriptions on this socket (max ${MAX_SUBSCRIPTIONS})` });
+    // The others fill up to the account's cap, each below its own: then every socket is refused.
+    let granted = MAX_SUBSCRIPTIONS;
+    for (const ws of socks.slice(1)) {
+      const want = Math.min(MAX_SUBSCRIPTIONS - 1, MAX_ACCOUNT_SUBSCRIPTIONS - granted);
+      const r = await ws.many('signatureSubscribe', () => [signature()], want);
+      expect(r.every((f) => typeof f.result === 'number')).toBe(true);
+      granted += want;
+    }
+    expect(granted).toBe(MAX_ACCOUNT_SUBSCRIPTIONS);
+    const over = socks.at(-1)!;
+    expect((await over.call('signatureSubscribe', [signature()])).error).toMatchObject({
+      code: RPC_CODES.invalidParams,
+      message: `too many subscriptions of this account (max ${MAX_ACCOUNT_SUBSCRIPTIONS})`,
+    });
+    // Another account is not affected by this one's subscriptions.
+    const other = await Sock.open(account(s, 'whale').key);
+    expect(typeof (await other.call('signatureSubscribe', [signature()])).result).toBe('number');
+    // Closing the full socket gives its subscriptions back to the account.
+    socks[0]!.ws.close();
+    await socks[0]!.closed;
+    // (The server's close handler has run once the close handshake is answered.)
+    expect(typeof (await over.call('signatureSubscribe', [signature()])).result).toBe('number');
+    for (const ws of [...socks.slice(1), other]) ws.ws.close();
   });
 
   it("a revoked key's socket is closed with 4001, slot notifications or not", async () => {

@@ -74,6 +74,8 @@ export interface Service {
   telemetry: Telemetry;
   /** The node's part of a cluster (`config.nats`), else null. */
   cluster: Cluster | null;
+  /** Every thread opens the log file again by its name (`landfall serve` does it on SIGHUP, for logrotate). */
+  reopenLog(): void;
   close(): Promise<void>;
 }
 
@@ -360,6 +362,10 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress,
       telemetry,
       cluster,
+      reopenLog() {
+        telemetry.reopenLog();
+        ingress?.reopenLog();
+      },
       close: () => runCleanup(cleanup),
     };
   } catch (e) {

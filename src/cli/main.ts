@@ -53,6 +53,9 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // logrotate's convention: after it renames the log file, SIGHUP makes every thread open it again
+  // by its name (instead of writing on into the renamed one). Not a stop, as SIGHUP's default is.
+  process.on('SIGHUP', () => running.service.reopenLog());
 }
 
 function banner({ service: s, localnet }: ServiceOnChain): string {

@@ -48,6 +48,7 @@ export type ToWorker =
   | { type: 'trace'; id: number; trace: Trace | null }
   /** The answer to an `analytics-request`. */
   | { type: 'analytics'; id: number; view: AnalyticsView }
+  | { type: 'reopen-log' }
   | { type: 'close' };
 
 export type FromWorker =

@@ -183,6 +183,11 @@ export class IngressPool {
     this.broadcast({ type: 'cluster', health });
   }
 
+  /** Every thread opens its log file again (SIGHUP after logrotate). */
+  reopenLog(): void {
+    this.broadcast({ type: 'reopen-log' });
+  }
+
   /** The `/metrics` text of every thread added up (`RenderedText`: at most once per interval). */
   metricsText(): Promise<string> {
     return this.rendered.get();

@@ -160,6 +160,9 @@ port.on('message', (m: ToWorker) => {
     case 'analytics':
       answer(m.id, m.view);
       break;
+    case 'reopen-log':
+      telemetry.reopenLog();
+      break;
     case 'close':
       delivery.handoff.flush(); // what was accepted here is rebroadcast and tracked
       server?.close();

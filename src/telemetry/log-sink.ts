@@ -111,6 +111,8 @@ export class LogSink {
   private lostReason = '';
   private readonly flushed: Array<() => void> = [];
   private closed = false;
+  /** A reopen was asked for (SIGHUP, after logrotate moved the file): done before the next write. */
+  private reopenWanted = false;
 
   /** @param file append to this file (its directory created); null: stdout */
   constructor(
@@ -138,6 +140,17 @@ export class LogSink {
   flush(done: () => void = () => {}): void {
     if (this.pending.length === 0 && this.inFlight === null) return done();
     this.flushed.push(done);
+    this.next();
+  }
+
+  /**
+   * Close the file and open it again by its name, before the next write (never stdout): after
+   * logrotate renamed it (its `create` mode), lines go to the new file instead of the renamed one.
+   * Between two writes, so no batch is split between the files.
+   */
+  reopen(): void {
+    if (this.file === null || this.closed) return;
+    this.reopenWanted = true;
     this.next();
   }
 
@@ -175,6 +188,12 @@ export class LogSink {
   /** Start the next write unless one is under way. */
   private next(): void {
     if (this.inFlight !== null || this.retry !== null) return;
+    if (this.reopenWanted) {
+      this.reopenWanted = false;
+      if (this.fd !== null) closeSync(this.fd);
+      this.fd = null;
+      this.open(false); // no room: the next batch tries again, as after any failed open
+    }
     if (this.pending.length === 0) return this.settle();
     if (this.fd === null && !this.open(false)) {
       this.drop(this.pending.length, this.lostReason);

@@ -59,6 +59,11 @@ export class Telemetry implements RequestObserver {
     this.requests = new RequestLog(this.log, opts.successes ?? 'summary');
   }
 
+  /** Open the log file again by its name (SIGHUP after logrotate); stdout: nothing to do. */
+  reopenLog(): void {
+    this.sink.reopen();
+  }
+
   /** For an API built without a service (tests of the HTTP layer): counts, logs nothing. */
   static quiet(): Telemetry {
     return new Telemetry({ level: 'silent', file: null });

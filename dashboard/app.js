@@ -521,7 +521,10 @@ function init() {
   };
   const saved = sessionStorage.getItem(KEY_ITEM);
   if (saved) startBot(saved);
-  selectView(location.hash === '#operator' ? 'operator' : 'bot');
+  const fromHash = () => selectView(location.hash === '#operator' ? 'operator' : 'bot');
+  // Editing the address (#bot ↔ #operator), or going back, switches the view too.
+  window.addEventListener('hashchange', fromHash);
+  fromHash();
 }
 
 init();

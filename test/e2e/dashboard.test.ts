@@ -186,6 +186,23 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-bot-analytics.png'), fullPage: true });
   });
 
+  it('changing the address between #bot and #operator switches the view; the page asks for no /favicon.ico', async () => {
+    const shown = () => page.evaluate(() => [...document.querySelectorAll('.view')].filter((v) => !(v as HTMLElement).hidden).map((v) => v.id));
+    await page.evaluate(() => (location.hash = '#bot'));
+    await page.waitForFunction(() => !(document.querySelector('#bot') as HTMLElement).hidden);
+    expect(await shown()).toEqual(['bot']);
+    await page.evaluate(() => (location.hash = '#operator'));
+    await page.waitForFunction(() => !(document.querySelector('#operator') as HTMLElement).hidden);
+    expect(await shown()).toEqual(['operator']);
+    expect(await page.locator('button[data-view=operator]').getAttribute('aria-selected')).toBe('true');
+    await page.goBack(); // back to #bot
+    await page.waitForFunction(() => !(document.querySelector('#bot') as HTMLElement).hidden);
+    expect(await shown()).toEqual(['bot']);
+    // Its icon is inline: nothing was asked of /favicon.ico (a 404 there was a refusal in the counts).
+    expect(await page.locator('link[rel=icon]').getAttribute('href')).toMatch(/^data:image\/svg\+xml,/);
+    expect(urls.filter((u) => new URL(u).pathname === '/favicon.ico')).toEqual([]);
+  });
+
   it('never put a key or the token in a URL', () => {
     expect(urls.length).toBeGreaterThan(5);
     for (const u of urls) {

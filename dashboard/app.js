@@ -350,25 +350,36 @@ function parseMetrics(body) {
 const matches = (s, name, labels) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v);
 const total = (samples, name, labels = {}) => samples.filter((s) => matches(s, name, labels)).reduce((a, s) => a + s.value, 0);
 
-/** The `q` quantile of a histogram's cumulative buckets (summed over its series), as Prometheus's histogram_quantile. */
-function quantile(samples, name, q) {
+/**
+ * The bucket of a histogram (summed over its series) that holds its `q` quantile: `{ lo, hi }`,
+ * the quantile being above `lo` and at most `hi` (`hi` Infinity past the last bound). Shown as
+ * that range, not interpolated inside it as Prometheus's histogram_quantile does: a p99 of
+ * 497.5 ms drawn between the 250 and 500 ms bounds when the real tail was ~380 ms read as a
+ * measurement it was not.
+ */
+function quantileBucket(samples, name, q) {
   const byLe = new Map();
   for (const s of samples) if (s.name === `${name}_bucket`) byLe.set(s.labels.le, (byLe.get(s.labels.le) ?? 0) + s.value);
   const buckets = [...byLe].map(([le, n]) => [le === '+Inf' ? Infinity : Number(le), n]).sort((a, b) => a[0] - b[0]);
   const count = buckets.length ? buckets[buckets.length - 1][1] : 0;
   if (count === 0) return null;
   const rank = q * count;
-  let prevLe = 0, prevN = 0;
+  let lo = 0;
   for (const [le, n] of buckets) {
-    if (n >= rank) {
-      if (le === Infinity) return prevLe;
-      return prevLe + ((le - prevLe) * (rank - prevN)) / Math.max(1, n - prevN);
-    }
-    prevLe = le;
-    prevN = n;
+    if (n >= rank) return { lo, hi: le };
+    lo = le;
   }
-  return prevLe;
+  return { lo, hi: Infinity };
 }
+
+/** A quantile's bucket as text: `250.0 ms–500.0 ms`, `> 60.00 s`, or `–` with no data. */
+function range(b, unit) {
+  if (b === null) return '–';
+  if (b.hi === Infinity) return `> ${unit(b.lo)}`;
+  return b.lo === 0 ? `≤ ${unit(b.hi)}` : `${unit(b.lo)}–${unit(b.hi)}`;
+}
+
+const quantileRange = (samples, name, q, unit = seconds) => range(quantileBucket(samples, name, q), unit);
 
 const op = { token: null, timer: null, previous: null };
 
@@ -385,12 +396,12 @@ function renderOperator(samples, health, at) {
   text('op-expired', fmt(expired));
   const settled = confirmed + failed + expired;
   text('op-landing-rate', settled ? pct(confirmed / settled) : '–');
-  text('op-latency-p50', seconds(quantile(samples, 'landfall_service_latency_seconds', 0.5)));
-  text('op-latency-p99', seconds(quantile(samples, 'landfall_service_latency_seconds', 0.99)));
+  text('op-latency-p50', quantileRange(samples, 'landfall_service_latency_seconds', 0.5));
+  text('op-latency-p99', quantileRange(samples, 'landfall_service_latency_seconds', 0.99));
   text('op-latency-count', fmt(total(samples, 'landfall_service_latency_seconds_count')));
-  text('op-landing-p50', seconds(quantile(samples, 'landfall_landing_latency_seconds', 0.5)));
-  text('op-landing-p99', seconds(quantile(samples, 'landfall_landing_latency_seconds', 0.99)));
-  text('op-slots-p50', fmt(quantile(samples, 'landfall_slots_to_land', 0.5)));
+  text('op-landing-p50', quantileRange(samples, 'landfall_landing_latency_seconds', 0.5));
+  text('op-landing-p99', quantileRange(samples, 'landfall_landing_latency_seconds', 0.99));
+  text('op-slots-p50', quantileRange(samples, 'landfall_slots_to_land', 0.5, fmt));
   renderChain(samples, health);
   renderRefusals(samples);
   renderLeaders(samples);
@@ -444,8 +455,8 @@ function renderCluster(samples, health) {
     return;
   }
   text('op-cluster', `${c.nodes.length} nodes (${c.nodes.join(', ')}), NATS ${c.nats}, ${c.mode}`);
-  const lag = quantile(samples, 'landfall_cluster_replication_lag_seconds', 0.99);
-  text('op-cluster-detail', `this node ${c.node}; replication lag p99 ${seconds(lag)}; ${c.replication_backlog} events not yet acknowledged; budgets ${c.budget}`);
+  const lag = quantileRange(samples, 'landfall_cluster_replication_lag_seconds', 0.99);
+  text('op-cluster-detail', `this node ${c.node}; replication lag p99 ${lag}; ${c.replication_backlog} events not yet acknowledged; budgets ${c.budget}`);
 }
 
 function fillTable(id, rows) {

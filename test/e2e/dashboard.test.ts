@@ -30,6 +30,25 @@ async function expectShown(page: Page, selector: string, expected: string, timeo
 
 /** How the page formats a number (`fmt` in dashboard/app.js). */
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 });
+/** How the page formats seconds (`seconds` in dashboard/app.js). */
+const secs = (s: number) => (s < 0.001 ? `${(s * 1e6).toFixed(0)} µs` : s < 1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`);
+
+/** The bucket bounds holding a histogram's `q` quantile in a /metrics text (every series summed): what the operator view shows, never a value inside the bucket. */
+function bucketOf(text: string, name: string, q: number): { lo: number; hi: number } {
+  const byLe = new Map<number, number>();
+  for (const m of text.matchAll(new RegExp(`^${name}_bucket\\{[^}]*le="([^"]+)"[^}]*\\} (\\S+)$`, 'gm'))) {
+    const le = m[1] === '+Inf' ? Infinity : Number(m[1]);
+    byLe.set(le, (byLe.get(le) ?? 0) + Number(m[2]));
+  }
+  const buckets = [...byLe].sort((a, b) => a[0] - b[0]);
+  const rank = q * buckets.at(-1)![1];
+  let lo = 0;
+  for (const [le, n] of buckets) {
+    if (n >= rank) return { lo, hi: le };
+    lo = le;
+  }
+  return { lo, hi: Infinity };
+}
 
 describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
   let s: Stack;
@@ -137,6 +156,12 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     await expectShown(page, '#op-landing-rate', '100.0 %');
     await expectShown(page, '#op-latency-count', fmt(metricSum(text, 'landfall_service_latency_seconds_count')));
     await expectShown(page, '#op-chain-state', 'synced');
+    // Percentiles as the bucket that holds them (bounds from /metrics), not a point interpolated inside it.
+    for (const [id, q] of [['#op-landing-p50', 0.5], ['#op-landing-p99', 0.99]] as const) {
+      const b = bucketOf(text, 'landfall_landing_latency_seconds', q);
+      expect(b.hi).not.toBe(Infinity);
+      await expectShown(page, id, b.lo === 0 ? `≤ ${secs(b.hi)}` : `${secs(b.lo)}–${secs(b.hi)}`);
+    }
     await expectShown(page, '#op-cluster', 'single node');
     const leaders = new Set(
       text

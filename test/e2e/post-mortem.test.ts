@@ -89,7 +89,7 @@ describe('post-mortem of a transaction that did not land', () => {
     expect(pushed.find((m) => m.signature === tx.signature && m.post_mortem)?.post_mortem).toEqual(t.post_mortem);
   });
 
-  it('GET /v1/analytics: the account\'s landings and misses, by leader and over time; keyed and budgeted like the status', async () => {
+  it('GET /v1/analytics: the account\'s landings and misses, by leader and over time; keyed and budgeted like the status', { timeout: 240_000 }, async () => {
     const from = await payer(s);
     const sigs: string[] = [];
     const sentIn: number[] = [];
@@ -101,7 +101,9 @@ describe('post-mortem of a transaction that did not land', () => {
       sentIn.push(r.body.slot);
     }
     const landedRecs = [];
-    for (const sig of sigs) landedRecs.push(await settled(s, bot.key, sig));
+    // Bounded generously: a transaction whose first send and first round both miss (a loaded
+    // machine) waits for its next round, 12 slots on.
+    for (const sig of sigs) landedRecs.push(await settled(s, bot.key, sig, undefined, 40_000));
     const get = (query: string, key: string | null = bot.key) => fetch(`${s.svc.url}/v1/analytics${query}`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
     const r = await get('?window=1h');
     expect(r.status).toBe(200);
@@ -135,7 +137,9 @@ describe('post-mortem with a leader that skips its slots', () => {
     s = await startStack({ localnet: { slotMs: 100, seed: 'post-mortem-skip', faults: { v2: { skipSlots: true } } } });
     const bot = account(s);
     const v2 = s.net.validators.find((v) => v.name === 'v2')!;
-    // The local cluster answers getBlocks as Agave does: the slots with a block.
+    // The local cluster answers getBlocks as Agave does: the slots with a block. Looked at once
+    // the chain is 50 slots in, well past the fault taking hold (from v2's next window on).
+    await waitFor('slot 50', async () => ((await s.connection.getSlot('confirmed')) >= 50 ? true : undefined), 30_000);
     const now = await s.connection.getSlot('confirmed');
     const blocks = await s.connection.getBlocks(Math.max(1, now - 40), now, 'confirmed');
     for (let slot = Math.max(1, now - 40); slot <= now; slot++) {

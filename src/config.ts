@@ -33,6 +33,13 @@ export interface Config {
    */
   ackSyncMs: number;
   /**
+   * When a clustered node's `200` is written (docs/durability.md): `local` once the record is in
+   * this node's acknowledgement log (what the death of the process cannot take); `quorum` also
+   * only once JetStream acknowledged the record's status event (stored by a quorum of its
+   * replicas: what the loss of this node's machine cannot take). `quorum` needs `nats`.
+   */
+  ackReplication: AckReplication;
+  /**
    * Transactions an account may have in flight (accepted, neither settled nor expired) at once,
    * in seconds of its plan's send rate: the cap is `inFlightPerTps × max_tps` (at least 1).
    */
@@ -141,6 +148,7 @@ export const DEFAULT_CONFIG: Config = {
   lamportsPerPoint: DEFAULT_LAMPORTS_PER_POINT,
   retentionDays: 7,
   ackSyncMs: 100,
+  ackReplication: 'local',
   inFlightPerTps: 20,
   rpcUrl: null,
   wsUrl: null,
@@ -206,6 +214,7 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
   LANDFALL_NATS: 'nats',
   ...NATS_ENV,
   LANDFALL_ACK_SYNC_MS: 'ackSyncMs',
+  LANDFALL_ACK_REPLICATION: 'ackReplication',
   LANDFALL_QUIC_THREADS: 'quicThreads',
   LANDFALL_QUIC_FIRST_SEND_NICE: 'quicFirstSendNice',
   LANDFALL_INGRESS_NICE: 'ingressNice',
@@ -391,6 +400,20 @@ function logSuccessesOf(v: unknown): 'summary' | 'every' {
   return v;
 }
 
+export const ACK_REPLICATIONS = ['local', 'quorum'] as const;
+export type AckReplication = (typeof ACK_REPLICATIONS)[number];
+
+/** `quorum` is a promise about JetStream: refused on a single node rather than silently `local`. */
+function ackReplicationOf(v: unknown, clustered: boolean): AckReplication {
+  if (typeof v !== 'string' || !(ACK_REPLICATIONS as readonly string[]).includes(v)) {
+    throw new LandfallError('CONFIG_INVALID', `ackReplication must be one of ${ACK_REPLICATIONS.join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  if (v === 'quorum' && !clustered) {
+    throw new LandfallError('CONFIG_INVALID', 'ackReplication "quorum" needs a cluster: set nats (or LANDFALL_NATS), or use "local" on a single node');
+  }
+  return v as AckReplication;
+}
+
 function logLevelOf(v: unknown): LogLevel {
   if (typeof v !== 'string' || !(LOG_LEVELS as readonly string[]).includes(v)) {
     throw new LandfallError('CONFIG_INVALID', `logLevel must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(v)}`);
@@ -476,6 +499,7 @@ export function loadConfig(
   refuseUnknownVariables(env);
   for (const [name, setting] of Object.entries(ENV_SETTINGS)) if (env[name] !== undefined) merged[setting] = env[name];
   for (const [k, v] of Object.entries(flags)) if (v !== undefined && k !== 'config') merged[k] = v;
+  const nats = natsOf(merged.nats, natsOverridesOf(merged));
   return {
     port: portOf(merged.port, 'port'),
     host: stringOf(merged.host, 'host'),
@@ -484,6 +508,7 @@ export function loadConfig(
     lamportsPerPoint: positiveOf(merged.lamportsPerPoint, 'lamportsPerPoint', true),
     retentionDays: positiveOf(merged.retentionDays, 'retentionDays', false),
     ackSyncMs: nonNegativeIntOf(merged.ackSyncMs, 'ackSyncMs', 60_000),
+    ackReplication: ackReplicationOf(merged.ackReplication, nats !== null),
     inFlightPerTps: positiveOf(merged.inFlightPerTps, 'inFlightPerTps', false),
     rpcUrl: urlOf(merged.rpcUrl, 'rpcUrl', ['http:', 'https:']),
     wsUrl: wsUrlOf(merged.wsUrl, merged.rpcUrl),
@@ -504,6 +529,6 @@ export function loadConfig(
     metricsToken: metricsTokenOf(merged.metricsToken),
     adminPort: merged.adminPort === null || merged.adminPort === undefined ? null : portOf(merged.adminPort, 'adminPort'),
     adminHost: stringOf(merged.adminHost, 'adminHost'),
-    nats: natsOf(merged.nats, natsOverridesOf(merged)),
+    nats,
   };
 }

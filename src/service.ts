@@ -38,6 +38,7 @@ import { TipFloor } from './tracker/tip-floor.js';
 import { Tracker, type StatusChange } from './tracker/tracker.js';
 import type { Cluster } from './cluster/index.js';
 import type { ClusterHealth } from './cluster/health.js';
+import { ReplicationWaits } from './submission/replicated.js';
 
 /** How often the ingress threads are told the cluster's state (for their `/health`). */
 const CLUSTER_HEALTH_MS = 250;
@@ -239,10 +240,19 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     telemetry.metrics.watchStore(storeHealth, () => engine.rebroadcaster.counters.resent);
     telemetry.metrics.watchLog(telemetry.logHealth);
     telemetry.metrics.watchMemory();
+    // `ackReplication: quorum` with the sends served on this thread (`ingressThreads: 0`): the
+    // engine's acceptance starts the publish, its `replicated` is what the response awaits.
+    const waits = cluster && config.ackReplication === 'quorum' ? new ReplicationWaits() : null;
+    if (waits) engine.replicated = (signature) => waits.wait(signature);
     engine.onAccepted = cluster
       ? (record, a) => {
           statusHub.publish(record);
-          cluster!.accepted([a]);
+          if (waits)
+            cluster!.acceptedStored([a]).then(
+              () => waits.settle(record.signature, null),
+              (e: Error) => waits.settle(record.signature, e.message),
+            );
+          else cluster!.accepted([a]);
         }
       : (record) => statusHub.publish(record);
     const streamSlots = new StreamSlots();
@@ -255,7 +265,9 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, logHealth: telemetry.logHealth.buffer, budgetShares },
         engine,
         metrics: telemetry.metrics,
-        ...(cluster && { onAccepted: (_records: StatusRecord[], batch: Accepted[]) => cluster!.accepted(batch) }),
+        ...(cluster && {
+          onAccepted: (_records: StatusRecord[], batch: Accepted[], stored: boolean) => (stored ? cluster!.acceptedStored(batch) : cluster!.accepted(batch)),
+        }),
         onWorkerExit: (index, code) => telemetry.log.error({ thread: index, code }, 'ingress thread died; replaced'),
       });
       const pool = ingress;

@@ -79,6 +79,8 @@ settings of the config file (--config; docs/operations.md has each one's meaning
   retentionDays     days a status record is kept (default 7)
   ackSyncMs         ms between flushes of the acknowledgement log to disk: what a power loss
                     may lose (default 100; 0: every send; env LANDFALL_ACK_SYNC_MS)
+  ackReplication    local (default) or quorum: with nats, quorum answers a send only once
+                    JetStream stored its record (env LANDFALL_ACK_REPLICATION)
   inFlightPerTps    transactions in flight per account, in seconds of its send rate (default 20)
   tracker           {"push":true,"poll":true}: the confirmation tracker's sources
   tipRentCheck      warn (default), refuse or off: at start against an outside chain, a tip address

@@ -54,6 +54,12 @@ export interface Cluster {
   health(): ClusterHealth;
   /** Accepted sends (engine on the main thread, or an ingress batch). */
   accepted(batch: readonly Accepted[]): void;
+  /**
+   * `ackReplication: quorum`: the same, published at once; resolves when JetStream acknowledged
+   * every one's status event, rejects at the first that could not be (at once while NATS is
+   * unreachable). Their events stay queued either way, published when the link allows.
+   */
+  acceptedStored(batch: readonly Accepted[]): Promise<void>;
   /** A tracker change. */
   changed(rec: StatusRecord): void;
   close(): Promise<void>;
@@ -123,6 +129,11 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
   gauge('landfall_cluster_budget_mode', 'Budgets: 0 shared across nodes, 1 local share (rate / known nodes)', () => (health().budget === 'shared' ? 0 : 1));
   gauge('landfall_cluster_outbox', 'Status events waiting to be acknowledged by JetStream', () => events.backlog);
 
+  function publishAccepted(a: Accepted, stored?: (err: Error | null) => void): void {
+    const bytes = a.signatureOffset !== undefined && a.blockhashOffset !== undefined ? recordBytesIn(a.wire, a.signatureOffset, a.blockhashOffset) : undefined;
+    events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries, ...(a.options.rebroadcastUntilExpiry && { untilExpiry: true }) }, bytes, stored);
+  }
+
   for (const p of parts) await p.start();
   return {
     link,
@@ -130,10 +141,29 @@ export async function startCluster(d: ClusterDeps): Promise<Cluster> {
     mirror,
     health,
     accepted(batch) {
-      for (const a of batch) {
-        const bytes = a.signatureOffset !== undefined && a.blockhashOffset !== undefined ? recordBytesIn(a.wire, a.signatureOffset, a.blockhashOffset) : undefined;
-        events.accepted(a.record, { wire: a.wire, antiMev: a.options.antiMev, maxRetries: a.options.maxRetries, ...(a.options.rebroadcastUntilExpiry && { untilExpiry: true }) }, bytes);
+      for (const a of batch) publishAccepted(a);
+    },
+    acceptedStored(batch) {
+      if (!(link.up && link.ready)) {
+        for (const a of batch) publishAccepted(a);
+        return Promise.reject(new Error(`NATS unreachable${link.lastError !== null ? ` (${link.lastError})` : ''}`));
       }
+      return new Promise<void>((resolve, reject) => {
+        let left = batch.length;
+        let told = false;
+        const stored = (err: Error | null): void => {
+          if (told) return;
+          if (err !== null) {
+            told = true;
+            reject(err);
+          } else if (--left === 0) {
+            told = true;
+            resolve();
+          }
+        };
+        if (left === 0) resolve();
+        for (const a of batch) publishAccepted(a, stored);
+      });
     },
     changed: (rec) => events.changed(rec),
     async close() {

@@ -176,6 +176,11 @@ const REPUBLISH_RECENT_MS = 10 * 60_000;
 interface Outgoing {
   msgID: string;
   data: Uint8Array;
+  /**
+   * `ackReplication: quorum`: told once, when JetStream acknowledged the message carrying this
+   * event (null) or when a publish of it failed (the error; the event is kept and tried again).
+   */
+  stored?: (err: Error | null) => void;
 }
 
 export interface StatusEventsOptions {
@@ -212,6 +217,8 @@ export class StatusEvents {
    */
   private readonly ownInFlight = new Set<string>();
   private closed = false;
+  /** Events in the outbox whose acceptance waits for their JetStream ack (`ackReplication: quorum`). */
+  private waited = 0;
   /** Dropped from a full outbox (they reach the other nodes only if re-published after a restart). */
   dropped = 0;
   /** Events JetStream acknowledged. */
@@ -271,9 +278,13 @@ export class StatusEvents {
     });
   }
 
-  /** Acceptances (main thread: the engine's own, or an ingress batch). Never waits. */
-  accepted(rec: StatusRecord, resend: Resend | null, bytes?: RecordBytes): void {
-    this.enqueue({ origin: this.o.link.node, ts: rec.submittedAt, record: rec, resend }, bytes);
+  /**
+   * Acceptances (main thread: the engine's own, or an ingress batch). Never waits.
+   * @param stored `ackReplication: quorum`: called once, when JetStream acknowledged this event
+   *   (null) or could not (the error); such an event is published at once, not after the linger
+   */
+  accepted(rec: StatusRecord, resend: Resend | null, bytes?: RecordBytes, stored?: (err: Error | null) => void): void {
+    this.enqueue({ origin: this.o.link.node, ts: rec.submittedAt, record: rec, resend }, bytes, stored);
   }
 
   /** A tracker change (settled or expired). Never waits. */
@@ -291,13 +302,18 @@ export class StatusEvents {
     await this.messages?.close().catch(() => undefined);
   }
 
-  private enqueue(e: StatusEvent, bytes?: RecordBytes): void {
+  private enqueue(e: StatusEvent, bytes?: RecordBytes, stored?: (err: Error | null) => void): void {
     if (this.outbox.length >= OUTBOX_MAX) {
-      this.outbox.shift();
+      const gone = this.outbox.shift();
+      if (gone?.stored) {
+        this.waited--;
+        gone.stored(new Error('the outbox of status events is full'));
+      }
       if (this.dropped++ % 10_000 === 0) this.o.log.warn({ dropped: this.dropped }, 'cluster: outbox full, oldest status events dropped');
     }
     const data = encodeEvent(e, bytes);
-    this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data });
+    this.outbox.push({ msgID: `${e.record.signature}:${stateOf(e.record)}`, data, ...(stored && { stored }) });
+    if (stored) this.waited++;
     this.kick();
     this.queueLive(data);
   }
@@ -380,7 +396,9 @@ export class StatusEvents {
   /** Publish soon: at once with a message's worth of events, else after the linger. */
   private kick(): void {
     if (this.flushing || this.closed || !this.o.link.up || !this.o.link.ready || this.outbox.length === 0) return;
-    if (this.outbox.length < MESSAGE_EVENTS) {
+    // An event a response waits for goes at once (with whatever else waits): the linger would be
+    // added to that response. Events that arrive during its publish share the next message.
+    if (this.outbox.length < MESSAGE_EVENTS && this.waited === 0) {
       this.lingerTimer ??= setTimeout(() => {
         this.lingerTimer = null;
         this.flushNow();
@@ -391,6 +409,8 @@ export class StatusEvents {
   }
 
   private flushNow(): void {
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.lingerTimer = null;
     if (this.flushing || this.closed || !this.o.link.up || !this.o.link.ready || this.outbox.length === 0) return;
     this.flushing = true;
     const after = (ok: boolean): void => {
@@ -426,12 +446,28 @@ export class StatusEvents {
       for (let i = 0; i < taken.length; i += MESSAGE_EVENTS) chunks.push(taken.slice(i, i + MESSAGE_EVENTS));
       const results = await Promise.allSettled(chunks.map((c) => this.publishMessage(c)));
       const failed = chunks.filter((_, i) => results[i]!.status === 'rejected').flat();
+      if (this.waited > 0) this.tellStored(chunks, results);
       this.outbox.splice(0, taken.length, ...failed);
       this.published += taken.length - failed.length;
       this.messagesPublished.inc(results.filter((r) => r.status === 'fulfilled').length);
       if (failed.length > 0) return false;
     }
     return true;
+  }
+
+  /** Tell the waiting acceptances of published chunks their outcome (each once; a failed one stays queued). */
+  private tellStored(chunks: Outgoing[][], results: PromiseSettledResult<PubAck>[]): void {
+    chunks.forEach((chunk, i) => {
+      const r = results[i]!;
+      const err = r.status === 'fulfilled' ? null : r.reason instanceof Error ? r.reason : new Error(String(r.reason));
+      for (const o of chunk) {
+        if (!o.stored) continue;
+        const tell = o.stored;
+        delete o.stored;
+        this.waited--;
+        tell(err);
+      }
+    });
   }
 
   /** One message to JetStream (its msgID: its first event's and its size). */

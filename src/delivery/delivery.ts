@@ -105,6 +105,12 @@ export interface Delivery {
   firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend>;
   /** Hand over an accepted transaction for rebroadcast rounds and confirmation tracking. */
   accepted(a: Accepted): void;
+  /**
+   * `ackReplication: quorum` only (absent otherwise: nothing is awaited): resolves once the
+   * cluster stored the status event of the transaction just handed to `accepted`, rejects when it
+   * could not (NATS unreachable, a failed publish, the wait's timeout).
+   */
+  replicated?(signature: string): Promise<void>;
   health(): ChainHealth;
   close(): Promise<void>;
 }

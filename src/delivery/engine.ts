@@ -215,6 +215,8 @@ export class Engine implements Delivery {
 
   /** Told of each transaction accepted on this thread (the main thread's status stream). */
   onAccepted: ((record: StatusRecord, accepted: Accepted) => void) | null = null;
+  /** `ackReplication: quorum` on a cluster (set by the service): see `Delivery.replicated`. */
+  replicated?: (signature: string) => Promise<void>;
 
   accepted(a: Accepted): void {
     this.hand(a);

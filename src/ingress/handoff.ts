@@ -23,11 +23,22 @@ export class AcceptedHandoff {
   private batch: Accepted[] = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly post: (batch: Accepted[]) => void) {}
+  private immediate: NodeJS.Immediate | null = null;
+
+  /**
+   * @param prompt `ackReplication: quorum`: responses wait for the main thread's answer, so the
+   *   hand-off goes at the end of this event-loop turn (with whatever else this turn accepted),
+   *   not after the linger
+   */
+  constructor(
+    private readonly post: (batch: Accepted[]) => void,
+    private readonly prompt = false,
+  ) {}
 
   add(a: Accepted): void {
     this.batch.push(a);
     if (this.batch.length >= HANDOFF_MAX) this.flush();
+    else if (this.prompt) this.immediate ??= setImmediate(() => this.flush());
     else this.timer ??= setTimeout(() => this.flush(), HANDOFF_LINGER_MS);
   }
 
@@ -35,6 +46,8 @@ export class AcceptedHandoff {
   flush(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+    if (this.immediate !== null) clearImmediate(this.immediate);
+    this.immediate = null;
     if (this.batch.length === 0) return;
     const batch = this.batch;
     this.batch = [];

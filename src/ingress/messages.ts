@@ -49,12 +49,15 @@ export type ToWorker =
   /** The answer to an `analytics-request`. */
   | { type: 'analytics'; id: number; view: AnalyticsView }
   | { type: 'reopen-log' }
+  /** `ackReplication: quorum`: the cluster stored (error null) or could not store these acceptances' records. */
+  | { type: 'replicated'; signatures: string[]; error: string | null }
   | { type: 'close' };
 
 export type FromWorker =
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string }
-  | { type: 'accepted'; batch: Accepted[] }
+  /** `stored` (`ackReplication: quorum`): answer with `replicated` once the cluster stored them. */
+  | { type: 'accepted'; batch: Accepted[]; stored?: true }
   /** Open streams per account on this worker (sent whenever a stream opens or closes). */
   | { type: 'streams'; streams: Array<[string, number]> }
   /** A `/metrics` request on the worker: the main thread answers with the aggregated text. */

@@ -44,7 +44,8 @@ export interface IngressPoolOptions {
   engine: Engine;
   metrics: Metrics;
   /** Accepted on a worker: also tell the main thread's own listeners (service hooks). */
-  onAccepted?: (records: StatusRecord[], batch: Accepted[]) => void;
+  /** @returns with `stored` (`ackReplication: quorum`), when the cluster stored the batch's records */
+  onAccepted?: (records: StatusRecord[], batch: Accepted[], stored: boolean) => void | Promise<void>;
   /** A worker died unexpectedly (it is replaced): for the error log. */
   onWorkerExit?: (index: number, code: number) => void;
 }
@@ -129,7 +130,13 @@ export class IngressPool {
         }
         // Before the engine: its tracker may settle one at once (a landing seen before this
         // message), and the hooks (a cluster's status events) must hear the acceptance first.
-        this.opts.onAccepted?.(records, batch);
+        const stored = this.opts.onAccepted?.(records, batch, m.stored === true);
+        if (m.stored) {
+          const signatures = records.map((r) => r.signature);
+          const answer = (error: string | null): void => from.worker.postMessage({ type: 'replicated', signatures, error } satisfies ToWorker);
+          if (stored) stored.then(() => answer(null), (e: Error) => answer(e.message));
+          else answer('not clustered');
+        }
         this.opts.engine.acceptedBatch(batch);
         this.publish(records, from);
         break;

@@ -35,17 +35,24 @@ import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
 import type { SimulationResult } from '../chain/rpc.js';
 import type { Trace } from '../delivery/trace.js';
 import { AcceptedHandoff } from './handoff.js';
+import { ReplicationWaits } from '../submission/replicated.js';
 import type { FromWorker, IngressInit, ToWorker } from './messages.js';
 
 const port = parentPort!;
 const init = workerData as IngressInit;
+const quorum = init.config.ackReplication === 'quorum';
 // Before any limiter configures a bucket: a clustered node's buckets hold only its shares.
 adoptBudgetShares(init.budgetShares);
 const post = (m: FromWorker) => port.postMessage(m);
 
 /** `Delivery` on an ingress thread: the replica answers, the first send is written from here. */
 class IngressDelivery implements Delivery {
-  readonly handoff = new AcceptedHandoff((batch) => post({ type: 'accepted', batch }));
+  readonly handoff = quorum
+    ? new AcceptedHandoff((batch) => post({ type: 'accepted', batch, stored: true }), true)
+    : new AcceptedHandoff((batch) => post({ type: 'accepted', batch }));
+  /** `ackReplication: quorum`: the responses waiting for the main thread's `replicated`. */
+  readonly waits = quorum ? new ReplicationWaits() : null;
+  readonly replicated?: (signature: string) => Promise<void>;
   private readonly rpc: Rpc;
 
   constructor(
@@ -54,6 +61,8 @@ class IngressDelivery implements Delivery {
     rpcUrl: string,
   ) {
     this.rpc = new Rpc(rpcUrl);
+    const waits = this.waits;
+    if (waits) this.replicated = (signature) => waits.wait(signature);
   }
 
   currentSlot(): number {
@@ -162,6 +171,9 @@ port.on('message', (m: ToWorker) => {
       break;
     case 'reopen-log':
       telemetry.reopenLog();
+      break;
+    case 'replicated':
+      for (const s of m.signatures) delivery.waits?.settle(s, m.error);
       break;
     case 'close':
       delivery.handoff.flush(); // what was accepted here is rebroadcast and tracked

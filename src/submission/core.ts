@@ -26,6 +26,7 @@ import { sentRecord, type StatusRecord } from '../store/records.js';
 import { recordBytesIn } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import { invalidTransaction, Refusal } from './refusals.js';
+import { unreplicated } from './replicated.js';
 
 /** Who a request comes from, once its API key is resolved. */
 export interface Caller {
@@ -266,6 +267,15 @@ export class SubmissionCore {
         signatureOffset: tx.signatureOffset,
         blockhashOffset: tx.blockhashOffset,
       });
+      // `ackReplication: quorum`: answered only once the cluster stored the record (the first
+      // send is out already); `local` has no `replicated` and awaits nothing.
+      if (delivery.replicated) {
+        try {
+          await delivery.replicated(tx.signature);
+        } catch (e) {
+          throw unreplicated(e instanceof Error ? e : new Error(String(e)));
+        }
+      }
     }
     return first.slot;
   }

@@ -222,3 +222,21 @@ describe('nats credentials and TLS (issue 20)', () => {
     bad({ nats: { servers: 'tls://a:4222', tls: { ca: pem } } }, {}, /unknown setting nats\.tls\.ca \(known: caFile, certFile, keyFile\)/);
   });
 });
+
+describe('ackReplication (issue 32)', () => {
+  it('default local; quorum from the environment, a config file or a flag, with nats', () => {
+    expect(loadConfig({}, {}).ackReplication).toBe('local');
+    expect(loadConfig({}, { LANDFALL_NATS: 'nats://a:4222', LANDFALL_ACK_REPLICATION: 'quorum' }).ackReplication).toBe('quorum');
+    const file = join(tmp.dir, 'ack.json');
+    writeFileSync(file, JSON.stringify({ nats: 'nats://a:4222', ackReplication: 'quorum' }));
+    expect(loadConfig({ config: file }, {}).ackReplication).toBe('quorum');
+    expect(loadConfig({ config: file, ackReplication: 'local' }, {}).ackReplication).toBe('local');
+    expect(loadConfig({ nats: 'nats://a:4222', ackReplication: 'quorum' }, {}).ackReplication).toBe('quorum');
+  });
+
+  it('a bad value, or quorum without nats, is an error naming the setting', () => {
+    expect(() => loadConfig({}, { LANDFALL_ACK_REPLICATION: 'majority' })).toThrow('ackReplication must be one of local, quorum, got "majority"');
+    expect(() => loadConfig({ nats: 'nats://a:4222', ackReplication: 1 }, {})).toThrow('ackReplication must be one of local, quorum, got 1');
+    expect(() => loadConfig({}, { LANDFALL_ACK_REPLICATION: 'quorum' })).toThrow('ackReplication "quorum" needs a cluster: set nats (or LANDFALL_NATS), or use "local" on a single node');
+  });
+});

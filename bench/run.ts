@@ -35,6 +35,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   agave: async () => (await import('./agave.js')).suite,
   cluster: async () => (await import('./cluster.js')).suite,
   'ack-log': async () => (await import('./ack-log.js')).suite,
+  'ack-replication': async () => (await import('./ack-replication.js')).suite,
   targets: async () => (await import('./targets.js')).suite,
   landing: async () => (await import('./landing.js')).suite,
   'ws-flood': async () => (await import('./ws-flood.js')).suite,

@@ -99,10 +99,25 @@ function tipsChart(container, tips, lines) {
   const y = (v) => h - pad - ((h - 2 * pad) * v) / max;
   const root = svgRoot(w, h);
   root.append(svgEl('line', { class: 'axis', x1: pad, y1: h - pad, x2: w, y2: h - pad }));
+  // Lines at one value share one label ("floor p50 = floor p75 = plan minimum 1,000,000": on a
+  // fresh starter account all three are the minimum), and labels closer than a text line apart
+  // are moved apart (the lines stay where their values are): drawn at their lines' heights they
+  // were written over each other.
+  const labels = [];
   for (const l of lines) {
     if (l.value === null) continue;
     root.append(svgEl('line', { class: l.cls, x1: pad, x2: w, y1: y(l.value), y2: y(l.value) }));
-    root.append(svgEl('text', { x: w - 2, y: y(l.value) - 3, 'text-anchor': 'end' }, `${l.label} ${fmt(l.value)}`));
+    const same = labels.find((g) => g.value === l.value);
+    if (same) same.names.push(l.label);
+    else labels.push({ value: l.value, names: [l.label] });
+  }
+  const LINE_PX = 12;
+  labels.sort((a, b) => b.value - a.value); // top first
+  let last = -Infinity;
+  for (const g of labels) {
+    const at = Math.max(y(g.value) - 3, last + LINE_PX);
+    last = at;
+    root.append(svgEl('text', { x: w - 2, y: at, 'text-anchor': 'end' }, `${g.names.join(' = ')} ${fmt(g.value)}`));
   }
   const step = (w - 2 * pad) / Math.max(1, tips.length);
   tips.forEach((t, i) => {

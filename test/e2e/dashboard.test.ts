@@ -139,6 +139,18 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     });
     await page.waitForFunction((want) => document.querySelector('#tips-summary')?.textContent?.startsWith(want), `10 min floor p50 ${fmt(floor.lamports.p50)} lamports over 2 landings`, { timeout: 15_000 });
     expect(await page.locator('#tips-chart circle.tip').count()).toBe(2);
+    // The chart's labels (floor p50, p75, plan minimum) are never drawn over each other.
+    const overlaps = await page.evaluate(() => {
+      const boxes = [...document.querySelectorAll('#tips-chart text')].map((t) => ({ text: t.textContent, box: (t as SVGGraphicsElement).getBBox() }));
+      const out: string[] = [];
+      for (let i = 0; i < boxes.length; i++)
+        for (let j = i + 1; j < boxes.length; j++) {
+          const [a, b] = [boxes[i]!.box, boxes[j]!.box];
+          if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) out.push(`${boxes[i]!.text} / ${boxes[j]!.text}`);
+        }
+      return out;
+    });
+    expect(overlaps).toEqual([]);
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-bot.png'), fullPage: true });
   });
 

@@ -139,7 +139,10 @@ describe('PubSub WebSocket', () => {
     const c = await client();
     const updates = (await c.call('slotsUpdatesSubscribe')).result as number;
     const slots = (await c.call('slotSubscribe')).result as number;
-    const first = await c.next((f) => f.params?.subscription === updates && (f.params.result as { type: string }).type === 'firstShredReceived');
+    // A slot that starts after both subscriptions are in place (the slot subscription's reply is
+    // in): one that started between the two calls has no slotNotification to order.
+    const subscribed = c.frames.length;
+    const first = await c.next((f) => c.frames.indexOf(f) >= subscribed && f.params?.subscription === updates && (f.params.result as { type: string }).type === 'firstShredReceived');
     const n = (first.params!.result as { slot: number }).slot;
     // Everything about slot n's start, from its first shred to its bank's creation (bounded).
     await c.next((f) => f.params?.subscription === updates && (f.params.result as { type: string; slot: number }).type === 'createdBank' && (f.params.result as { slot: number }).slot === n);

@@ -139,6 +139,9 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     });
     await page.waitForFunction((want) => document.querySelector('#tips-summary')?.textContent?.startsWith(want), `10 min floor p50 ${fmt(floor.lamports.p50)} lamports over 2 landings`, { timeout: 15_000 });
     expect(await page.locator('#tips-chart circle.tip').count()).toBe(2);
+    // With the trace card open beside it, no header of the transactions table is cut short.
+    const cut = await page.evaluate(() => [...document.querySelectorAll('#tx-table th')].filter((th) => th.scrollWidth > th.clientWidth).map((th) => th.textContent));
+    expect(cut).toEqual([]);
     // The chart's labels (floor p50, p75, plan minimum) are never drawn over each other.
     const overlaps = await page.evaluate(() => {
       const boxes = [...document.querySelectorAll('#tips-chart text')].map((t) => ({ text: t.textContent, box: (t as SVGGraphicsElement).getBBox() }));

@@ -7,6 +7,8 @@
  * transactions over). In `local` (the old behaviour) the sends b acknowledged in its last ~50 ms
  * (the status events' linger) are unknown to the survivors for good: this test fails there
  * (`ACK_REPLICATION=local npx vitest run test/cluster/ack-replication.test.ts` shows it).
+ * `ACK_THREADS=0` runs it with the sends served on the main thread (`ingressThreads: 0`), the
+ * other path to the cluster (passed once: 85 of 85, the newest acknowledged 0 ms before the kill).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
@@ -18,13 +20,15 @@ import { legacyTx, transfer, web3Base58 } from '../../harness/transactions.js';
 /** b is killed as the number of its acknowledgements passes this. */
 const KILL_AFTER_ACKS = 80;
 const MODE = process.env.ACK_REPLICATION ?? 'quorum';
+/** `ACK_THREADS=0` serves the sends on the main thread (`ingressThreads: 0`): the other hand-off. */
+const THREADS = Number(process.env.ACK_THREADS ?? 1);
 
 describe(`a node lost for good, ackReplication: ${MODE}`, () => {
   let env: ClusterEnv;
   beforeAll(async () => {
     // A budget the load never reaches: b acknowledges steadily up to the kill.
     const plans = { ...DEFAULT_PLANS, whale: { ...DEFAULT_PLANS.whale, maxTps: 3_000, queryTps: 6_000 } };
-    env = await startClusterEnv({ seed: 'cluster-ack-replication', slotMs: 100, names: ['a', 'b', 'c'], config: { plans, ackReplication: MODE } });
+    env = await startClusterEnv({ seed: 'cluster-ack-replication', slotMs: 100, names: ['a', 'b', 'c'], config: { plans, ackReplication: MODE, ingressThreads: THREADS } });
   }, 90_000);
   afterAll(async () => {
     await env?.close();

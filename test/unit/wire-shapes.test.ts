@@ -39,8 +39,21 @@ function record(extra: Partial<StatusRecord>): StatusRecord {
   };
 }
 
-/** Every field a renderer can send: an expired record past its deadline that also carries a chain error. */
-const FULL = record({ status: 'failed', expired: true, deadlinePassed: true, err: { InstructionError: [0, { Custom: 1 }] }, confirmedAt: 1_700_000_001_000, latencyMs: 900, slot: 42 });
+/** A post-mortem with every field set. */
+const PM: Wire.PostMortem = {
+  cause: 'expired',
+  summary: 'expired after 3 rounds; 4 writes to 2 leaders',
+  rounds: 3,
+  writes: 4,
+  refused: [{ leader: null, close_code: 2, count: 1 }],
+  throttled: 0,
+  slots_sent_for: [40, 41],
+  skipped_slots: [41],
+  fees: { own_cu_price: 0, lowest_cu_price: 10, blocks: 1, priced_out: true, inferred: true },
+};
+
+/** Every field a renderer can send: an expired record past its deadline that also carries a chain error and a post-mortem. */
+const FULL = record({ status: 'failed', expired: true, deadlinePassed: true, err: { InstructionError: [0, { Custom: 1 }] }, confirmedAt: 1_700_000_001_000, latencyMs: 900, slot: 42, postMortem: PM });
 const BARE = record({});
 
 const schemas = OPENAPI.components.schemas;
@@ -60,7 +73,7 @@ describe('the renderers send exactly the fields the document names', () => {
 
   it('traceView and its attempts', () => {
     const attempt = { atUs: 10, slot: 41, round: 0, leader: null, tpu: null, outcome: 'written' as const, closeCode: null, reason: null };
-    const full = traceView(FULL, { attempts: [attempt], omitted: 0 });
+    const full = traceView(FULL, { attempts: [attempt], omitted: 0, postMortem: PM });
     expect(keys(full)).toEqual(keys(schemas.DeliveryTrace!.properties!));
     expect(keys(full.attempts[0]!)).toEqual(keys(schemas.DeliveryAttempt!.properties!));
     expect(keys(traceView(BARE, { attempts: [], omitted: 0 }))).toEqual([...schemas.DeliveryTrace!.required!].sort());

@@ -99,8 +99,18 @@ export interface PostMortem {
   slots_sent_for: number[];
   /** Of those, the slots without a block (from the chain's `getBlocks`); null when the node cannot tell. */
   skipped_slots: number[] | null;
-  /** Its compute-unit price against the lowest in the blocks it missed (inferred); null when unknown. */
-  fees: { own_cu_price: number | null; lowest_cu_price: number | null; blocks: number; priced_out: boolean; inferred: true } | null;
+  /** Its fee against the blocks it missed (inferred); null when the node cannot tell or no block was missed. */
+  fees: {
+    /** Its own compute-unit price, micro-lamports (null: not known to this node, e.g. after a restart). */
+    own_cu_price: number | null;
+    /** The lowest compute-unit price of a non-vote transaction in those blocks (0: one paid no priority fee). */
+    lowest_cu_price: number | null;
+    /** Blocks read. */
+    blocks: number;
+    /** Its price is below every other transaction's in those blocks: consistent with being priced out. */
+    priced_out: boolean;
+    inferred: true;
+  } | null;
 }
 
 /** One delivery attempt of a trace (`GET /v1/status/{signature}/trace`). */
@@ -149,7 +159,9 @@ export interface LandingRow {
   landed: number;
   failed: number;
   expired: number;
+  /** landed / transactions (failed ones landed, with an error); null with none. */
   landing_rate: number | null;
+  /** Slots from acceptance to landing, as bin upper bounds ("at most"): p50, p90, p99; null when none landed. */
   slots_to_land: { p50: number; p90: number; p99: number } | null;
 }
 
@@ -162,6 +174,7 @@ export interface LandingAnalytics extends LandingRow {
   by_leader: Array<LandingRow & { leader: string }>;
   /** 60 (24h) or 10 (1h). */
   series_minutes: number;
+  /** Over time, oldest first: hourly for 24h, ten-minutely for 1h. */
   series: Array<LandingRow & { from: string }>;
 }
 

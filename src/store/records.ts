@@ -8,6 +8,7 @@
  * Every other shape the store keeps is here too (accounts, usage, keys, delivery traces), so the
  * store imports nothing from the parts above it.
  */
+import type { PostMortem } from '../client/wire.js';
 
 export type TxStatus = 'sent' | 'confirmed' | 'failed';
 
@@ -192,37 +193,11 @@ export interface Trace {
   postMortem?: PostMortem;
 }
 
-/** The post-mortem of one transaction that did not land (the wire format: snake_case). */
-export interface PostMortem {
-  /** Why it stopped: its blockhash died, or its `deadline_slot` passed. */
-  cause: 'expired' | 'deadline_passed';
-  /** The whole story in one sentence. */
-  summary: string;
-  /** Rebroadcast rounds written after the first send. */
-  rounds: number;
-  /** Writes that reached a leader's connection (first send and rounds). */
-  writes: number;
-  /** Writes refused by the validator, by leader and QUIC close code (known). */
-  refused: Array<{ leader: string | null; close_code: number | null; count: number }>;
-  /** Writes not attempted: the connection's queue full, or backing off a leader that refused (known). */
-  throttled: number;
-  /** The leader slots it was sent for: each written leader's slots from its write on (at most 64). */
-  slots_sent_for: number[];
-  /** Of those, the slots with no block: the leader skipped them (known, `getBlocks`); null when the node cannot tell. */
-  skipped_slots: number[] | null;
-  /** Its fee against the blocks it missed (inferred); null when the node cannot tell or no block was missed. */
-  fees: {
-    /** Its own compute-unit price, micro-lamports (null: not known to this node, e.g. after a restart). */
-    own_cu_price: number | null;
-    /** The lowest compute-unit price of a non-vote transaction in those blocks (0: one paid no priority fee). */
-    lowest_cu_price: number | null;
-    /** Blocks read. */
-    blocks: number;
-    /** Its price is below every other transaction's in those blocks: consistent with being priced out. */
-    priced_out: boolean;
-    inferred: true;
-  } | null;
-}
+/**
+ * The post-mortem of one transaction that did not land: the wire's shape itself (snake_case), one
+ * definition in `src/client/wire.ts` (the client sits below the store, so the store may import it).
+ */
+export type { PostMortem };
 
 
 /** Attempts kept per transaction: a first send and 10 rounds to 2 leaders need 22; the rest is counted. */

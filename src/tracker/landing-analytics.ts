@@ -15,6 +15,7 @@
  * account that fills everything holds ~30 × 33 cells ≈ 0.2 MB; most hold a few KB. In memory
  * only, per node: a restart starts empty, and on a cluster each node counts what it tracked.
  */
+import type { LandingAnalytics as LandingAnalyticsWire, LandingRow } from '../client/wire.js';
 import type { StatusRecord } from '../store/records.js';
 
 /** Leaders kept per bucket; the others pool as `other`. */
@@ -27,7 +28,7 @@ const HOUR_MS = 3_600_000;
 export const SLOT_BINS = [0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150] as const;
 const OTHER = 'other';
 
-export type AnalyticsWindow = '1h' | '24h';
+export type AnalyticsWindow = LandingAnalyticsWire['window'];
 
 /** Counts of one (bucket, leader): [transactions, landed, failed, expired, ...histogram]. */
 type Cell = Float64Array;
@@ -49,28 +50,12 @@ interface AccountStats {
   hours: Bucket[];
 }
 
-/** One row of the view: counts, rate and slots to land (bin upper bounds; `null` when nothing landed). */
-export interface AnalyticsRow {
-  transactions: number;
-  landed: number;
-  failed: number;
-  expired: number;
-  /** landed / transactions (failed ones landed, with an error); null with none. */
-  landing_rate: number | null;
-  /** Slots from acceptance to landing, as bin upper bounds ("at most"): p50, p90, p99; null when none landed. */
-  slots_to_land: { p50: number; p90: number; p99: number } | null;
-}
-
-export interface AnalyticsView extends AnalyticsRow {
-  window: AnalyticsWindow;
-  from: string;
-  to: string;
-  /** Per leader of the submission slot, most transactions first (`other`: beyond the kept leaders). */
-  by_leader: Array<AnalyticsRow & { leader: string }>;
-  /** Over time, oldest first: hourly for 24h, ten-minutely for 1h. */
-  series_minutes: number;
-  series: Array<AnalyticsRow & { from: string }>;
-}
+/**
+ * One row of the view and the whole view: the wire's shapes themselves (`GET /v1/analytics`),
+ * defined once in `src/client/wire.ts` (the client sits below the tracker, so it may import them).
+ */
+export type AnalyticsRow = LandingRow;
+export type AnalyticsView = LandingAnalyticsWire;
 
 export class LandingAnalytics {
   private readonly accounts = new Map<string, AccountStats>();

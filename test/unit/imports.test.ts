@@ -13,6 +13,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cycles } from '../../harness/cycles.js';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
 const SRC = join(ROOT, 'src');
@@ -157,27 +158,6 @@ function backArrows(graph: Map<string, string[]>): string[] {
     }
   }
   return out;
-}
-
-/** Every import circle, each as `a → b → … → a`. */
-function cycles(graph: Map<string, string[]>): string[] {
-  const found: string[] = [];
-  const state = new Map<string, 'open' | 'done'>();
-  const stack: string[] = [];
-  const visit = (f: string): void => {
-    if (state.get(f) === 'done') return;
-    if (state.get(f) === 'open') {
-      found.push([...stack.slice(stack.indexOf(f)), f].join(' → '));
-      return;
-    }
-    state.set(f, 'open');
-    stack.push(f);
-    for (const g of graph.get(f) ?? []) if (graph.has(g)) visit(g);
-    stack.pop();
-    state.set(f, 'done');
-  };
-  for (const f of graph.keys()) visit(f);
-  return found;
 }
 
 describe('the layers of src/', () => {

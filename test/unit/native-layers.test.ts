@@ -13,6 +13,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cycles } from '../../harness/cycles.js';
 
 const SRC = resolve(new URL('../../native/src', import.meta.url).pathname);
 
@@ -189,34 +190,13 @@ function levelGraph(graph: Map<string, Set<string>>, dir: string): Map<string, S
   return level;
 }
 
-/** Every circle, each as `a → b → … → a`. */
-function cycles(graph: Map<string, Set<string>>): string[] {
-  const found: string[] = [];
-  const state = new Map<string, 'open' | 'done'>();
-  const stack: string[] = [];
-  const visit = (f: string): void => {
-    if (state.get(f) === 'done') return;
-    if (state.get(f) === 'open') {
-      found.push([...stack.slice(stack.indexOf(f)), f].join(' → '));
-      return;
-    }
-    state.set(f, 'open');
-    stack.push(f);
-    for (const g of graph.get(f) ?? []) visit(g);
-    stack.pop();
-    state.set(f, 'done');
-  };
-  for (const f of [...graph.keys()].sort()) visit(f);
-  return found;
-}
-
 /** Every circle and every name pointing up or sideways, at every level: empty when native/src keeps its layers. */
 function violations(graph: Map<string, Set<string>>): string[] {
   const out: string[] = [];
   for (const [dir, layers] of Object.entries(LAYERS)) {
     const level = levelGraph(graph, dir);
     const where = dir === '' ? 'native/src' : `native/src/${dir}`;
-    for (const c of cycles(level)) out.push(`${where}: circle ${c}`);
+    for (const c of cycles(level, [...level.keys()].sort())) out.push(`${where}: circle ${c}`);
     const layerOf = new Map(layers.flatMap((parts, i) => parts.map((p) => [p, i] as const)));
     for (const [a, tos] of level) {
       const la = layerOf.get(a);

@@ -18,6 +18,7 @@ import {
   type SendResult,
   type StatusRecord,
   type TipFloorRecord,
+  type TransactionPage,
 } from './types.js';
 import { toBase64, type TransactionInput } from './wire-tx.js';
 
@@ -183,6 +184,24 @@ export class LandfallClient {
    */
   analytics(window: '1h' | '24h' = '24h'): Promise<LandingAnalytics> {
     return this.call('GET', `/v1/analytics?window=${window}`) as Promise<LandingAnalytics>;
+  }
+
+  /**
+   * A page of this account's own transactions, newest first (`GET /v1/transactions`; one query
+   * token a page). `limit` 1 to 100 (default 50); `before` is the previous page's `next_cursor`.
+   *
+   * @example
+   * for (let page = await client.transactions(); ; page = await client.transactions({ before: page.next_cursor })) {
+   *   for (const t of page.transactions) console.log(t.signature, t.status);
+   *   if (!page.next_cursor) break;
+   * }
+   */
+  transactions(opts: { limit?: number; before?: string | null } = {}): Promise<TransactionPage> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    if (opts.before) q.set('before', opts.before);
+    const qs = q.toString();
+    return this.call('GET', `/v1/transactions${qs ? `?${qs}` : ''}`) as Promise<TransactionPage>;
   }
 
   /** Plan, limits, usage and next tier. */

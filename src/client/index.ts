@@ -38,4 +38,5 @@ export {
   type TipFloorWindow,
   type TipPercentile,
   type TipWindowName,
+  type TransactionPage,
 } from './types.js';

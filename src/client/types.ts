@@ -20,6 +20,7 @@ export type {
   TipFloorWindow,
   TipPercentile,
   TipWindowName,
+  TransactionPage,
 } from './wire.js';
 
 /** Spec §2.1, in camelCase; omitted fields take the service's defaults. */

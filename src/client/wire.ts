@@ -70,6 +70,13 @@ export interface StatusRecord {
   err_reason?: string;
 }
 
+/** `GET /v1/transactions`: a page of the account's own transactions, newest first. */
+export interface TransactionPage {
+  transactions: StatusRecord[];
+  /** Pass as `before` for the next (older) page; null on the last page. */
+  next_cursor: string | null;
+}
+
 /** A status change as `/v1/stream` pushes it: the status record, its tip and the slot at acceptance. */
 export interface StreamStatus extends StatusRecord {
   type: 'status';

@@ -12,11 +12,12 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
 import { describeTransactionError } from '../chain/tx-error.js';
-import type { BatchBody, DeliveryTrace, SendBody, StatusRecord as StatusJson, StreamStatus } from '../client/wire.js';
+import type { BatchBody, DeliveryTrace, SendBody, StatusRecord as StatusJson, StreamStatus, TransactionPage } from '../client/wire.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { finalState, leadersReached } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord, Trace } from '../store/records.js';
+import type { TxCursor } from '../store/store.js';
 import type { StoreHealthView } from '../store/store-health.js';
 import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
@@ -280,6 +281,61 @@ function traceHandler(s: Wired): Handler {
   };
 }
 
+/** Default and largest page of `GET /v1/transactions`. */
+export const TRANSACTIONS_DEFAULT_LIMIT = 50;
+export const TRANSACTIONS_MAX_LIMIT = 100;
+/** A cursor: base64url of the record's submission time (u64 ms, big-endian) and its 64 signature bytes. */
+const CURSOR_CHARS = 96;
+const CURSOR_SHAPE = /^[A-Za-z0-9_-]{96}$/;
+
+function encodeCursor(c: TxCursor): string {
+  const b = Buffer.allocUnsafe(72);
+  b.writeUInt32BE(Math.floor(c.submittedAt / 2 ** 32), 0);
+  b.writeUInt32BE(c.submittedAt >>> 0, 4);
+  b.set(c.signature, 8);
+  return b.toString('base64url');
+}
+
+function decodeCursor(text: string): TxCursor {
+  if (!CURSOR_SHAPE.test(text)) {
+    throw new Refusal('REQUEST_INVALID', `before must be the next_cursor of a previous page (${CURSOR_CHARS} base64url characters), got ${JSON.stringify(text.slice(0, 32))}`);
+  }
+  const b = Buffer.from(text, 'base64url');
+  return { submittedAt: b.readUInt32BE(0) * 2 ** 32 + b.readUInt32BE(4), signature: b.subarray(8) };
+}
+
+/**
+ * `GET /v1/transactions?limit=&before=`: the account's own transactions, newest first, a page at
+ * a time (`StatusTables.listAccountTransactions`); each item as the status endpoint answers.
+ * Authenticated and budgeted like the status (one query token a page). The cursor is opaque to
+ * the caller; one that was never a `next_cursor` is refused only if it is malformed (a made-up
+ * well-formed one just starts the page at its time, within the caller's own transactions).
+ */
+function transactionsHandler(s: Wired): Handler {
+  return (ctx) => {
+    const who = authenticate(s.keys, ctx, true);
+    const limitText = ctx.queryParam('limit');
+    let limit = TRANSACTIONS_DEFAULT_LIMIT;
+    if (limitText !== undefined) {
+      limit = /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : NaN;
+      if (!(limit >= 1 && limit <= TRANSACTIONS_MAX_LIMIT)) {
+        throw new Refusal('REQUEST_INVALID', `limit must be an integer from 1 to ${TRANSACTIONS_MAX_LIMIT}, got ${JSON.stringify(limitText.slice(0, 32))}`);
+      }
+    }
+    const beforeText = ctx.queryParam('before');
+    const before = beforeText === undefined ? undefined : decodeCursor(beforeText);
+    const d = s.core.take(who.account, 'query');
+    let page: { records: StatusRecord[]; next: TxCursor | undefined };
+    try {
+      page = s.store.listAccountTransactions(who.account.id, limit, before);
+    } catch (e) {
+      throw new Refusal('INTERNAL', `transaction list failed: ${(e as Error).message}`);
+    }
+    const body: TransactionPage = { transactions: page.records.map(statusView), next_cursor: page.next ? encodeCursor(page.next) : null };
+    return { status: 200, body, headers: rateHeaders(d) };
+  };
+}
+
 function accountHandler(s: Wired): Handler {
   return (ctx) => {
     const who = authenticate(s.keys, ctx, true);
@@ -400,6 +456,7 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     sendBatch: batchHandler(s),
     status: statusHandler(s),
     trace: traceHandler(s),
+    transactions: transactionsHandler(s),
     account: accountHandler(s),
     analytics: analyticsHandler(s),
     tipAddresses: constant(200, JSON.stringify({ tip_addresses: s.tips.addresses })),

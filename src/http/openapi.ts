@@ -28,6 +28,7 @@ import type {
   SendBody,
   StatusRecord,
   StreamStatus,
+  TransactionPage,
   TipFloorRecord,
   TipFloorWindow,
 } from '../client/wire.js';
@@ -638,6 +639,24 @@ const OPERATIONS: Record<RouteId, OperationDoc> = {
       'Each attempt to put the transaction in front of a leader, in order: the first send (round 0) and each rebroadcast round, with the time since the request was received, the slot, the leader and its TPU address, and the outcome; anti-MEV holds and releases are attempts too. Then the final state with its cause in words. Same authentication, query budget and 404 rules as the status. Kept as long as the status record. At most 64 attempts are kept; `attempts_omitted` counts the rest.',
     ...bySignature({ description: 'The delivery trace', headers: RATE_HEADERS, content: json(schema('DeliveryTrace')) }),
   },
+  transactions: {
+    summary: "The account's own transactions, newest first, a page at a time",
+    description:
+      'Each item as `GET /v1/status/{signature}` answers it. Pages: `limit` records (1 to 100, default 50); pass the page\'s `next_cursor` as ' +
+      '`before` for the next (older) page, until `next_cursor` is null. A transaction is listed once its acceptance is committed ' +
+      '(milliseconds after the 200 of its send) and for as long as its status record is kept (retention). Only the calling ' +
+      "account's transactions, whichever of its keys sent them. Authenticated and budgeted like the status (one query token a page).",
+    tags: ['query'],
+    security: anyKey,
+    parameters: [
+      { name: 'limit', in: 'query', required: false, description: 'Records per page, 1 to 100 (default 50)', schema: { type: 'integer', minimum: 1, maximum: 100, default: 50 } },
+      { name: 'before', in: 'query', required: false, description: 'The `next_cursor` of the previous page', schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{96}$' } },
+    ],
+    responses: {
+      200: { description: 'A page of transactions', headers: RATE_HEADERS, content: json(schema('TransactionPage')) },
+    },
+    notes: { REQUEST_INVALID: '`limit` not an integer from 1 to 100, or `before` not a cursor' },
+  },
   account: {
     summary: 'Plan, limits, usage and next-tier progress of the calling account',
     tags: ['query'],
@@ -919,6 +938,13 @@ export const OPENAPI: OpenApiDocument = {
       ),
       BatchResult: closed<BatchBody>()({ success: { const: true }, results: { type: 'array', items: schema('BatchItem') } }, ['success', 'results']),
       StatusRecord: closed<StatusRecord>()(STATUS_FIELDS, STATUS_REQUIRED),
+      TransactionPage: closed<TransactionPage>()(
+        {
+          transactions: { type: 'array', maxItems: 100, items: schema('StatusRecord'), description: 'Newest first' },
+          next_cursor: { type: ['string', 'null'], description: 'Pass as `before` for the next (older) page; null on the last page' },
+        },
+        ['transactions', 'next_cursor'],
+      ),
       DeliveryAttempt: closed<DeliveryAttempt>()(
         {
           at_us: { type: 'integer', minimum: 0, description: 'Microseconds from the request received to the outcome (a rebroadcast: to the round being sent)' },

@@ -72,6 +72,7 @@ export const ROUTES = {
   },
   status: get('/v1/status/:signature', BY_SIGNATURE),
   trace: get('/v1/status/:signature/trace', BY_SIGNATURE),
+  transactions: get('/v1/transactions', ['REQUEST_INVALID', KEY, 'QUERY_RATE_LIMITED', 'INTERNAL']),
   account: get('/v1/account', [KEY, 'QUERY_RATE_LIMITED', 'INTERNAL']),
   analytics: get('/v1/analytics', ['REQUEST_INVALID', KEY, 'QUERY_RATE_LIMITED']),
   tipAddresses: get('/v1/tip-addresses'),

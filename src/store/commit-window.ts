@@ -13,7 +13,7 @@ import { AckLog, type Segment } from './ack-log.js';
 import { PROBE_MS, type DiskGuard } from './disk-guard.js';
 import type { Credit } from './records.js';
 import { isConfirmedValue } from './status-codec.js';
-import { putAccount, type Tables } from './tables.js';
+import { accountTxKey, INDEX_VALUE, putAccount, type Tables } from './tables.js';
 import { UsageDelta } from './usage-delta.js';
 
 /** Status writes wait at most this long for the commit that groups them. */
@@ -169,7 +169,7 @@ export class CommitWindow {
    * counts or credits anything twice.
    */
   private writeWindow(writes: QueuedWrite[]): void {
-    const { status, traces, accounts } = this.t;
+    const { status, traces, accounts, accountTxs } = this.t;
     const usage = new UsageDelta();
     for (const w of writes) {
       if (w.token === TRACE_WRITE) {
@@ -178,7 +178,10 @@ export class CommitWindow {
       }
       const cur = status.getBinaryFast(w.key);
       if (cur !== undefined && w.logged) continue;
-      if (cur === undefined && w.owner) usage.add(w.owner.accountId, w.owner.submittedAt);
+      if (cur === undefined && w.owner) {
+        usage.add(w.owner.accountId, w.owner.submittedAt);
+        accountTxs.putSync(accountTxKey(w.owner.accountId, w.owner.submittedAt, w.key), INDEX_VALUE);
+      }
       if (w.credit && w.owner && (cur === undefined || !isConfirmedValue(cur))) {
         const a = accounts.get(w.owner.accountId);
         if (a) putAccount(this.t, w.credit(a));

@@ -12,9 +12,15 @@ import { ACKS_DIR, TRACE_WRITE, type CommitWindow, type Held } from './commit-wi
 import { describeWriteError, StoreUnavailableError, type DiskGuard } from './disk-guard.js';
 import type { Credit, PendingRecord, Resend, StatusRecord, Trace } from './records.js';
 import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf, type RecordBytes } from './status-codec.js';
-import type { Tables } from './tables.js';
+import { accountTxKey, INDEX_VALUE, type Tables } from './tables.js';
 import { decodeTrace, encodeTrace } from './trace-codec.js';
 import { UsageDelta } from './usage-delta.js';
+
+/** Where a page of `listAccountTransactions` ends: its last record's submission time and signature bytes. */
+export interface TxCursor {
+  submittedAt: number;
+  signature: Buffer;
+}
 
 /** One slice of the retention scan (`pruneStatusSlice`). */
 export interface PruneSlice {
@@ -143,6 +149,7 @@ export class StatusTables {
         if (status.getBinaryFast(key) !== undefined) continue;
         const rec = decodeStatus(signatureOfKey(key), value);
         status.putSync(key, value);
+        this.t.accountTxs.putSync(accountTxKey(rec.accountId, rec.submittedAt, key), INDEX_VALUE);
         usage.add(rec.accountId, rec.submittedAt);
         out.push(rec);
       }
@@ -184,6 +191,36 @@ export class StatusTables {
   }
 
   /**
+   * A page of `accountId`'s transactions, newest first: up to `limit` records submitted before
+   * `before` (the `TxCursor` of the last record of the previous page; from the newest if
+   * undefined), each as `getStatus` reads it (an update not yet committed shows). One range read
+   * of the account's index entries (`accountTxKey`): another account's are never read, and the
+   * cost is the page, not the account's history. A record is listed once its acceptance is
+   * committed (a commit window: milliseconds); records written before the index existed are not.
+   * `next` is the cursor of the page's last record when there may be more.
+   */
+  listAccountTransactions(accountId: string, limit: number, before?: TxCursor): { records: StatusRecord[]; next: TxCursor | undefined } {
+    const prefix = Buffer.concat([Buffer.from(accountId, 'utf8'), Buffer.from([0])]);
+    const end = Buffer.concat([Buffer.from(accountId, 'utf8'), Buffer.from([1])]);
+    // Reverse ranges start at `start` (inclusive) and run down to `end` (exclusive).
+    const start = before ? accountTxKey(accountId, before.submittedAt, before.signature) : end;
+    const records: StatusRecord[] = [];
+    let last: TxCursor | undefined;
+    this.t.root.resetReadTxn(); // a fresh snapshot: what was committed a moment ago is listed
+    for (const key of this.t.accountTxs.getKeys({ start, end: prefix, reverse: true, limit: limit + 2 })) {
+      if (key.equals(start)) continue; // the cursor's own record (or `end`), on the previous page
+      if (records.length === limit) return { records, next: last };
+      const signature = key.subarray(prefix.length + 8);
+      const rec = this.getStatus(signatureOfKey(signature));
+      // Pruned between the index read and now, or not this account's (never: the key says so).
+      if (!rec || rec.accountId !== accountId) continue;
+      records.push(rec);
+      last = { submittedAt: key.readUInt32BE(prefix.length) * 2 ** 32 + key.readUInt32BE(prefix.length + 4), signature: Buffer.from(signature) };
+    }
+    return { records, next: undefined };
+  }
+
+  /**
    * Pending records (`status === 'sent' && !expired`), for the tracker to resume and the engine
    * to send again, each with its resend tail (wire bytes and options) when it has one. Scans the
    * table reading each value's flags byte only; a record with a newer write in the overlay is
@@ -209,7 +246,7 @@ export class StatusTables {
    * `cutoffMs`. Callers loop on `next`, yielding to the event loop between slices.
    */
   async pruneStatusSlice(cutoffMs: number, after: Buffer | undefined, scan: number): Promise<PruneSlice> {
-    const { root, status, statusScan, traces } = this.t;
+    const { root, status, statusScan, traces, accountTxs } = this.t;
     // The smallest key above `after`: LMDB orders keys bytewise, a longer key after its prefix.
     const start = after ? Buffer.concat([after, Buffer.alloc(1)]) : undefined;
     const victims: Buffer[] = [];
@@ -227,8 +264,10 @@ export class StatusTables {
             // Checked again inside the write transaction: a record rewritten since is kept.
             const v = status.getBinaryFast(k);
             if (v !== undefined && submittedAtOf(v) < cutoffMs) {
+              const rec = decodeStatus(signatureOfKey(k), v);
               status.removeSync(k);
-              traces.removeSync(k); // the record's trace goes with it
+              traces.removeSync(k); // the record's trace goes with it, and its index entry
+              accountTxs.removeSync(accountTxKey(rec.accountId, rec.submittedAt, k));
             }
           }
         }),

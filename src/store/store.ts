@@ -23,14 +23,14 @@ import { DiskGuard, STDERR_LOG, StoreUnavailableError, type StoreLog } from './d
 import { migrateOldLayout } from './migration.js';
 import type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRecord, Trace, UsageRecord } from './records.js';
 import type { RecordBytes } from './status-codec.js';
-import { StatusTables, type PruneSlice } from './status-tables.js';
+import { StatusTables, type PruneSlice, type TxCursor } from './status-tables.js';
 import { StoreHealth } from './store-health.js';
 import { DIR_MODE, hasEnvironment, openTables, type Tables } from './tables.js';
 
 export type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRecord, Submission, TxStatus, UsageRecord } from './records.js';
 export { COMMIT_WINDOW_MS, MAX_GROUP, MAX_RETAINED, RELEASE_GRACE_MS } from './commit-window.js';
 export { filesystemSpace, PROBE_MS, RESERVE_MAX_BYTES, reserveFor, StoreUnavailableError, type StoreLog } from './disk-guard.js';
-export type { PruneSlice } from './status-tables.js';
+export type { PruneSlice, TxCursor } from './status-tables.js';
 export { accountOverlayKey } from './account-tables.js';
 
 export interface StoreOptions {
@@ -168,6 +168,9 @@ export class Store {
 
   getStatus(signature: string): StatusRecord | undefined {
     return this.statusTables.getStatus(signature);
+  }
+  listAccountTransactions(accountId: string, limit: number, before?: TxCursor): { records: StatusRecord[]; next: TxCursor | undefined } {
+    return this.statusTables.listAccountTransactions(accountId, limit, before);
   }
   hasStatus(key: Buffer): boolean {
     return this.statusTables.hasStatus(key);

@@ -9,6 +9,7 @@
  * | key_names        | [account id, key name]       | sha256 (bytes)                      |
  * | status_records   | signature, 64 raw bytes      | StatusRecord, `status-codec.ts`     |
  * | status_traces    | signature, 64 raw bytes      | delivery Trace, `trace-codec.ts`    |
+ * | account_txs      | account id, 0, submittedAt u64 BE, signature | empty (an index)     |
  * | meta             | string                       | any                                 |
  *
  * There is no pending table and no time index: a record is pending while `status === 'sent' &&
@@ -60,7 +61,32 @@ export interface Tables {
   readonly statusScan: Database<Buffer, Buffer>;
   /** Delivery traces (`trace-codec.ts`), keyed like `status`, pruned with it. */
   readonly traces: Database<Buffer, Buffer>;
+  /**
+   * Each account's transactions by time (`accountTxKey`): written with a record new to LMDB,
+   * removed with it by retention. Keys only, so `GET /v1/transactions` reads one account's page
+   * with one bounded range read (~100 B a record on disk).
+   */
+  readonly accountTxs: Database<Buffer, Buffer>;
   readonly meta: Database<unknown, string>;
+}
+
+/** The value of every `account_txs` entry: the key says it all. */
+export const INDEX_VALUE = Buffer.alloc(0);
+
+/**
+ * The `account_txs` key of an account's transaction: the account id (UTF-8), a 0 byte, the time it
+ * was submitted (u64 ms, big-endian) and the signature's 64 bytes; so one account's keys are
+ * contiguous and in time order (the signature breaks ties). Account ids never contain a 0 byte.
+ */
+export function accountTxKey(accountId: string, submittedAt: number, signature: Uint8Array): Buffer {
+  const id = Buffer.from(accountId, 'utf8');
+  const key = Buffer.allocUnsafe(id.length + 1 + 8 + signature.length);
+  id.copy(key, 0);
+  key[id.length] = 0;
+  key.writeUInt32BE(Math.floor(submittedAt / 2 ** 32), id.length + 1);
+  key.writeUInt32BE(submittedAt >>> 0, id.length + 5);
+  key.set(signature, id.length + 9);
+  return key;
 }
 
 /** Whether the directory already holds an LMDB environment (else opening creates one). */
@@ -96,6 +122,7 @@ export function openTables(path: string, readOnly: boolean): Tables {
     status: root.openDB({ name: 'status_records', keyEncoding: 'binary', encoding: 'binary' }),
     statusScan: root.openDB(scanOptions),
     traces: root.openDB({ name: 'status_traces', keyEncoding: 'binary', encoding: 'binary' }),
+    accountTxs: root.openDB({ name: 'account_txs', keyEncoding: 'binary', encoding: 'binary' }),
     meta: root.openDB({ name: 'meta' }),
   };
 }

@@ -155,6 +155,7 @@ describe('the OpenAPI document', () => {
         '/v1/status/{signature}',
         '/v1/status/{signature}/trace',
         '/v1/stream',
+        '/v1/transactions',
         '/v1/tip-addresses',
         '/v1/tip-floor',
       ].sort(),
@@ -225,6 +226,15 @@ describe('real responses match the document', () => {
     expect((await call(tracePath, 'get', `/v1/status/${good.signature}/trace?api-key=${account(s, 'growth').key}`)).status).toBe(404);
     const tracePolls = await Promise.all(Array.from({ length: 30 }, () => call(tracePath, 'get', `/v1/status/${good.signature}/trace?api-key=${starter.key}`)));
     expect(tracePolls.some((r) => r.status === 429)).toBe(true);
+
+    // The whale's own transactions: `good` among them; another account's never.
+    const txs = await call('/v1/transactions', 'get', `/v1/transactions?limit=10&api-key=${whale.key}`);
+    expect(txs.body.transactions.map((t: { signature: string }) => t.signature)).toContain(good.signature);
+    expect((await call('/v1/transactions', 'get', `/v1/transactions?api-key=${account(s, 'growth').key}`)).body).toEqual({ transactions: [], next_cursor: null });
+    expect((await call('/v1/transactions', 'get', `/v1/transactions?limit=0&api-key=${whale.key}`)).status).toBe(400);
+    expect((await call('/v1/transactions', 'get', '/v1/transactions?api-key=lf_wrong')).status).toBe(401);
+    const listReads = await Promise.all(Array.from({ length: 30 }, () => call('/v1/transactions', 'get', `/v1/transactions?api-key=${starter.key}`)));
+    expect(listReads.some((r) => r.status === 429)).toBe(true);
 
     expect((await call('/v1/account', 'get', `/v1/account?api-key=${starter.key}`)).body.next_tier).not.toBeNull();
     expect((await call('/v1/account', 'get', `/v1/account?api-key=${whale.key}`)).body.next_tier).toBeNull();
@@ -430,9 +440,9 @@ describe('real responses match the document', () => {
   });
 
   it('every documented status was exercised by a real response (except those no test can provoke)', () => {
-    // An internal error of batch or account needs a fault past authentication that no real
-    // dependency produces on demand; the 500 schema they share is exercised by status above.
-    const unprovoked = new Set(['post /v1/send/batch 500', 'get /v1/account 500']);
+    // An internal error of batch, account or the transaction list needs a fault past authentication
+    // that no real dependency produces on demand; the 500 schema they share is exercised by status above.
+    const unprovoked = new Set(['post /v1/send/batch 500', 'get /v1/account 500', 'get /v1/transactions 500']);
     const missing: string[] = [];
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {

@@ -11,9 +11,8 @@
  * histogram (request received → first QUIC stream written) from the service process, and what
  * the engine and the cluster counted (rebroadcasts, drops, received, included).
  */
-import type { StatusRecord } from '../src/store/store.js';
 import { fmtBound, fmtCores, SINGLE_SEND, type CoresUsed } from './lib/phase.js';
-import { LOAD_CLUSTER, startStack } from './lib/stack.js';
+import { LOAD_CLUSTER, settleStatuses, startStack } from './lib/stack.js';
 import type { LandfallSnapshot } from './hosts/landfall.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, packageVersion, target, targetsTable, warnIfBusy, type Suite, type SuiteResult, type Target } from './lib/suite.js';
 import type { Fault } from '../src/localnet/index.js';
@@ -82,14 +81,7 @@ async function run(): Promise<DeliveryResult> {
     console.log(`  accepted ${sentSlot.size} of ${TRANSACTIONS}; waiting for every status to settle…`);
 
     const sigs = [...sentSlot.keys()];
-    let records: (StatusRecord | null)[] = [];
-    const deadline = Date.now() + SETTLE_TIMEOUT_MS;
-    for (;;) {
-      records = await stack.landfall.child.call<(StatusRecord | null)[]>('statuses', sigs);
-      const open = records.filter((r) => r === null || (r.status === 'sent' && !r.expired)).length;
-      if (open === 0 || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, POLL_MS));
-    }
+    const records = await settleStatuses(stack.landfall, sigs, SETTLE_TIMEOUT_MS, POLL_MS);
     const settleSec = Math.round((performance.now() - sendStart) / 100) / 10;
     const after = await stack.landfall.snapshot();
     const c1 = await stack.cluster.child.call<{ cpuMs: number; counters: Record<string, number>; servers: Record<string, unknown> }>('stats');

@@ -11,9 +11,8 @@
  * service's `queue_full` drops; its resident anonymous memory before the load, when everything
  * has settled, and `IDLE_MS` later (it must come back down, not keep rising).
  */
-import type { StatusRecord } from '../src/store/store.js';
 import { SINGLE_SEND } from './lib/phase.js';
-import { startStack } from './lib/stack.js';
+import { settleStatuses, startStack } from './lib/stack.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, packageVersion, warnIfBusy, type Suite, type SuiteResult } from './lib/suite.js';
 import type { LocalnetOptions } from '../src/localnet/index.js';
 
@@ -79,14 +78,7 @@ async function run(): Promise<SaturationResult> {
       }
     }
     console.log(`  accepted ${accepted.length} of ${TRANSACTIONS}; waiting for every status to settle…`);
-    let records: (StatusRecord | null)[] = [];
-    const deadline = Date.now() + SETTLE_TIMEOUT_MS;
-    for (;;) {
-      records = await stack.landfall.child.call<(StatusRecord | null)[]>('statuses', accepted);
-      const open = records.filter((r) => r === null || (r.status === 'sent' && !r.expired)).length;
-      if (open === 0 || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, POLL_MS));
-    }
+    const records = await settleStatuses(stack.landfall, accepted, SETTLE_TIMEOUT_MS, POLL_MS);
     const settleSec = Math.round((performance.now() - t0) / 100) / 10;
     const settled = await stack.landfall.snapshot();
     const outcome = { confirmed: 0, failed: 0, expired: 0, pending: 0 };

@@ -19,6 +19,7 @@ import { DEFAULT_PLANS, PLAN_ORDER, minTipLamports, type PlanTable } from '../..
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { Rpc } from '../../src/chain/rpc.js';
 import type { LocalnetOptions } from '../../src/localnet/index.js';
+import type { StatusRecord } from '../../src/store/store.js';
 import type { LandfallSnapshot } from '../hosts/landfall.js';
 import type { LoadResult, LoadSpec } from '../hosts/loadgen.js';
 import { tempDir } from '../../harness/tmp.js';
@@ -96,6 +97,25 @@ export interface Landfall {
   url: string;
   reset(): Promise<void>;
   snapshot(): Promise<LandfallSnapshot>;
+}
+
+/** A status still open: not yet known to the service, or sent and neither landed nor expired. */
+export function stillOpen(r: StatusRecord | null): boolean {
+  return r === null || (r.status === 'sent' && !r.expired);
+}
+
+/**
+ * The status records of `signatures` (in order; null: unknown to the service), asked of the
+ * service every `pollMs` until none is still open or `timeoutMs` has passed: the settle wait of
+ * the benches that count outcomes.
+ */
+export async function settleStatuses(landfall: Landfall, signatures: string[], timeoutMs: number, pollMs: number): Promise<(StatusRecord | null)[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const records = await landfall.child.call<(StatusRecord | null)[]>('statuses', signatures);
+    if (!records.some(stillOpen) || Date.now() > deadline) return records;
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
 }
 
 /**

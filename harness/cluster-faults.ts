@@ -60,6 +60,28 @@ export function replicationLag(acks: Ack[], nodes: ClusterNode[], streams: Map<s
   return { lags, missing };
 }
 
+/** The sends acknowledged (by any node) at or after `from` and before `to` (ms since epoch). */
+export function ackedIn(acks: Ack[], from: number, to: number): Ack[] {
+  return acks.filter((k) => k.at >= from && k.at < to);
+}
+
+/**
+ * What the nodes accepted together from `from` to `to` (a fault's start and end): per second, as
+ * `total (node's part)` for the one `node` the fault isolates, and the busiest `windowMs` window
+ * (from 1 s in, sliding by 1 s) as a multiple of the plan's `rate` (sends per second) — the
+ * measure of the partition and split tests.
+ */
+export function acceptedRate(acks: Ack[], from: number, to: number, o: { rate: number; windowMs: number; node: string }): { perSecond: string[]; ratio: number } {
+  const perSecond: string[] = [];
+  for (let t = from; t + 1_000 <= to; t += 1_000) {
+    const w = ackedIn(acks, t, t + 1_000);
+    perSecond.push(`${w.length} (${o.node} ${w.filter((k) => k.node === o.node).length})`);
+  }
+  let ratio = 0;
+  for (let t = from + 1_000; t + o.windowMs <= to; t += 1_000) ratio = Math.max(ratio, ackedIn(acks, t, t + o.windowMs).length / (o.windowMs / 1_000) / o.rate);
+  return { perSecond, ratio };
+}
+
 /** The takeovers `nodes` logged at or after `since` (ms since epoch), as readable strings. */
 export function takeoversSince(nodes: ClusterNode[], since: number): string[] {
   return nodes.flatMap((n) =>

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClusterNode } from '../../harness/cluster-nodes.js';
 import { LOAD_TIP, SendLoad, startClusterEnv, type ClusterEnv } from '../../harness/cluster-load.js';
-import { arrivals, ledgerEverywhere, settledEverywhere, type Arrivals } from '../../harness/cluster-faults.js';
+import { acceptedRate, ackedIn, arrivals, ledgerEverywhere, settledEverywhere, type Arrivals } from '../../harness/cluster-faults.js';
 import { startTcpProxy, type TcpProxy } from '../../harness/tcp-proxy.js';
 import { waitFor } from '../../harness/localnet.js';
 
@@ -80,14 +80,8 @@ describe('a node cut off from NATS while it serves its clients', () => {
     await load.stop();
 
     // What the three nodes accepted together, per second of the cut, and a's part of it.
-    const inWindow = (from: number, to: number) => load.acks.filter((k) => k.at >= from && k.at < to);
-    const perSecond: string[] = [];
-    for (let t = cutAt; t + 1_000 <= healedAt; t += 1_000) {
-      const w = inWindow(t, t + 1_000);
-      perSecond.push(`${w.length} (a ${w.filter((k) => k.node === 'a').length})`);
-    }
-    let ratio = 0;
-    for (let t = cutAt + 1_000; t + WINDOW_MS <= healedAt; t += 1_000) ratio = Math.max(ratio, inWindow(t, t + WINDOW_MS).length / (WINDOW_MS / 1_000) / RATE);
+    const inWindow = (from: number, to: number) => ackedIn(load.acks, from, to);
+    const { perSecond, ratio } = acceptedRate(load.acks, cutAt, healedAt, { rate: RATE, windowMs: WINDOW_MS, node: 'a' });
     const before = inWindow(cutAt - 2_000, cutAt).length / 2 / RATE;
     console.log(
       `a cut off ${healedAt - cutAt} ms: accepted per second of the cut ${perSecond.join(', ')}; busiest ${WINDOW_MS / 1000}-s window ${(ratio * 100).toFixed(1)} % of the plan's rate ` +

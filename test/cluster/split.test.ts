@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ClusterNode } from '../../harness/cluster-nodes.js';
 import { LOAD_TIP, SendLoad, startClusterEnv, type ClusterEnv } from '../../harness/cluster-load.js';
-import { arrivals, ledgerEverywhere, settledEverywhere, takeoversSince, type Arrivals } from '../../harness/cluster-faults.js';
+import { acceptedRate, ackedIn, arrivals, ledgerEverywhere, settledEverywhere, takeoversSince, type Arrivals } from '../../harness/cluster-faults.js';
 import { startTcpProxy, type TcpProxy } from '../../harness/tcp-proxy.js';
 import { waitFor } from '../../harness/localnet.js';
 
@@ -80,14 +80,8 @@ describe('a split: a | b + c, each side reaching a server', () => {
     await sleep(3_000);
     await load.stop();
 
-    const inWindow = (from: number, to: number) => load.acks.filter((k) => k.at >= from && k.at < to);
-    const perSecond: string[] = [];
-    for (let t = splitAt; t + 1_000 <= healedAt; t += 1_000) {
-      const w = inWindow(t, t + 1_000);
-      perSecond.push(`${w.length} (a ${w.filter((k) => k.node === 'a').length})`);
-    }
-    let ratio = 0;
-    for (let t = splitAt + 1_000; t + WINDOW_MS <= healedAt; t += 1_000) ratio = Math.max(ratio, inWindow(t, t + WINDOW_MS).length / (WINDOW_MS / 1_000) / RATE);
+    const inWindow = (from: number, to: number) => ackedIn(load.acks, from, to);
+    const { perSecond, ratio } = acceptedRate(load.acks, splitAt, healedAt, { rate: RATE, windowMs: WINDOW_MS, node: 'a' });
     // Was it a split? b's sends of the middle of the split reached a only after it.
     const middle = inWindow(splitAt + 3_000, healedAt - 3_000).filter((k) => k.node === 'b');
     const crossed = middle.filter((k) => (streams.get('a')!.firstAt.get(k.signature) ?? Infinity) < healedAt).length;

@@ -1,7 +1,8 @@
 // Landfall dashboard: plain JavaScript, no framework, nothing fetched from elsewhere.
 //
-// Bot view (an API key): GET /v1/account, GET /v1/tip-floor, GET /v1/analytics, the live
-// /v1/stream (the key goes in the first WebSocket message), GET /v1/status/{signature}/trace on a
+// Bot view (an API key): GET /v1/account, GET /v1/tip-floor, GET /v1/analytics, the account's
+// recent transactions from GET /v1/transactions when it opens (so a tab opened after a send shows
+// it), then the live /v1/stream (the key goes in the first WebSocket message), GET /v1/status/{signature}/trace on a
 // click (with the post-mortem of a transaction that did not land). Operator view (the
 // metrics token, or none where /metrics is open, as on the admin listener): GET /metrics and
 // GET /health every 2 s. Keys live in sessionStorage (this tab only) and go out as headers, never
@@ -14,6 +15,8 @@ const ACCOUNT_REFRESH_MS = 5000;
 const OPERATOR_REFRESH_MS = 2000;
 /** Transactions kept in the live table and in the charts. */
 const MAX_ROWS = 200;
+/** Recent transactions read when the bot view opens: one page of GET /v1/transactions (its largest). */
+const HISTORY_ROWS = 100;
 const LATENCY_BOUNDS_MS = [25, 50, 100, 250, 500, 1000, 2000, 5000];
 const SLOT_BOUNDS = [0, 1, 2, 3, 4, 6, 8, 12, 20];
 const SVG_NS = 'http://www.w3.org/2000/svg';
@@ -198,8 +201,10 @@ async function refreshBot() {
     renderCharts();
     showError('bot-error', null);
     $('bot-body').hidden = false;
+    return true;
   } catch (e) {
     showError('bot-error', e.message);
+    return false;
   }
 }
 
@@ -251,6 +256,30 @@ function openStream() {
   };
 }
 
+/**
+ * GET /v1/transactions, once when the bot view opens: the account's recent transactions, under
+ * what the stream has pushed meanwhile (a pushed record is newer than the page's copy, and carries
+ * the tip and the slot at acceptance, which the page's records lack: their cells show –).
+ */
+async function loadHistory(key) {
+  try {
+    const page = await getJson(`/v1/transactions?limit=${HISTORY_ROWS}`, key);
+    if (bot.key !== key) return; // another key since
+    const merged = new Map();
+    for (const r of [...page.transactions].reverse()) merged.set(r.signature, r); // oldest first: newest last
+    for (const [sig, r] of bot.txs) {
+      merged.delete(sig);
+      merged.set(sig, r);
+    }
+    while (merged.size > MAX_ROWS) merged.delete(merged.keys().next().value);
+    bot.txs = merged;
+    renderTable();
+    renderCharts();
+  } catch (e) {
+    showError('bot-error', e.message);
+  }
+}
+
 function onStatus(record) {
   bot.txs.delete(record.signature);
   bot.txs.set(record.signature, record); // newest last
@@ -262,7 +291,7 @@ function onStatus(record) {
 }
 
 const stateOf = (r) => (r.expired ? 'expired' : r.status);
-const slotsToLand = (r) => (r.status === 'confirmed' && r.slot !== null ? r.slot - r.submit_slot : null);
+const slotsToLand = (r) => (r.status === 'confirmed' && r.slot !== null && r.submit_slot !== undefined ? r.slot - r.submit_slot : null);
 
 function renderTable() {
   const rows = [...bot.txs.values()].reverse().map((r) => {
@@ -285,12 +314,12 @@ function renderTable() {
 function renderCharts() {
   const landed = [...bot.txs.values()].filter((r) => r.status === 'confirmed');
   const latencies = landed.map((r) => r.latency_ms);
-  const slots = landed.map(slotsToLand);
+  const slots = landed.map(slotsToLand).filter((n) => n !== null);
   barChart($('latency-hist'), bucketize(latencies, LATENCY_BOUNDS_MS));
   barChart($('slots-hist'), bucketize(slots, SLOT_BOUNDS));
   text('latency-summary', latencies.length ? `${latencies.length} landed; median ${median(latencies)} ms` : 'no landing seen yet in this tab');
   text('slots-summary', slots.length ? `median ${median(slots)} slots` : '');
-  const tips = [...bot.txs.values()].map((r) => r.tip_lamports);
+  const tips = [...bot.txs.values()].map((r) => r.tip_lamports).filter((t) => t !== undefined);
   const w = bot.floor?.windows['10m'];
   const minimum = bot.floor?.plan_minimum?.min_tip_lamports ?? null;
   tipsChart($('tips-chart'), tips, [
@@ -333,7 +362,8 @@ function startBot(key) {
   bot.key = key;
   sessionStorage.setItem(KEY_ITEM, key);
   openStream();
-  void refreshBot();
+  // The history once the key is known good (a refused key is reported once, by the account).
+  void refreshBot().then((ok) => ok && loadHistory(key));
   bot.timer = setInterval(refreshBot, ACCOUNT_REFRESH_MS);
 }
 

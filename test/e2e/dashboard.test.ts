@@ -157,6 +157,33 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-bot.png'), fullPage: true });
   });
 
+  it('a tab opened after the sends lists them (GET /v1/transactions), newest first, with the live stream open', async () => {
+    const later = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    later.on('request', (r) => urls.push(r.url()));
+    later.on('websocket', (ws) => urls.push(ws.url()));
+    try {
+      await later.goto(`${s.svc.url}/dashboard/`);
+      await later.fill('#bot-key', bot.key);
+      await later.click('#bot-login button[type=submit]');
+      const listed = (await (await fetch(`${s.svc.url}/v1/transactions`, { headers: { authorization: `Bearer ${bot.key}` } })).json()) as any;
+      expect(listed.transactions.length).toBe(2);
+      const sigs = listed.transactions.map((t: any) => t.signature);
+      await later.waitForFunction((n) => document.querySelectorAll('#tx-table tbody tr').length === n, sigs.length, { timeout: 15_000 });
+      expect(await later.evaluate(() => [...document.querySelectorAll('#tx-table tbody tr')].map((tr) => (tr as HTMLElement).dataset.signature))).toEqual(sigs);
+      for (const t of listed.transactions) {
+        const row = `#tx-table tr[data-signature="${t.signature}"]`;
+        await expectShown(later, `${row} td:nth-child(2)`, 'confirmed');
+        await expectShown(later, `${row} td:nth-child(3)`, `${t.latency_ms} ms`);
+      }
+      // Both landings count in its latency histogram too.
+      await later.waitForFunction(() => [...document.querySelectorAll('#latency-hist rect')].reduce((a, r) => a + Number(r.getAttribute('data-count')), 0) === 2);
+      // ...and the live stream is open beside them (the tests below send while the first tab watches).
+      await expectShown(later, '#stream-state', 'live');
+    } finally {
+      await later.close();
+    }
+  });
+
   it('operator view with the metrics token: counts as /metrics has them', async () => {
     await page.click('button[data-view=operator]');
     // Without the token the page says the service wants it.

@@ -75,6 +75,10 @@ function bucketize(values, bounds) {
   return counts.map((count, i) => ({ label: i < bounds.length ? `≤${bounds[i]}` : `>${bounds[bounds.length - 1]}`, count }));
 }
 
+/** Width of a chart label's character at the charts' 10px font (an upper bound: digits, ≤, >, :), and the least gap between labels. */
+const LABEL_CHAR_PX = 6.2;
+const LABEL_GAP_PX = 3;
+
 /** A bar chart of labelled counts, each bar titled with its count. */
 function barChart(container, buckets) {
   const w = 320, h = 140, pad = 18;
@@ -82,14 +86,23 @@ function barChart(container, buckets) {
   const bw = (w - pad) / buckets.length;
   const root = svgRoot(w, h);
   root.append(svgEl('line', { class: 'axis', x1: pad, y1: h - pad, x2: w, y2: h - pad }));
+  let labelEnd = -Infinity;
   buckets.forEach((b, i) => {
     const bh = ((h - 2 * pad) * b.count) / max;
     const x = pad + i * bw + 2;
     const rect = svgEl('rect', { class: 'bar-rect', x, y: h - pad - bh, width: bw - 4, height: bh, 'data-count': b.count });
     rect.append(svgEl('title', {}, `${b.label}: ${b.count}`));
     root.append(rect);
-    root.append(svgEl('text', { x: x + (bw - 4) / 2, y: h - 5, 'text-anchor': 'middle' }, b.label));
-    if (b.count > 0) root.append(svgEl('text', { x: x + (bw - 4) / 2, y: h - pad - bh - 3, 'text-anchor': 'middle' }, String(b.count)));
+    // A label only where it clears the last one drawn: 24 hourly buckets, or ≤1000 ≤2000 ≤5000
+    // in narrow bars, were written over each other. Every bar keeps its label in its title.
+    const cx = x + (bw - 4) / 2;
+    const half = (b.label.length * LABEL_CHAR_PX) / 2;
+    if (cx - half >= labelEnd + LABEL_GAP_PX) {
+      root.append(svgEl('text', { x: cx, y: h - 5, 'text-anchor': 'middle' }, b.label));
+      labelEnd = cx + half;
+    }
+    // The count over its bar where it fits the bar's width (else in the bar's title only).
+    if (b.count > 0 && String(b.count).length * LABEL_CHAR_PX <= bw) root.append(svgEl('text', { x: cx, y: h - pad - bh - 3, 'text-anchor': 'middle' }, String(b.count)));
   });
   container.replaceChildren(root);
 }
@@ -426,7 +439,61 @@ function range(b, unit) {
 
 const quantileRange = (samples, name, q, unit = seconds) => range(quantileBucket(samples, name, q), unit);
 
-const op = { token: null, timer: null, previous: null };
+/** How far back the operator's charts over time reach, and the most samples kept for it. */
+const HISTORY_MS = 15 * 60 * 1000;
+const MAX_SAMPLES = Math.ceil(HISTORY_MS / OPERATOR_REFRESH_MS) + 1;
+
+/** `history`: the counters of each refresh, oldest first, for the last `HISTORY_MS` (this tab's; a reload starts it empty). */
+const op = { token: null, timer: null, previous: null, history: [] };
+
+/**
+ * Keep this refresh's counters and draw the charts over time from the differences between
+ * consecutive samples: sends/s (accepted), landing rate (confirmed of those settled in the
+ * interval) and mean landing latency (the histogram's sum and count: exact, no bucket).
+ */
+function renderHistory(sample) {
+  const h = op.history;
+  h.push(sample);
+  while (h.length > MAX_SAMPLES || (h.length > 0 && h[0].at < sample.at - HISTORY_MS)) h.shift();
+  const sends = [], rate = [], latency = [];
+  for (let i = 1; i < h.length; i++) {
+    const [a, b] = [h[i - 1], h[i]];
+    const dt = (b.at - a.at) / 1000;
+    if (dt <= 0 || b.accepted < a.accepted) continue; // a restarted service: its counters began again
+    sends.push({ at: b.at, value: (b.accepted - a.accepted) / dt });
+    const settled = b.settled - a.settled;
+    if (settled > 0) rate.push({ at: b.at, value: (100 * (b.confirmed - a.confirmed)) / settled });
+    const landed = b.landingCount - a.landingCount;
+    if (landed > 0) latency.push({ at: b.at, value: (1000 * (b.landingSum - a.landingSum)) / landed });
+  }
+  lineChart($('op-chart-sends'), sends, sample.at, (v) => fmt(v));
+  lineChart($('op-chart-rate'), rate, sample.at, (v) => `${v.toFixed(0)} %`, 100);
+  lineChart($('op-chart-latency'), latency, sample.at, (v) => `${v.toFixed(0)} ms`);
+}
+
+/**
+ * A line over the last `HISTORY_MS` ending `now`: one dot per interval (titled with its value,
+ * `data-value` for tests), the largest value written at the top left, the ends of the time axis
+ * at the bottom corners (so no two labels ever meet).
+ */
+function lineChart(container, points, now, label, fixedMax) {
+  const w = 320, h = 100, pad = 14;
+  const max = fixedMax ?? Math.max(1e-9, ...points.map((p) => p.value));
+  const x = (at) => pad + ((w - 2 * pad) * (at - (now - HISTORY_MS))) / HISTORY_MS;
+  const y = (v) => h - pad - ((h - 2 * pad) * v) / max;
+  const root = svgRoot(w, h);
+  root.append(svgEl('line', { class: 'axis', x1: pad, y1: h - pad, x2: w - pad, y2: h - pad }));
+  root.append(svgEl('text', { x: pad, y: 10 }, fixedMax !== undefined ? label(max) : points.length ? `max ${label(max)}` : 'no data yet'));
+  root.append(svgEl('text', { x: pad, y: h - 2 }, '−15 min'));
+  root.append(svgEl('text', { x: w - pad, y: h - 2, 'text-anchor': 'end' }, 'now'));
+  if (points.length > 1) root.append(svgEl('polyline', { class: 'series', points: points.map((p) => `${x(p.at).toFixed(1)},${y(p.value).toFixed(1)}`).join(' ') }));
+  for (const p of points) {
+    const dot = svgEl('circle', { class: 'sample', cx: x(p.at).toFixed(1), cy: y(p.value).toFixed(1), r: 2, 'data-value': p.value });
+    dot.append(svgEl('title', {}, `${new Date(p.at).toISOString().slice(11, 19)}: ${label(p.value)}`));
+    root.append(dot);
+  }
+  container.replaceChildren(root);
+}
 
 function renderOperator(samples, health, at) {
   const accepted = total(samples, 'landfall_plan_accepted_total');
@@ -441,6 +508,14 @@ function renderOperator(samples, health, at) {
   text('op-expired', fmt(expired));
   const settled = confirmed + failed + expired;
   text('op-landing-rate', settled ? pct(confirmed / settled) : '–');
+  renderHistory({
+    at,
+    accepted,
+    confirmed,
+    settled,
+    landingSum: total(samples, 'landfall_landing_latency_seconds_sum'),
+    landingCount: total(samples, 'landfall_landing_latency_seconds_count'),
+  });
   text('op-latency-p50', quantileRange(samples, 'landfall_service_latency_seconds', 0.5));
   text('op-latency-p99', quantileRange(samples, 'landfall_service_latency_seconds', 0.99));
   text('op-latency-count', fmt(total(samples, 'landfall_service_latency_seconds_count')));
@@ -538,6 +613,7 @@ function startOperator(token) {
   clearInterval(op.timer);
   op.token = token || null;
   op.previous = null;
+  op.history = [];
   if (token) sessionStorage.setItem(TOKEN_ITEM, token);
   else sessionStorage.removeItem(TOKEN_ITEM);
   void refreshOperator();

@@ -28,6 +28,22 @@ async function expectShown(page: Page, selector: string, expected: string, timeo
   }
 }
 
+/** The texts of the SVG charts matching `selector` drawn over one another (per chart), as "a / b". */
+function overlappingLabels(page: Page, selector: string): Promise<string[]> {
+  return page.evaluate((sel) => {
+    const out: string[] = [];
+    for (const chart of document.querySelectorAll(sel)) {
+      const boxes = [...chart.querySelectorAll('text')].map((t) => ({ text: t.textContent, box: (t as SVGGraphicsElement).getBBox() }));
+      for (let i = 0; i < boxes.length; i++)
+        for (let j = i + 1; j < boxes.length; j++) {
+          const [a, b] = [boxes[i]!.box, boxes[j]!.box];
+          if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) out.push(`${boxes[i]!.text} / ${boxes[j]!.text}`);
+        }
+    }
+    return out;
+  }, selector);
+}
+
 /** How the page formats a number (`fmt` in dashboard/app.js). */
 const fmt = (n: number) => n.toLocaleString('en-US', { maximumFractionDigits: 2 });
 /** How the page formats seconds (`seconds` in dashboard/app.js). */
@@ -249,8 +265,36 @@ describe.runIf(browserPath !== null)('the dashboard in Chromium', () => {
         await expectShown(page, `#analytics-leaders tr[data-leader="${l.leader}"] td:nth-child(3)`, fmt(l.landed));
       }
       expect(await page.locator('#analytics-series rect').count()).toBe(v.series.length);
+      // No axis label written over another: 24 hourly buckets, and the latency histogram's ≤1000 ≤2000 ≤5000.
+      await page.waitForFunction((n) => document.querySelectorAll('#analytics-series text').length > 0 && document.querySelectorAll('#analytics-series rect').length === n, v.series.length);
+      expect(await overlappingLabels(page, '#analytics-series svg, #latency-hist svg, #slots-hist svg')).toEqual([]);
     }
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-bot-analytics.png'), fullPage: true });
+  });
+
+  it('operator view: the last 15 minutes drawn from its own refreshes (sends/s, landing rate, mean landing latency)', async () => {
+    // The operator view kept refreshing behind the bot view: the miss above settled in one of its intervals.
+    await page.click('button[data-view=operator]');
+    const dots = (id: string) => page.evaluate((sel) => [...document.querySelectorAll(`${sel} circle.sample`)].map((c) => Number(c.getAttribute('data-value'))), id);
+    await page.waitForFunction(() => [...document.querySelectorAll('#op-chart-rate circle.sample')].some((c) => c.getAttribute('data-value') === '0'), undefined, { timeout: 15_000 });
+    // A landing now: its interval's mean landing latency is the record's, its sends/s above 0.
+    const tx = await tipped(s, await payer(s), 1_000_000);
+    expect((await send(s, bot.key, tx.base64)).status).toBe(200);
+    const record = await settled(s, bot.key, tx.signature);
+    expect(record.status).toBe('confirmed');
+    await page.waitForFunction(
+      (ms) => [...document.querySelectorAll('#op-chart-latency circle.sample')].some((c) => Math.abs(Number(c.getAttribute('data-value')) - ms) < 0.5),
+      record.latency_ms,
+      { timeout: 15_000 },
+    );
+    await page.waitForFunction(() => [...document.querySelectorAll('#op-chart-rate circle.sample')].some((c) => c.getAttribute('data-value') === '100'), undefined, { timeout: 15_000 });
+    const sends = await dots('#op-chart-sends');
+    expect(sends.some((v) => v > 0)).toBe(true);
+    expect(sends.every((v) => v >= 0)).toBe(true);
+    // One dot per interval: never more than the refreshes of 15 minutes; labels apart.
+    expect(sends.length).toBeLessThanOrEqual(451);
+    expect(await overlappingLabels(page, '#operator .history svg')).toEqual([]);
+    await page.screenshot({ path: join(SCREENSHOTS, 'dashboard-operator.png'), fullPage: true });
   });
 
   it('changing the address between #bot and #operator switches the view; the page asks for no /favicon.ico', async () => {

@@ -98,7 +98,7 @@ function stats(samples: Sample[]): PathStats {
 
 async function run(): Promise<AgaveRaceResult> {
   const binary = findAgaveValidator();
-  if (!binary) throw new Error('no solana-test-validator found (LANDFALL_AGAVE_VALIDATOR, ../shared/bin, .cache/agave or PATH); `npm run test:agave` builds one');
+  if (!binary) throw new Error('no solana-test-validator found (LANDFALL_AGAVE_VALIDATOR, .cache/agave or PATH); `npm run test:agave` builds one');
   const machine = machineInfo();
   warnIfBusy(machine);
   const t0 = performance.now();

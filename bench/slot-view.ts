@@ -39,7 +39,7 @@ function quantile(sorted: number[], q: number): number {
 }
 
 async function run(): Promise<SlotViewResult> {
-  if (!findAgaveValidator()) throw new Error('slot-view needs solana-test-validator (LANDFALL_AGAVE_VALIDATOR, ../shared/bin or PATH)');
+  if (!findAgaveValidator()) throw new Error('slot-view needs solana-test-validator (LANDFALL_AGAVE_VALIDATOR, .cache/agave or PATH)');
   const slots = Number(process.env.SLOT_VIEW_SLOTS ?? 150);
   const machine = machineInfo();
   warnIfBusy(machine);

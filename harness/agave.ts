@@ -4,8 +4,8 @@
  * with ports of its own (loopback only), so it never collides with the local cluster, another
  * validator or another engineer's run.
  *
- * The binary: $LANDFALL_AGAVE_VALIDATOR, else `../shared/bin/solana-test-validator` (next to the
- * repository; CI always has it), else the cache `npm run test:agave` builds into
+ * The binary: $LANDFALL_AGAVE_VALIDATOR (`.ci/run` sets it to the validator CI's machine
+ * provides), else the cache `npm run test:agave` builds into
  * (`.cache/agave/<version>/bin/`), else `solana-test-validator` on PATH — found by
  * scripts/agave-validator.mjs, which also builds it.
  */

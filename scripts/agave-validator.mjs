@@ -2,9 +2,9 @@
 // Finds (and, for `npm run test:agave`, builds) Agave's `solana-test-validator` for the Agave suite
 // (test/agave/), the differential test and `npm run bench -- agave`.
 //
-// Order: $LANDFALL_AGAVE_VALIDATOR (a path to a binary), else ../shared/bin/solana-test-validator
-// next to the repository (CI always has it), else the project cache
-// (.cache/agave/<version>/bin/solana-test-validator), else `solana-test-validator` on PATH.
+// Order: $LANDFALL_AGAVE_VALIDATOR (a path to a binary; `.ci/run` sets it to the validator CI's
+// machine provides), else the project cache (.cache/agave/<version>/bin/solana-test-validator),
+// else `solana-test-validator` on PATH.
 //
 // Building (only when none is found, and only by `ensureAgaveValidator`): `cargo install
 // agave-validator --version =4.2.2 --locked --bin solana-test-validator --root <cache>`. It is
@@ -24,7 +24,6 @@ export const AGAVE_VERSION = '4.2.2';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const AGAVE_CACHE = join(ROOT, '.cache', 'agave', AGAVE_VERSION);
 export const AGAVE_CACHE_BIN = join(AGAVE_CACHE, 'bin', 'solana-test-validator');
-const SHARED_BIN = join(ROOT, '..', 'shared', 'bin', 'solana-test-validator');
 const DEBIAN_PACKAGES = 'clang libclang-dev protobuf-compiler libudev-dev pkg-config libssl-dev';
 
 
@@ -32,7 +31,7 @@ const DEBIAN_PACKAGES = 'clang libclang-dev protobuf-compiler libudev-dev pkg-co
 export function findAgaveValidator() {
   const override = process.env.LANDFALL_AGAVE_VALIDATOR;
   if (override) return executable(override) ? override : null;
-  for (const candidate of [SHARED_BIN, AGAVE_CACHE_BIN]) if (executable(candidate)) return candidate;
+  if (executable(AGAVE_CACHE_BIN)) return AGAVE_CACHE_BIN;
   return onPath('solana-test-validator');
 }
 
@@ -42,7 +41,7 @@ export function agaveMissingReason() {
   const override = process.env.LANDFALL_AGAVE_VALIDATOR;
   return override
     ? `Agave tests not run: LANDFALL_AGAVE_VALIDATOR=${override} is not an executable file`
-    : `Agave tests not run: no solana-test-validator (LANDFALL_AGAVE_VALIDATOR, ../shared/bin, ${AGAVE_CACHE_BIN} or PATH); \`npm run test:agave\` builds one (about an hour)`;
+    : `Agave tests not run: no solana-test-validator (LANDFALL_AGAVE_VALIDATOR, ${AGAVE_CACHE_BIN} or PATH); \`npm run test:agave\` builds one (about an hour)`;
 }
 
 /** The binary's path, building the pinned version into the cache first when none is found. */

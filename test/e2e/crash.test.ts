@@ -92,7 +92,19 @@ describe('kill -9 under load', () => {
     // Signing 3,000 transactions holds this thread for seconds, and the local cluster's slot clock
     // runs on it: the service's chain view goes stale meanwhile and it refuses sends (500) until
     // slots flow again. Start the load once it serves again, or the loops burn the supply on refusals.
-    await waitFor('the service sees the chain', async () => ((await fetch(`${url}/health`)).status === 200 ? true : undefined), 30_000);
+    // A probe whose connection is reset is "not yet": the pooled keep-alive connection sat idle
+    // while this thread signed (its idle timer could not run), the server closed it meanwhile, and
+    // the first fetch after reuses it before the close is seen ("fetch failed: other side closed").
+    const healthy = async () => {
+      try {
+        const r = await fetch(`${url}/health`);
+        await r.arrayBuffer();
+        return r.status === 200 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    await waitFor('the service sees the chain', healthy, 30_000);
     const acked: { signature: string; account: string; at: number }[] = [];
     let next = 0;
     let killed = false;

@@ -27,7 +27,7 @@ let logFile: string;
 beforeAll(async () => {
   logDir = tempDir();
   logFile = join(logDir.dir, 'landfall.log');
-  s = await startStack({ localnet: { slotMs: 100, seed: 'drop-in' }, config: { ingressThreads: 1, logLevel: 'info', logFile } });
+  s = await startStack({ localnet: { slotMs: 100, seed: 'drop-in' }, config: { ingressThreads: 1, logLevel: 'info', logFile, logSuccesses: 'every' } });
   bot = account(s);
   from = await payer(s);
 });

@@ -153,6 +153,27 @@ const RATE_HEADERS = {
   'RateLimit-Remaining': ref('headers', 'RateLimitRemaining'),
   'RateLimit-Reset': ref('headers', 'RateLimitReset'),
 };
+/** The counts of landing analytics: the whole window's, and each leader's and bucket's. */
+const LANDING_COUNTS = {
+  transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
+  landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
+  failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
+  expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
+  landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
+  slots_to_land: {
+    description:
+      'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
+    oneOf: [
+      {
+        type: 'object',
+        required: ['p50', 'p90', 'p99'],
+        additionalProperties: false,
+        properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
+      },
+      { type: 'null' },
+    ],
+  },
+} satisfies Record<string, Schema>;
 const RETRY_HEADERS = { ...RATE_HEADERS, 'Retry-After': ref('headers', 'RetryAfter') };
 
 /** The error body for one HTTP status, with the spec messages that status can carry there. */
@@ -974,23 +995,7 @@ export const OPENAPI: OpenApiDocument = {
           window: { enum: ['1h', '24h'] },
           from: { type: 'string', format: 'date-time', description: 'Start of the first bucket counted (UTC)' },
           to: { type: 'string', format: 'date-time', description: 'Now (UTC)' },
-            transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
-            landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
-            failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
-            expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
-            landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
-            slots_to_land: {
-              description: 'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
-              oneOf: [
-                {
-                  type: 'object',
-                  required: ['p50', 'p90', 'p99'],
-                  additionalProperties: false,
-                  properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
-                },
-                { type: 'null' },
-              ],
-            },
+          ...LANDING_COUNTS,
           by_leader: {
             type: 'array',
             description: 'Per leader of the submission slot (base58 identity, or "other"), most transactions first',
@@ -1000,23 +1005,7 @@ export const OPENAPI: OpenApiDocument = {
               additionalProperties: false,
               properties: {
                 leader: { type: 'string' },
-            transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
-                landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
-                failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
-                expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
-                landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
-                slots_to_land: {
-                  description: 'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
-                  oneOf: [
-                    {
-                      type: 'object',
-                      required: ['p50', 'p90', 'p99'],
-                      additionalProperties: false,
-                      properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
-                    },
-                    { type: 'null' },
-                  ],
-                },
+                ...LANDING_COUNTS,
               },
             },
           },
@@ -1030,23 +1019,7 @@ export const OPENAPI: OpenApiDocument = {
               additionalProperties: false,
               properties: {
                 from: { type: 'string', format: 'date-time' },
-            transactions: { type: 'integer', minimum: 0, description: 'Transactions of the account that reached an outcome (landed, failed on chain, or expired)' },
-                landed: { type: 'integer', minimum: 0, description: 'Of those, landed (confirmed or failed on chain)' },
-                failed: { type: 'integer', minimum: 0, description: 'Of the landed, failed on chain' },
-                expired: { type: 'integer', minimum: 0, description: 'Did not land: blockhash or deadline_slot passed' },
-                landing_rate: { type: ['number', 'null'], minimum: 0, maximum: 1, description: 'landed / transactions; null with none' },
-                slots_to_land: {
-                  description: 'Slots from acceptance to landing, as the upper bound of its histogram bin (0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 150, then 151 for more): nearest-rank p50, p90, p99; null when none landed',
-                  oneOf: [
-                    {
-                      type: 'object',
-                      required: ['p50', 'p90', 'p99'],
-                      additionalProperties: false,
-                      properties: { p50: { type: 'integer', minimum: 0 }, p90: { type: 'integer', minimum: 0 }, p99: { type: 'integer', minimum: 0 } },
-                    },
-                    { type: 'null' },
-                  ],
-                },
+                ...LANDING_COUNTS,
               },
             },
           },

@@ -42,14 +42,7 @@ export function airdropTransaction(faucet: Keypair, to: Uint8Array, lamports: bi
   o = message.writeUInt8(SET_COMPUTE_UNIT_LIMIT, o);
   o = message.writeUInt32LE(AIRDROP_CU_BASE + (sequence % 1_000_000), o);
   // Transfer: program 2, accounts [faucet, to], [u32 2, u64 lamports].
-  o = message.writeUInt8(2, o);
-  o = message.writeUInt8(2, o);
-  o = message.writeUInt8(0, o);
-  o = message.writeUInt8(1, o);
-  o = message.writeUInt8(12, o);
-  o = message.writeUInt32LE(SYSTEM_TRANSFER, o);
-  message.writeBigUInt64LE(lamports, o);
-  return Buffer.concat([Buffer.from([1]), faucet.sign(message), message]);
+  return signedWithTransfer(message, o, lamports, faucet);
 }
 
 /** ComputeBudgetInstruction::SetComputeUnitPrice. */
@@ -87,6 +80,14 @@ export function competingTransaction(
   o = message.writeUInt8(9, o);
   o = message.writeUInt8(SET_COMPUTE_UNIT_PRICE, o);
   o = message.writeBigUInt64LE(BigInt(microLamports), o);
+  return signedWithTransfer(message, o, lamports, payer);
+}
+
+/**
+ * The message's last instruction, a system transfer (program index 2, accounts [0, 1], data
+ * [u32 2, u64 lamports]) written at `o`, then the transaction: one signature by `signer`.
+ */
+function signedWithTransfer(message: Buffer, o: number, lamports: bigint, signer: Keypair): Buffer {
   o = message.writeUInt8(2, o);
   o = message.writeUInt8(2, o);
   o = message.writeUInt8(0, o);
@@ -94,5 +95,5 @@ export function competingTransaction(
   o = message.writeUInt8(12, o);
   o = message.writeUInt32LE(SYSTEM_TRANSFER, o);
   message.writeBigUInt64LE(lamports, o);
-  return Buffer.concat([Buffer.from([1]), payer.sign(message), message]);
+  return Buffer.concat([Buffer.from([1]), signer.sign(message), message]);
 }

@@ -46,7 +46,13 @@ let idCounter = 0;
  * connection is dropped (nginx: `lingering_time`).
  */
 export const LINGER_MS = 10_000;
-/** Bytes of a refused body discarded at most (counted from the refusal) before the connection is dropped. */
+/**
+ * Bytes of a refused body discarded at most, counted from when the response was written, before
+ * the connection is dropped. Counted from the response, not from the refusal: an answer that
+ * waits on the key check can follow tens of megabytes on loopback, and a client cut off the
+ * moment the answer leaves never reads it (its next write fails and Node drops the socket with
+ * the 413 unread in its buffer: seen once in CI, on a loaded machine).
+ */
 export const LINGER_BYTES = 64 * 1024 * 1024;
 
 /**
@@ -140,7 +146,7 @@ export class Ctx {
   private oversize = false;
   /** The body's last chunk has arrived. */
   private bodyEnded = false;
-  /** Bytes discarded since the body went over its limit. */
+  /** Bytes discarded since the response was written (before it: since the body went over its limit). */
   private discarded = 0;
   /** Set while the response is written and the refused body is being drained. */
   private linger: NodeJS.Timeout | null = null;
@@ -281,6 +287,7 @@ export class Ctx {
           // refused body has been read to its end.
           this.res.writeHeader('Connection', 'close');
           this.res.write(text);
+          this.discarded = 0;
           this.linger = setTimeout(() => this.endLinger(true), LINGER_MS);
         }
       });

@@ -52,7 +52,10 @@ async function variant(dir: string, bodies: string[], tipAddresses: string[]): P
   const keys = new KeyCache(accounts, store);
   const tips = new TipSet(tipAddresses);
   const created = accounts.createAccount('bench', 'starter');
+  // Both shapes of the core's seam, so a tree from before `SendPath` (issue 35) compares too:
+  // `chainFacts` and an `accepted` that returns null now; the separate chain reads before.
   const delivery = {
+    chainFacts: () => ({ health: { synced: true, slot: 100, slotAgeMs: 10 }, blockhashExpired: false, lastValidBlockHeight: 250 }),
     currentSlot: () => 100,
     isBlockhashExpired: () => false,
     lastValidBlockHeight: () => 250,
@@ -60,7 +63,7 @@ async function variant(dir: string, bodies: string[], tipAddresses: string[]): P
     watchSlots: () => () => {},
     simulate: async () => null,
     firstSend: async () => ({ slot: 100, reached: 1, held: false, attempts: [] }),
-    accepted: () => {},
+    accepted: () => null,
     health: () => ({ synced: true, slot: 100, slotAgeMs: 10 }),
     close: async () => {},
   };

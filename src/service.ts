@@ -291,7 +291,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
         store,
         limiter: new RateLimiter(config.plans),
         tips,
-        delivery: engine,
+        delivery: engine.delivery,
         statusHub,
         streamSlots,
         inFlight,

@@ -60,6 +60,25 @@ export interface LatestBlockhash {
   epoch: EpochPosition | null;
 }
 
+/** The chain view's freshness: `GET /health`'s `chain`, and what a send is refused on while stale. */
+export interface ChainHealth {
+  synced: boolean;
+  slot: number;
+  slotAgeMs: number;
+}
+
+/**
+ * What a thread's delivery (`ThreadDelivery`) reads the chain from: the engine's leader tracker
+ * (and its view) on the main thread, a `ChainViewReplica` on an ingress thread.
+ */
+export interface ChainSource {
+  health(): ChainHealth;
+  isBlockhashExpired(blockhash: string): boolean;
+  lastValidBlockHeight(blockhash: string): number | null;
+  latestBlockhash(): LatestBlockhash | null;
+  onSlot(listener: (slot: number) => void): () => void;
+}
+
 /** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
 export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 
@@ -67,7 +86,7 @@ export const BLOCKHASH_VALIDITY_BLOCKS = 150;
  * A thread's copy of the chain view: applies snapshots, answers the hot path's questions with a
  * field read or one Map lookup.
  */
-export class ChainViewReplica {
+export class ChainViewReplica implements ChainSource {
   private snap: ChainSnapshot | null = null;
   private readonly blockhashes = new Map<string, number>();
   /** The newest blockhash seen, with its last valid block height. */
@@ -107,6 +126,11 @@ export class ChainViewReplica {
 
   synced(): boolean {
     return this.snap !== null && this.snap.leader !== null && this.slotAgeMs() <= this.snap.staleMs;
+  }
+
+  /** The view's slot, whether it is fresh enough to send on, and its age (`ChainSource`). */
+  health(): ChainHealth {
+    return { synced: this.synced(), slot: this.currentSlot(), slotAgeMs: this.slotAgeMs() };
   }
 
   route(antiMev: boolean): Route | null {

@@ -1,18 +1,23 @@
 /**
- * The seam between the submission core and delivery. The core asks for the chain facts that
- * decide admission (slot, blockhash lifetimes), has the first send written from its own thread,
- * and then hands the accepted transaction over for rebroadcast and tracking. Everything about
- * leaders, QUIC, retries and confirmation lives behind this interface.
+ * The seam between the submission core and delivery. For each transaction the core makes three
+ * calls: the chain facts that decide its admission (`chainFacts`: slot, freshness, its
+ * blockhash's lifetime, read together once), the first send written from its own thread
+ * (`firstSend`), and the hand-over of the accepted transaction for rebroadcast and tracking
+ * (`accepted`, which under `ackReplication: quorum` also returns what the answer waits for).
+ * A preflight simulation (`simulate`) is asked only when the client wants one (the slow path).
+ * Everything about leaders, QUIC, retries and confirmation lives behind this interface.
  *
- * Two implementations: the `Engine` (the process's one leader tracker, rebroadcast scheduler and
- * tracker link; used directly on the main thread) and the `IngressDelivery` of an ingress worker
- * thread (a replica of the chain view, the same first sender, and a batched hand-off of accepted
- * transactions to the main thread — never a per-transaction message on the latency path).
+ * One implementation, `ThreadDelivery` (`thread-delivery.ts`), one per thread that serves sends:
+ * on the main thread over the engine's leader tracker with the engine's own hand-over as its sink,
+ * on an ingress worker thread over a replica of the chain view with the batched hand-off to the
+ * main thread as its sink (never a per-transaction message on the latency path).
  */
 import type { SimulationResult } from '../chain/rpc.js';
-import type { LatestBlockhash } from './chain-view.js';
+import type { ChainHealth, LatestBlockhash } from './chain-view.js';
 import type { StatusRecord } from '../store/records.js';
 import type { PackedAttempts } from './trace.js';
+
+export type { ChainHealth, ChainSource } from './chain-view.js';
 
 /** Send options of spec §2.1, validated, with their defaults applied. */
 export interface SendOptions {
@@ -70,28 +75,34 @@ export interface Accepted {
   blockhashOffset?: number;
 }
 
-export interface ChainHealth {
-  synced: boolean;
-  slot: number;
-  slotAgeMs: number;
-}
-
 /** Raised by `firstSend` when it reached no leader at all (→ 500 Delivery failed). */
 export class DeliveryError extends Error {
   override readonly name = 'DeliveryError';
 }
 
-export interface Delivery {
-  /** Current cluster slot. */
-  currentSlot(): number;
-  /** True only if the service knows this blockhash can no longer land. */
-  isBlockhashExpired(blockhash: string): boolean;
-  /** Last valid block height of a blockhash the service has seen, else null. */
-  lastValidBlockHeight(blockhash: string): number | null;
-  /** The newest blockhash of the chain view, with the slot and block height; null until one is known. */
-  latestBlockhash(): LatestBlockhash | null;
-  /** Call `listener` with each new slot of the chain view (`slotSubscribe`); returns the function that stops it. */
-  watchSlots(listener: (slot: number) => void): () => void;
+/** The chain facts that decide one transaction's admission, as the thread's chain view has them now. */
+export interface ChainFacts {
+  /** The view's slot, whether it is fresh enough to send on, and its age (`health()`). */
+  health: ChainHealth;
+  /** True only if the service knows the transaction's blockhash can no longer land (false for a durable nonce). */
+  blockhashExpired: boolean;
+  /** Last valid block height of the blockhash if the service has seen it, else null (null for a durable nonce). */
+  lastValidBlockHeight: number | null;
+}
+
+/**
+ * Where an accepted transaction goes for rebroadcast rounds and tracking: on the main thread the
+ * engine's own hand-over, on an ingress thread the batched hand-off to the main thread. Under
+ * `ackReplication: quorum` it returns the wait for the cluster to store the transaction's status
+ * event (resolves once stored, rejects when it could not be: NATS unreachable, a failed publish,
+ * the wait's timeout); otherwise nothing, and nothing is awaited.
+ */
+export type HandoffSink = (a: Accepted) => Promise<void> | undefined;
+
+/** What the submission core sees of delivery: three calls a send, and a simulation when asked. */
+export interface SendPath {
+  /** The chain facts for a transaction with `blockhash` (null: a durable nonce, no blockhash lifetime). */
+  chainFacts(blockhash: string | null): ChainFacts;
   /**
    * Simulate through the chain node: its result, as it sent it, if the transaction fails (so
    * JSON-RPC callers get the node's own `data` back); null if it would succeed.
@@ -103,14 +114,18 @@ export interface Delivery {
    * leader accepted it, after one more round to the leaders after those.
    */
   firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend>;
-  /** Hand over an accepted transaction for rebroadcast rounds and confirmation tracking. */
-  accepted(a: Accepted): void;
   /**
-   * `ackReplication: quorum` only (absent otherwise: nothing is awaited): resolves once the
-   * cluster stored the status event of the transaction just handed to `accepted`, rejects when it
-   * could not (NATS unreachable, a failed publish, the wait's timeout).
+   * Hand over an accepted transaction for rebroadcast rounds and confirmation tracking (the
+   * `HandoffSink`); returns the replication wait under `ackReplication: quorum`, else null.
    */
-  replicated?(signature: string): Promise<void>;
+  accepted(a: Accepted): Promise<void> | null;
+}
+
+/** A thread's delivery as the front ends see it: the send path, and the chain facts they answer. */
+export interface Delivery extends SendPath {
+  /** The newest blockhash of the chain view, with the slot and block height; null until one is known. */
+  latestBlockhash(): LatestBlockhash | null;
+  /** Call `listener` with each new slot of the chain view (`slotSubscribe`); returns the function that stops it. */
+  watchSlots(listener: (slot: number) => void): () => void;
   health(): ChainHealth;
-  close(): Promise<void>;
 }

@@ -1,7 +1,9 @@
 /**
  * The delivery engine: the process's one leader tracker, rebroadcast scheduler and link to the
- * confirmation tracker, on the main thread. It implements `Delivery` for requests served on the
- * main thread, and publishes a chain snapshot per slot for the ingress worker threads.
+ * confirmation tracker, on the main thread. It holds the main thread's `Delivery` (`delivery`: a
+ * `ThreadDelivery` over the leader tracker, for requests served on the main thread, whose sink is
+ * the engine's own hand-over), takes the ingress threads' accepted transactions in batches
+ * (`acceptedBatch`), and publishes a chain snapshot per slot for those threads' chain views.
  *
  * Per slot (`onSlot`), once:
  *   1. routes for both policies: the current and next distinct leader(s) (`fanout`), the
@@ -19,12 +21,11 @@
  * Each transaction's own attempts make its delivery trace (`traces`, see `trace-book.ts`).
  */
 import { QuicClient } from '../native.js';
-import type { SimulationResult } from '../chain/rpc.js';
 import type { PendingRecord, StatusRecord } from '../store/records.js';
 import type { StatusChange, Tracker } from '../tracker/tracker.js';
 import { Blocklist } from './blocklist.js';
-import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type LatestBlockhash, type Route } from './chain-view.js';
-import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from './delivery.js';
+import { BLOCKHASH_VALIDITY_BLOCKS, ChainViewReplica, type ChainSnapshot, type Route } from './chain-view.js';
+import type { Accepted, ChainHealth, ChainSource } from './delivery.js';
 import { FirstSender } from './first-send.js';
 import { LeaderTracker } from './leaders.js';
 import { PostMortems } from './post-mortem.js';
@@ -32,6 +33,7 @@ import { LandingAnalytics } from '../tracker/landing-analytics.js';
 import { Rebroadcaster, type ResumeCause } from './rebroadcast.js';
 import type { Trace } from './trace.js';
 import { TraceBook } from './trace-book.js';
+import { ThreadDelivery } from './thread-delivery.js';
 import { BoundedLabel } from '../telemetry/bounded-label.js';
 
 export { SERVICE_LATENCY_BUCKETS } from './first-send.js';
@@ -64,13 +66,24 @@ export interface EngineOptions {
   staleMs?: number;
 }
 
-export class Engine implements Delivery {
+export class Engine {
   readonly leaders: LeaderTracker;
   readonly blocklist: Blocklist;
   readonly client: QuicClient;
   /** This thread's chain view (ingress threads hold replicas of it). */
   readonly view = new ChainViewReplica();
   readonly first: FirstSender;
+  /**
+   * The chain as the main thread's sends see it: the leader tracker's slot, freshness and
+   * blockhashes (current the moment they change, not once per snapshot), this thread's view for
+   * the newest blockhash and the slot listeners.
+   */
+  readonly chain: ChainSource;
+  /**
+   * The main thread's `Delivery` (`ingressThreads: 0`): the same class as an ingress thread's,
+   * over `chain`, with the engine's own hand-over (and `onAccepted`, `replicated`) as its sink.
+   */
+  readonly delivery: ThreadDelivery;
   readonly rebroadcaster: Rebroadcaster;
   /** Delivery traces of the transactions in flight; set `traces.store` to keep them. */
   readonly traces: TraceBook;
@@ -104,6 +117,7 @@ export class Engine implements Delivery {
     sends: new Map<string, { ok: number; failed: number }>(),
     /** Failed writes by reason. */
     drops: new Map<string, number>(),
+    /** First sends of this thread that reached no leader (`DeliveryError`; the ingress threads' are not counted here). */
     deliveryFailed: 0,
   };
 
@@ -137,6 +151,31 @@ export class Engine implements Delivery {
       },
     });
     this.postMortems = new PostMortems({ rpc: this.leaders.rpc, leaderAt: (slot) => this.leaders.leaderAt(slot), slot: () => this.leaders.currentSlot() });
+    const { leaders, view } = this;
+    this.chain = {
+      health: () => this.health(),
+      isBlockhashExpired: (blockhash) => leaders.isBlockhashExpired(blockhash),
+      lastValidBlockHeight: (blockhash) => leaders.lastValidBlockHeight(blockhash),
+      latestBlockhash: () => view.latestBlockhash(),
+      onSlot: (listener) => view.onSlot(listener),
+    };
+    // The main thread's first sends, with those that reached no leader counted (`tally`).
+    const first = this.first;
+    const counted: Pick<FirstSender, 'send'> = {
+      send: async (signature, wire, options, receivedAt) => {
+        try {
+          return await first.send(signature, wire, options, receivedAt);
+        } catch (e) {
+          this.tally.deliveryFailed++;
+          throw e;
+        }
+      },
+    };
+    this.delivery = new ThreadDelivery(this.chain, counted, leaders.rpc, (a) => {
+      this.hand(a);
+      this.onAccepted?.(a.record, a);
+      return this.replicated?.(a.record.signature);
+    });
   }
 
   /** Wait until the chain view is complete (slot, leaders, addresses, a blockhash). */
@@ -176,52 +215,17 @@ export class Engine implements Delivery {
     return this.first.nativeLatency;
   }
 
-  currentSlot(): number {
-    return this.leaders.currentSlot();
-  }
-
-  isBlockhashExpired(blockhash: string): boolean {
-    return this.leaders.isBlockhashExpired(blockhash);
-  }
-
-  lastValidBlockHeight(blockhash: string): number | null {
-    return this.leaders.lastValidBlockHeight(blockhash);
-  }
-
-  latestBlockhash(): LatestBlockhash | null {
-    return this.view.latestBlockhash();
-  }
-
-  watchSlots(listener: (slot: number) => void): () => void {
-    return this.view.onSlot(listener);
-  }
-
-  simulate(wire: Buffer): Promise<SimulationResult | null> {
-    return this.leaders.rpc.simulationFailure(wire);
-  }
-
   health(): ChainHealth {
     return { synced: this.leaders.synced(), slot: this.leaders.currentSlot(), slotAgeMs: this.leaders.slotAgeMs() };
   }
 
-  async firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
-    try {
-      return await this.first.send(signature, wire, options, receivedAt);
-    } catch (e) {
-      this.tally.deliveryFailed++;
-      throw e;
-    }
-  }
-
   /** Told of each transaction accepted on this thread (the main thread's status stream). */
   onAccepted: ((record: StatusRecord, accepted: Accepted) => void) | null = null;
-  /** `ackReplication: quorum` on a cluster (set by the service): see `Delivery.replicated`. */
+  /**
+   * `ackReplication: quorum` on a cluster (set by the service): the wait for the cluster to store
+   * the status event of a transaction accepted on this thread (`HandoffSink`).
+   */
   replicated?: (signature: string) => Promise<void>;
-
-  accepted(a: Accepted): void {
-    this.hand(a);
-    this.onAccepted?.(a.record, a);
-  }
 
   /**
    * The compute-unit price of a transaction handed over, until it settles or expires (then

@@ -21,7 +21,7 @@ import type { TxCursor } from '../store/store.js';
 import type { StoreHealthView } from '../store/store-health.js';
 import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
-import { rateHeaders, SubmissionCore, type Caller } from '../submission/core.js';
+import { SubmissionCore, type Caller } from '../submission/core.js';
 import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
 import { RenderedText } from '../telemetry/rendered-text.js';
@@ -34,6 +34,7 @@ import { registerRpcSubscriptions } from './rpc-subscriptions.js';
 import { OPENAPI } from './openapi.js';
 import { ROUTES, type RouteEntry, type RouteId } from './routes.js';
 import { Ctx, parseJson, requireJson, type Reply } from './request.js';
+import { rateHeaders } from './rate-headers.js';
 import { isLoopback, isLoopbackHostHeader } from './server.js';
 import { registerStream } from './stream.js';
 import { StreamSlots } from './stream-slots.js';
@@ -666,7 +667,8 @@ export function operationRoutes(o: OperationsSources): { health: RouteSpec; bare
         }
         if (o.token !== null && throttled()) {
           throw new Refusal('QUERY_RATE_LIMITED', `more than ${TOKEN_GUESSES_PER_S} wrong metrics tokens a second: retry in a second`, {
-            headers: { 'Retry-After': '1', 'RateLimit-Limit': String(TOKEN_GUESSES_PER_S), 'RateLimit-Remaining': '0', 'RateLimit-Reset': '1' },
+            retryAfterS: 1,
+            rate: { limit: TOKEN_GUESSES_PER_S, remaining: 0, resetMs: 1000 },
           });
         }
         if (!granted(ctx)) throw new Refusal('AUTH_UNAUTHORIZED', 'the metrics token is required: "Authorization: Bearer <metricsToken>"');

@@ -36,6 +36,7 @@ import type { StatusRecord } from '../store/records.js';
 import type { Caller } from '../submission/core.js';
 import { DEFAULT_SEND_OPTIONS, MAX_BATCH, MAX_RETRIES_LIMIT, type SendOptions } from '../submission/options.js';
 import { Refusal, RPC_CODES } from '../submission/refusals.js';
+import { refusalHeaders } from './rate-headers.js';
 import { requireJson, type Ctx, type Reply } from './request.js';
 import type { Handler } from './types.js';
 
@@ -297,7 +298,7 @@ async function call(b: RpcBackend, dialect: RpcDialect, ctx: Ctx, item: unknown,
 
 /** Render a whole-request refusal (413, 415) as one JSON-RPC error, keeping its HTTP status. */
 function requestRefused(e: Refusal): Reply {
-  return { status: e.status, body: failure(null, rpcError(e)), headers: e.headers, reason: e.reason };
+  return { status: e.status, body: failure(null, rpcError(e)), headers: refusalHeaders(e), reason: e.reason };
 }
 
 /** The handler of `POST /` and `POST /v1/rpc` (node dialect) and of the drop-in paths. */
@@ -326,7 +327,7 @@ export function rpcHandler(b: RpcBackend, dialect: RpcDialect = NODE_DIALECT): H
       if (response === null) return { status: 204, body: '', contentType: 'application/json' };
       const status = refusal && HTTP_LEVEL.has(refusal.status) ? refusal.status : 200;
       const reason = 'error' in response ? response.error.message : undefined;
-      return { status, body: response, headers: status === 200 ? {} : refusal!.headers, reason };
+      return { status, body: response, headers: status === 200 ? {} : refusalHeaders(refusal!), reason };
     }
     if (payload.length === 0 || payload.length > MAX_RPC_BATCH) {
       const message = payload.length === 0 ? 'Invalid request' : `Invalid request: batch of ${payload.length} calls exceeds ${MAX_RPC_BATCH}`;

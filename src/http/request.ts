@@ -21,6 +21,7 @@ import { threadId } from 'node:worker_threads';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { Refusal } from '../submission/refusals.js';
 import { errorBody, STATUS_LINE } from './errors.js';
+import { refusalHeaders } from './rate-headers.js';
 import type { RequestObserver } from '../telemetry/request-facts.js';
 
 export interface Reply {
@@ -244,7 +245,7 @@ export class Ctx {
   }
 
   replyError(e: Refusal): void {
-    this.write(e.status, errorBody(e.status, e.message, e.reason), e.headers, 'application/json', e.reason);
+    this.write(e.status, errorBody(e.status, e.message, e.reason), refusalHeaders(e), 'application/json', e.reason);
   }
 
   private write(status: number, text: string, headers: Record<string, string> | undefined, contentType: string, reason: string | null): void {

@@ -17,10 +17,10 @@ import { adoptBudgetShares } from '../accounts/budget-shares.js';
 import { InFlight } from '../accounts/in-flight.js';
 import { RateLimiter } from '../accounts/rate-limiter.js';
 import { Rpc } from '../chain/rpc.js';
-import { ChainViewReplica, type LatestBlockhash } from '../delivery/chain-view.js';
-import type { Accepted, ChainHealth, Delivery, FirstSend, SendOptions } from '../delivery/delivery.js';
+import { ChainViewReplica } from '../delivery/chain-view.js';
 import { QUIC_QUEUE_PER_PEER } from '../delivery/engine.js';
 import { FirstSender } from '../delivery/first-send.js';
+import { ThreadDelivery } from '../delivery/thread-delivery.js';
 import { buildApp } from '../http/api.js';
 import { listen, type RunningServer } from '../http/server.js';
 import { StatusHub } from '../http/stream.js';
@@ -32,7 +32,6 @@ import { Store } from '../store/store.js';
 import { LogHealth } from '../telemetry/log-sink.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
-import type { SimulationResult } from '../chain/rpc.js';
 import type { Trace } from '../delivery/trace.js';
 import { AcceptedHandoff } from './handoff.js';
 import { ReplicationWaits } from '../submission/replicated.js';
@@ -44,57 +43,6 @@ const quorum = init.config.ackReplication === 'quorum';
 // Before any limiter configures a bucket: a clustered node's buckets hold only its shares.
 adoptBudgetShares(init.budgetShares);
 const post = (m: FromWorker) => port.postMessage(m);
-
-/** `Delivery` on an ingress thread: the replica answers, the first send is written from here. */
-class IngressDelivery implements Delivery {
-  readonly handoff = quorum
-    ? new AcceptedHandoff((batch) => post({ type: 'accepted', batch, stored: true }), true)
-    : new AcceptedHandoff((batch) => post({ type: 'accepted', batch }));
-  /** `ackReplication: quorum`: the responses waiting for the main thread's `replicated`. */
-  readonly waits = quorum ? new ReplicationWaits() : null;
-  readonly replicated?: (signature: string) => Promise<void>;
-  private readonly rpc: Rpc;
-
-  constructor(
-    readonly view: ChainViewReplica,
-    readonly first: FirstSender,
-    rpcUrl: string,
-  ) {
-    this.rpc = new Rpc(rpcUrl);
-    const waits = this.waits;
-    if (waits) this.replicated = (signature) => waits.wait(signature);
-  }
-
-  currentSlot(): number {
-    return this.view.currentSlot();
-  }
-  isBlockhashExpired(blockhash: string): boolean {
-    return this.view.isBlockhashExpired(blockhash);
-  }
-  lastValidBlockHeight(blockhash: string): number | null {
-    return this.view.lastValidBlockHeight(blockhash);
-  }
-  latestBlockhash(): LatestBlockhash | null {
-    return this.view.latestBlockhash();
-  }
-  watchSlots(listener: (slot: number) => void): () => void {
-    return this.view.onSlot(listener);
-  }
-  simulate(wire: Buffer): Promise<SimulationResult | null> {
-    return this.rpc.simulationFailure(wire);
-  }
-  firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
-    return this.first.send(signature, wire, options, receivedAt);
-  }
-  accepted(a: Accepted): void {
-    hub.publish(a.record); // this thread's streams at once; the others through the main thread
-    this.handoff.add(a);
-  }
-  health(): ChainHealth {
-    return { synced: this.view.synced(), slot: this.view.currentSlot(), slotAgeMs: this.view.slotAgeMs() };
-  }
-  async close(): Promise<void> {}
-}
 
 const { config } = init;
 const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth), successes: config.logSuccesses });
@@ -108,8 +56,20 @@ const tips = new TipSet(init.tipAddresses);
 const client = new QuicClient({ identity: init.identity, maxQueuePerPeer: QUIC_QUEUE_PER_PEER });
 const view = new ChainViewReplica();
 const first = new FirstSender(client, view);
-const delivery = new IngressDelivery(view, first, init.rpcUrl);
 const hub = new StatusHub();
+/** Accepted transactions on their way to the main thread's one rebroadcast scheduler and tracker. */
+const handoff = quorum
+  ? new AcceptedHandoff((batch) => post({ type: 'accepted', batch, stored: true }), true)
+  : new AcceptedHandoff((batch) => post({ type: 'accepted', batch }));
+/** `ackReplication: quorum`: the responses waiting for the main thread's `replicated`. */
+const waits = quorum ? new ReplicationWaits() : null;
+// This thread's `Delivery`: the replica answers, the first send is written from here, and what is
+// accepted goes to this thread's streams at once and to the others through the main thread.
+const delivery = new ThreadDelivery(view, first, new Rpc(init.rpcUrl), (a) => {
+  hub.publish(a.record);
+  handoff.add(a);
+  return waits?.wait(a.record.signature);
+});
 /** The tip floor the main thread last sent (it computes it from the tracker's landings). */
 let tipFloor: TipFloorView = emptyTipFloor(config.lamportsPerPoint);
 /** The cluster state the main thread last sent (null: a single node, or none received yet). */
@@ -136,7 +96,7 @@ function answer(id: number, value: unknown): void {
 const metricsText = (): Promise<string> => ask((id) => ({ type: 'metrics-request', id }));
 /** A trace asked here: the main thread's engine holds those of the transactions in flight. */
 const liveTrace = (signature: string): Promise<Trace | null> => {
-  delivery.handoff.flush(); // the main thread holds its trace only once it has it
+  handoff.flush(); // the main thread holds its trace only once it has it
   return ask((id) => ({ type: 'trace-request', id, signature }));
 };
 
@@ -173,10 +133,10 @@ port.on('message', (m: ToWorker) => {
       telemetry.reopenLog();
       break;
     case 'replicated':
-      for (const s of m.signatures) delivery.waits?.settle(s, m.error);
+      for (const s of m.signatures) waits?.settle(s, m.error);
       break;
     case 'close':
-      delivery.handoff.flush(); // what was accepted here is rebroadcast and tracked
+      handoff.flush(); // what was accepted here is rebroadcast and tracked
       server?.close();
       server = null;
       // Every open connection too: a worker whose loop still holds a uWS socket never exits.

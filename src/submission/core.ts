@@ -5,21 +5,26 @@
  * One transaction, in order (fast path first, everything on the calling thread):
  *   1. the native verdict (framing, sanitize, ed25519, tips) — computed by the caller, which
  *      knows the encoding (base64 text, base58 text, a batch verified in one ed25519 batch);
- *   2. admission: blockhash not known-expired, a tip to a tip address, the plan minimum;
+ *   2. admission, on the chain facts of this transaction (`Delivery.chainFacts`, read once):
+ *      blockhash not known-expired, a tip to a tip address, the plan minimum;
  *   3. one token of the account's send budget (native, lock-free, process-wide);
  *   4. preflight simulation, only if asked (slow path: a round trip to the chain node);
  *   5. the first send, written from this thread through the native QUIC client;
  *   6. the record: one status put (first submission only: a resubmission is delivered again,
  *      never recorded or counted twice), the usage count, and the hand-over to rebroadcast and
  *      tracking (`Delivery.accepted`), which also feeds the status stream.
- * Every refusal is a `Refusal` with a code from `refusals.ts`; front ends render it.
+ * Of delivery the core sees three calls a send — `chainFacts`, `firstSend`, `accepted` — and a
+ * simulation when preflight is asked (`SendPath` in `delivery.ts`).
+ * Every refusal is a `Refusal` with a code from `refusals.ts`, and says when to come back and
+ * which budget refused it as numbers (`retryAfterS`, `rate`); the front ends render it (HTTP
+ * headers: `src/http/rate-headers.ts`). Nothing here knows HTTP.
  */
 import type { Accounts } from '../accounts/accounts.js';
 import type { BatchItem, SendResult } from '../client/wire.js';
 import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type PlanName, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
-import { DeliveryError, type Delivery, type SendOptions } from '../delivery/delivery.js';
+import { DeliveryError, type ChainFacts, type SendOptions, type SendPath } from '../delivery/delivery.js';
 import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
@@ -42,7 +47,7 @@ export interface SubmissionDeps {
   accounts: Accounts;
   store: Store;
   limiter: RateLimiter;
-  delivery: Delivery;
+  delivery: SendPath;
   /** Transactions in flight per account, process-wide, under the plan's cap; none: no cap. */
   inFlight?: InFlight;
   /** A 429 was answered from `budget`, or from the cap on transactions in flight, to an account on `plan` (metrics). */
@@ -54,24 +59,16 @@ export interface SubmissionDeps {
 /** The outcome of one accepted transaction: the body of `POST /v1/send` (less `success`), as the client reads it. */
 export type Sent = SendResult;
 
-/** The 429 of a refused take from `budget`, with its headers. */
+/**
+ * The 429 of a refused take from `budget`: when to come back (whole seconds, at least 1; a
+ * minute for a request the budget can never grant at once) and the decision itself.
+ */
 export function rateRefusal(d: RateDecision, budget: Budget): Refusal {
   const retry = Number.isFinite(d.retryAfterMs) ? Math.max(1, Math.ceil(d.retryAfterMs / 1000)) : 60;
   const reason = Number.isFinite(d.retryAfterMs)
     ? `${budget} budget of ${d.limit}/s exhausted; retry in ${Math.ceil(d.retryAfterMs)} ms`
     : `${budget} request larger than the ${d.limit}/s budget can ever grant at once`;
-  return new Refusal(budget === 'send' ? 'SEND_RATE_LIMITED' : 'QUERY_RATE_LIMITED', reason, {
-    headers: { 'Retry-After': String(retry), ...rateHeaders(d) },
-  });
-}
-
-/** `RateLimit-*` headers of a decision (docs/decisions.md, "Rate limits"). */
-export function rateHeaders(d: RateDecision): Record<string, string> {
-  return {
-    'RateLimit-Limit': String(d.limit),
-    'RateLimit-Remaining': String(d.remaining),
-    'RateLimit-Reset': String(Math.max(0, Math.ceil(d.resetMs / 1000))),
-  };
+  return new Refusal(budget === 'send' ? 'SEND_RATE_LIMITED' : 'QUERY_RATE_LIMITED', reason, { retryAfterS: retry, rate: d });
 }
 
 export class SubmissionCore {
@@ -93,10 +90,10 @@ export class SubmissionCore {
    */
   async send(who: Caller, r: InspectResult, options: SendOptions, receivedAt: bigint): Promise<Sent & { rate: RateDecision }> {
     if (!r.ok) throw invalidTransaction(r.error.code, r.error.message);
-    this.admit(r.tx, who.account);
-    this.fresh();
+    const facts = this.admit(r.tx, who.account);
+    fresh(facts);
     const rate = this.take(who.account, 'send');
-    const slot = await this.deliver(who, r.tx, options, receivedAt);
+    const slot = await this.deliver(who, r.tx, facts, options, receivedAt);
     return { signature: r.tx.signature, slot, rate };
   }
 
@@ -121,8 +118,8 @@ export class SubmissionCore {
         try {
           if (v === null) throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
           if (!v.ok) throw invalidTransaction(v.error.code, v.error.message);
-          this.admit(v.tx, who.account);
-          await this.deliver(who, v.tx, options, receivedAt);
+          const facts = this.admit(v.tx, who.account);
+          await this.deliver(who, v.tx, facts, options, receivedAt);
           return { index, signature: v.tx.signature, status: 'sent' };
         } catch (e) {
           if (!(e instanceof Refusal)) throw e;
@@ -136,17 +133,12 @@ export class SubmissionCore {
   }
 
   /**
-   * Refuse at once, before a send token is taken, while the chain view is stale: its leaders and
-   * addresses may belong to a chain that is gone, so nothing sent now could be vouched for.
+   * Blockhash, tip, plan minimum: what a verified transaction must still pass. Returns the chain
+   * facts it was admitted on (read once: the rest of its path decides on the same ones).
    */
-  private fresh(): void {
-    const h = this.d.delivery.health();
-    if (!h.synced) throw deliveryRefusal(new StaleViewError(h.slot, h.slotAgeMs));
-  }
-
-  /** Blockhash, tip, plan minimum: what a verified transaction must still pass. */
-  private admit(tx: VerifiedTransaction, account: AccountRecord): void {
-    if (!tx.durableNonce && this.d.delivery.isBlockhashExpired(tx.recentBlockhash)) {
+  private admit(tx: VerifiedTransaction, account: AccountRecord): ChainFacts {
+    const facts = this.d.delivery.chainFacts(tx.durableNonce ? null : tx.recentBlockhash);
+    if (facts.blockhashExpired) {
       throw new Refusal('TX_BLOCKHASH_EXPIRED', `blockhash ${tx.recentBlockhash} has expired; sign with a recent blockhash`);
     }
     if (tx.tipLamports === 0n) {
@@ -165,6 +157,7 @@ export class SubmissionCore {
         `tip of ${tx.tipLamports} lamports (${pointsForTip(tx.tipLamports, this.d.lamportsPerPoint)} BP) is below the ${account.plan} minimum of ${plan.minTipBp} BP (${min} lamports)`,
       );
     }
+    return facts;
   }
 
   /** Count a new transaction in flight for `account`, or throw the 429 of its cap. */
@@ -174,12 +167,8 @@ export class SubmissionCore {
     this.d.onRateLimited?.('in_flight', account.plan);
     const n = Math.max(cap, this.d.inFlight!.count(account.id));
     throw new Refusal('SEND_RATE_LIMITED', `${n} transactions of this account are in flight (cap ${cap}); wait for some to settle`, {
-      headers: {
-        'Retry-After': String(IN_FLIGHT_RETRY_S),
-        'RateLimit-Limit': String(cap),
-        'RateLimit-Remaining': '0',
-        'RateLimit-Reset': String(IN_FLIGHT_RETRY_S),
-      },
+      retryAfterS: IN_FLIGHT_RETRY_S,
+      rate: { limit: cap, remaining: 0, resetMs: IN_FLIGHT_RETRY_S * 1000 },
     });
   }
 
@@ -187,8 +176,9 @@ export class SubmissionCore {
    * Preflight if asked, first send, then record (first submission only) and hand over.
    * @returns the slot of the first send
    */
-  private async deliver(who: Caller, tx: VerifiedTransaction, options: SendOptions, receivedAt: bigint): Promise<number> {
+  private async deliver(who: Caller, tx: VerifiedTransaction, facts: ChainFacts, options: SendOptions, receivedAt: bigint): Promise<number> {
     const { delivery, store } = this.d;
+    const slot = facts.health.slot;
     const wire = tx.wire!;
     // Nothing is sent that cannot be recorded (docs/decisions.md, "Faults"): one atomic load, shared
     // by every thread, set by whichever thread's store first could not write.
@@ -203,12 +193,12 @@ export class SubmissionCore {
     // a refusal would sign again and pay twice.
     const known = store.hasStatus(bytes.signature);
     if (known) {
-      const slot = knownAnswer(store.getStatus(tx.signature), who.account.id, options.deadlineSlot, delivery.currentSlot());
-      if (slot !== null) return slot;
+      const answered = knownAnswer(store.getStatus(tx.signature), who.account.id, options.deadlineSlot, slot);
+      if (answered !== null) return answered;
     }
     // A deadline already behind the chain: nothing to deliver, and nothing is sent.
-    if (options.deadlineSlot !== null && options.deadlineSlot < delivery.currentSlot()) {
-      throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${delivery.currentSlot()}`);
+    if (options.deadlineSlot !== null && options.deadlineSlot < slot) {
+      throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${slot}`);
     }
     if (!known && !options.skipPreflight) {
       const failure = await delivery.simulate(wire);
@@ -240,7 +230,7 @@ export class SubmissionCore {
         durableNonce: tx.durableNonce,
         submittedAt: Date.now(),
         submitSlot: first.slot,
-        lastValidBlockHeight: tx.durableNonce ? null : delivery.lastValidBlockHeight(tx.recentBlockhash),
+        lastValidBlockHeight: facts.lastValidBlockHeight,
         deadlineSlot: options.deadlineSlot ?? undefined,
       });
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
@@ -254,7 +244,7 @@ export class SubmissionCore {
       }
       this.d.accounts.countSubmissions(who.account.id, 1);
       this.d.onAccepted?.(who.account.plan);
-      delivery.accepted({
+      const stored = delivery.accepted({
         record,
         wire,
         options,
@@ -268,10 +258,10 @@ export class SubmissionCore {
         blockhashOffset: tx.blockhashOffset,
       });
       // `ackReplication: quorum`: answered only once the cluster stored the record (the first
-      // send is out already); `local` has no `replicated` and awaits nothing.
-      if (delivery.replicated) {
+      // send is out already); under `local` the hand-over returns null and nothing is awaited.
+      if (stored !== null) {
         try {
-          await delivery.replicated(tx.signature);
+          await stored;
         } catch (e) {
           throw unreplicated(e instanceof Error ? e : new Error(String(e)));
         }
@@ -305,6 +295,15 @@ function microLamports(price: bigint | undefined): number {
   return price > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(price);
 }
 
+/**
+ * Refuse at once, before a send token is taken, while the chain view is stale: its leaders and
+ * addresses may belong to a chain that is gone, so nothing sent now could be vouched for.
+ */
+function fresh(facts: ChainFacts): void {
+  const h = facts.health;
+  if (!h.synced) throw deliveryRefusal(new StaleViewError(h.slot, h.slotAgeMs));
+}
+
 /** Seconds a client is told to wait when its account has its cap of transactions in flight. */
 const IN_FLIGHT_RETRY_S = 1;
 
@@ -314,7 +313,7 @@ const IN_FLIGHT_RETRY_S = 1;
  * "Faults").
  */
 function deliveryRefusal(e: DeliveryError): Refusal {
-  return new Refusal('DELIVERY_FAILED', e.message, { headers: { 'Retry-After': '1' } });
+  return new Refusal('DELIVERY_FAILED', e.message, { retryAfterS: 1 });
 }
 
 /** Seconds a client is told to wait while the store cannot write (its probe looks every second). */
@@ -323,7 +322,7 @@ const STORE_RETRY_S = 5;
 /** `500 Delivery failed` while the store cannot commit: refused before anything is sent. */
 function storeRefusal(down: { reason: string; since: number }): Refusal {
   return new Refusal('DELIVERY_FAILED', `store unavailable since ${new Date(down.since).toISOString()}: ${down.reason}; nothing was sent`, {
-    headers: { 'Retry-After': String(STORE_RETRY_S) },
+    retryAfterS: STORE_RETRY_S,
   });
 }
 
@@ -333,7 +332,7 @@ function storeRefusal(down: { reason: string; since: number }): Refusal {
  */
 function unrecorded(e: StoreUnavailableError): Refusal {
   return new Refusal('DELIVERY_FAILED', `${e.message}; the transaction was sent once to the current leader but is not tracked or rebroadcast`, {
-    headers: { 'Retry-After': String(STORE_RETRY_S) },
+    retryAfterS: STORE_RETRY_S,
   });
 }
 

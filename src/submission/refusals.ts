@@ -2,7 +2,9 @@
  * Every refusal the service can answer, as a stable code, and what each dialect makes of it:
  * the HTTP status and the spec's message (REST), and the JSON-RPC error code. A refusal is
  * thrown as a `Refusal` carrying its code and a precise reason; the front ends look the code up
- * here. Nothing anywhere matches on message text.
+ * here. Nothing anywhere matches on message text. When to come back (`retryAfterS`) and the
+ * budget that refused it (`rate`) are numbers here: `src/http/rate-headers.ts` renders them as
+ * `Retry-After` and `RateLimit-*`.
  *
  * Naming rule: `<SUBJECT>_<WHAT>`, upper snake case. JSON-RPC codes: the protocol's own
  * (-32600…-32603), Agave's where a Solana client expects them (-32002 preflight, -32003
@@ -90,8 +92,21 @@ export const REFUSALS = {
 
 export type RefusalCode = keyof typeof REFUSALS;
 
+/** A budget as a take left it (`RateDecision`'s numbers): what `RateLimit-*` says. */
+export interface RateLimitState {
+  /** Requests per second of the budget (or the cap that refused). */
+  limit: number;
+  remaining: number;
+  /** ms until the budget is full again. */
+  resetMs: number;
+}
+
 export interface RefusalExtras {
-  /** Response headers (Retry-After, RateLimit-*, Allow). */
+  /** Seconds the client should wait before trying again (HTTP: `Retry-After`). */
+  retryAfterS?: number;
+  /** The budget that refused it (a 429; HTTP: `RateLimit-*`). */
+  rate?: RateLimitState;
+  /** HTTP headers of a refusal made by an HTTP route itself (`Allow`, `Upgrade`). */
   headers?: Record<string, string>;
   /** The chain node's simulation result, for a failed preflight (JSON-RPC `data`). */
   simulation?: { err: unknown; logs: string[] | null };
@@ -101,6 +116,8 @@ export interface RefusalExtras {
 export class Refusal extends Error {
   override readonly name = 'Refusal';
   readonly status: number;
+  readonly retryAfterS: number | undefined;
+  readonly rate: RateLimitState | undefined;
   readonly headers: Record<string, string>;
   readonly simulation: RefusalExtras['simulation'];
   constructor(
@@ -111,6 +128,8 @@ export class Refusal extends Error {
   ) {
     super(REFUSALS[code].message);
     this.status = REFUSALS[code].status;
+    this.retryAfterS = extras.retryAfterS;
+    this.rate = extras.rate;
     this.headers = extras.headers ?? {};
     this.simulation = extras.simulation;
   }

@@ -62,6 +62,6 @@ export function unreplicated(e: Error): Refusal {
   return new Refusal(
     'DELIVERY_FAILED',
     `the transaction was sent to the leader and is recorded and tracked on this node, but the cluster did not store its record (${e.message}): not acknowledged, since the loss of this node's machine could forget it; resending the same signature is safe (it is never recorded or counted twice)`,
-    { headers: { 'Retry-After': String(UNREPLICATED_RETRY_S) } },
+    { retryAfterS: UNREPLICATED_RETRY_S },
   );
 }

@@ -1,11 +1,11 @@
 /**
  * The submission core's pipeline on its own (issue 24 item 7): every refusal code it answers, the
  * order of its steps, and what is charged when — with the real native inspection of real signed
- * transactions, the real store, accounts, native rate buckets and in-flight counter. Only the
- * `Delivery` is a stand-in (the core's one seam to the chain and the leaders): it records what it
- * is asked and answers as each case needs, which no real chain can be made to do on cue (a
- * preflight failure, a first send no leader accepted, a stale view) in a unit test. The same
- * paths are exercised end to end against the local cluster in test/e2e/.
+ * transactions, the real store, accounts, native rate buckets and in-flight counter. Only
+ * delivery (`SendPath`) is a stand-in (the core's one seam to the chain and the leaders): it
+ * records what it is asked and answers as each case needs, which no real chain can be made to do
+ * on cue (a preflight failure, a first send no leader accepted, a stale view) in a unit test. The
+ * same paths are exercised end to end against the local cluster in test/e2e/.
  */
 import { Keypair, PublicKey } from '@solana/web3.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { Accounts } from '../../src/accounts/accounts.js';
 import { InFlight } from '../../src/accounts/in-flight.js';
 import { DEFAULT_PLANS, type PlanTable } from '../../src/accounts/plans.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
-import { DEFAULT_SEND_OPTIONS, DeliveryError, type Accepted, type ChainHealth, type Delivery, type FirstSend } from '../../src/delivery/delivery.js';
+import { DEFAULT_SEND_OPTIONS, DeliveryError, type Accepted, type ChainFacts, type FirstSend, type SendPath } from '../../src/delivery/delivery.js';
 import { inspectTransaction, TipSet } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { SubmissionCore, type Caller } from '../../src/submission/core.js';
@@ -28,7 +28,7 @@ const PLANS: PlanTable = { ...DEFAULT_PLANS, starter: { ...DEFAULT_PLANS.starter
 const MIN_TIP = DEFAULT_PLANS.starter.minTipBp * LPP;
 
 /** What the core asked of the chain, in order, and how to answer. */
-class RecordingDelivery implements Delivery {
+class RecordingDelivery implements SendPath {
   calls: string[] = [];
   accepted_: Accepted[] = [];
   expired = new Set<string>();
@@ -36,20 +36,12 @@ class RecordingDelivery implements Delivery {
   simulation: { err: unknown; logs: string[] | null } | null = null;
   sendFails = false;
   slot = 100;
-  currentSlot(): number {
-    return this.slot;
-  }
-  isBlockhashExpired(blockhash: string): boolean {
-    return this.expired.has(blockhash);
-  }
-  lastValidBlockHeight(): number | null {
-    return 250;
-  }
-  latestBlockhash(): null {
-    return null;
-  }
-  watchSlots(): () => void {
-    return () => {};
+  chainFacts(blockhash: string | null): ChainFacts {
+    return {
+      health: { synced: this.synced, slot: this.slot, slotAgeMs: this.synced ? 10 : 60_000 },
+      blockhashExpired: blockhash !== null && this.expired.has(blockhash),
+      lastValidBlockHeight: blockhash === null ? null : 250,
+    };
   }
   async simulate(): Promise<never> {
     this.calls.push('simulate');
@@ -60,14 +52,11 @@ class RecordingDelivery implements Delivery {
     if (this.sendFails) throw new DeliveryError('no leader accepted the transaction');
     return { slot: 100, reached: 2, held: false };
   }
-  accepted(a: Accepted): void {
+  accepted(a: Accepted): null {
     this.calls.push(`accepted ${a.record.signature.slice(0, 8)}`);
     this.accepted_.push(a);
+    return null;
   }
-  health(): ChainHealth {
-    return { synced: this.synced, slot: 100, slotAgeMs: this.synced ? 10 : 60_000 };
-  }
-  async close(): Promise<void> {}
 }
 
 let tmp: ReturnType<typeof tempDir>;
@@ -229,7 +218,8 @@ describe('SubmissionCore', () => {
   it('answers 429 once the send budget is spent, and once the account has its cap of transactions in flight', async () => {
     limiter.takeSend(who.account, PLANS.starter.maxTps); // the whole budget, spent elsewhere
     const limited = await send().catch((e: unknown) => e);
-    expect(limited).toMatchObject({ code: 'SEND_RATE_LIMITED', headers: { 'Retry-After': expect.any(String), 'RateLimit-Limit': '3' } });
+    // The core says when to come back and which budget refused, as numbers; HTTP renders them (rate-headers.test.ts).
+    expect(limited).toMatchObject({ code: 'SEND_RATE_LIMITED', retryAfterS: 1, rate: { limit: 3, remaining: 0 }, headers: {} });
     expect(delivery.calls).toEqual([]);
     // The cap on transactions in flight is 2 × 3 = 6; a budget that cannot run out, so only the cap refuses.
     core = new SubmissionCore({ plans: PLANS, lamportsPerPoint: LPP, accounts, store, limiter: new RateLimiter({ ...PLANS, starter: { ...PLANS.starter, maxTps: 1000 } }), delivery, inFlight });
@@ -238,6 +228,7 @@ describe('SubmissionCore', () => {
     expect(err).toBeInstanceOf(Refusal);
     expect((err as Refusal).code).toBe('SEND_RATE_LIMITED');
     expect((err as Refusal).reason).toMatch(/6 transactions of this account are in flight \(cap 6\)/);
+    expect(err).toMatchObject({ retryAfterS: 1, rate: { limit: 6, remaining: 0, resetMs: 1000 }, headers: {} });
     expect(inFlight.count(who.account.id)).toBe(6);
   });
 

@@ -1,0 +1,60 @@
+/**
+ * The one `Delivery`, one per thread that serves sends. It is built from the thread's parts, so
+ * the same code runs wherever a request is answered:
+ * - the chain: the engine's leader tracker on the main thread (`Engine.chain`), a
+ *   `ChainViewReplica` refreshed once per slot on an ingress thread;
+ * - the first sender (`first-send.ts`) over the process-wide native QUIC client;
+ * - the chain node's RPC, for a preflight simulation when one is asked;
+ * - the hand-off sink: where an accepted transaction goes (the engine's own hand-over on the main
+ *   thread, the batched hand-off to the main thread on an ingress thread), and what the answer
+ *   waits for under `ackReplication: quorum`.
+ *
+ * The submission core calls it three times a send (`chainFacts`, `firstSend`, `accepted`); the
+ * front ends read the chain through it (`latestBlockhash`, `watchSlots`, `health`).
+ */
+import type { Rpc, SimulationResult } from '../chain/rpc.js';
+import type { LatestBlockhash } from './chain-view.js';
+import type { Accepted, ChainFacts, ChainHealth, ChainSource, Delivery, FirstSend, HandoffSink, SendOptions } from './delivery.js';
+import type { FirstSender } from './first-send.js';
+
+export class ThreadDelivery implements Delivery {
+  constructor(
+    private readonly chain: ChainSource,
+    private readonly first: Pick<FirstSender, 'send'>,
+    private readonly rpc: Pick<Rpc, 'simulationFailure'>,
+    private readonly sink: HandoffSink,
+  ) {}
+
+  chainFacts(blockhash: string | null): ChainFacts {
+    const { chain } = this;
+    return {
+      health: chain.health(),
+      blockhashExpired: blockhash !== null && chain.isBlockhashExpired(blockhash),
+      lastValidBlockHeight: blockhash === null ? null : chain.lastValidBlockHeight(blockhash),
+    };
+  }
+
+  simulate(wire: Buffer): Promise<SimulationResult | null> {
+    return this.rpc.simulationFailure(wire);
+  }
+
+  firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
+    return this.first.send(signature, wire, options, receivedAt);
+  }
+
+  accepted(a: Accepted): Promise<void> | null {
+    return this.sink(a) ?? null;
+  }
+
+  latestBlockhash(): LatestBlockhash | null {
+    return this.chain.latestBlockhash();
+  }
+
+  watchSlots(listener: (slot: number) => void): () => void {
+    return this.chain.onSlot(listener);
+  }
+
+  health(): ChainHealth {
+    return this.chain.health();
+  }
+}

@@ -3,25 +3,44 @@
  * (`src/http/errors.ts` once the API exists), never in handlers.
  */
 
-/** Codes produced by the native transaction core (`native/src/error.rs`). */
-export const TRANSACTION_ERROR_CODES = [
-  'BASE64_INVALID',
-  'TOO_LARGE',
-  'MALFORMED',
-  'UNSUPPORTED_VERSION',
-  'SIGNATURE_COUNT_MISMATCH',
-  'INVALID_HEADER',
-  'TOO_MANY_ACCOUNTS',
-  'INVALID_PROGRAM_INDEX',
-  'INVALID_ACCOUNT_INDEX',
-  'EMPTY_LOOKUP',
-  'UNSIGNED',
-  'SIGNATURE_INVALID',
+/**
+ * The codes of the native transaction core's verdicts (`Code` in `native/src/error.rs`, the one
+ * table of them), each with what it is about: `signature` (signatures missing or not verifying,
+ * which Agave reports as a signature verification failure) or `transaction` (anything else about
+ * the bytes). This is the only TypeScript list of them; `test/unit/native-codes.test.ts` fails
+ * the moment it and the Rust table differ (a code added, renamed or removed on one side).
+ */
+export const TRANSACTION_ERRORS = {
+  BASE64_INVALID: 'transaction',
+  TOO_LARGE: 'transaction',
+  MALFORMED: 'transaction',
+  UNSUPPORTED_VERSION: 'transaction',
+  SIGNATURE_COUNT_MISMATCH: 'signature',
+  INVALID_HEADER: 'transaction',
+  TOO_MANY_ACCOUNTS: 'transaction',
+  INVALID_PROGRAM_INDEX: 'transaction',
+  INVALID_ACCOUNT_INDEX: 'transaction',
+  EMPTY_LOOKUP: 'transaction',
+  UNSIGNED: 'signature',
+  SIGNATURE_INVALID: 'signature',
+} as const satisfies Record<string, 'transaction' | 'signature'>;
+
+export type TransactionErrorCode = keyof typeof TRANSACTION_ERRORS;
+export const TRANSACTION_ERROR_CODES = Object.keys(TRANSACTION_ERRORS) as readonly TransactionErrorCode[];
+
+/**
+ * Codes the native process-wide shared state throws (`overlay`, `accountSlot`, `usage` in
+ * `src/native.ts`; the same Rust table): bugs of the caller, never a client's refusal.
+ */
+export const NATIVE_STATE_ERROR_CODES = [
+  'OVERLAY_KEY_TOO_LARGE',
+  'OVERLAY_VALUE_TOO_LARGE',
+  'ACCOUNT_SLOTS_FULL',
+  'USAGE_INDEX_OUT_OF_RANGE',
+  'USAGE_INVALID_VALUE',
 ] as const;
 
-export type TransactionErrorCode = (typeof TRANSACTION_ERROR_CODES)[number];
-
-/** Codes of the service itself. */
+/** Codes of the service itself (`BASE58_INVALID` is the native table's too: `base58Decode`). */
 export const SERVICE_ERROR_CODES = ['BASE58_INVALID', 'CONFIG_INVALID', 'BUCKET_INVALID'] as const;
 export type ServiceErrorCode = (typeof SERVICE_ERROR_CODES)[number];
 
@@ -47,5 +66,5 @@ export class LandfallError extends Error {
 }
 
 export function isTransactionErrorCode(code: string): code is TransactionErrorCode {
-  return (TRANSACTION_ERROR_CODES as readonly string[]).includes(code);
+  return Object.hasOwn(TRANSACTION_ERRORS, code);
 }

@@ -16,71 +16,31 @@ export type { Inspection } from '../native/index.js';
 export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons } from '../native/index.js';
 export type { QuicFaults, ReceivedTransaction, ServerStats } from '../native/index.js';
 
-/** A transaction that passed framing, sanitize and signature verification. */
-export interface VerifiedTransaction {
-  signature: string;
-  numSignatures: number;
-  feePayer: string;
-  recentBlockhash: string;
-  version: 'legacy' | 'v0';
-  tipLamports: bigint;
-  tipTransfers: number;
-  tipAccount: string | undefined;
-  transfersViaLookup: number;
-  durableNonce: boolean;
-  /**
-   * The durable nonce account, base58, when `durableNonce`: the first instruction's account 0,
-   * as the validator reads it (a static key; SIMD-0242: one loaded from a lookup table does not
-   * make a durable-nonce transaction).
-   */
-  nonceAccount: string | undefined;
-  computeUnitLimit: number | undefined;
-  computeUnitPrice: bigint | undefined;
-  size: number;
-  /** Byte offsets in the wire of the first signature (64 bytes) and the recent blockhash (32). */
-  signatureOffset: number;
-  blockhashOffset: number;
-  /** Wire bytes (present when the input was base64 text). */
-  wire: Buffer | undefined;
-}
+/**
+ * A transaction that passed framing, sanitize and signature verification: the addon's own object,
+ * handed on as it is. Its fields are defined once, in `native/src/node.rs` (`VerifiedTransaction`),
+ * and this type is the one napi-rs generates from it (`native/index.d.ts`).
+ */
+export type VerifiedTransaction = addon.VerifiedTransaction;
 
 export type InspectResult =
   | { ok: true; tx: VerifiedTransaction }
   | { ok: false; error: LandfallError };
 
-/** Map the native verdict to the TypeScript shape: the single place this conversion happens. */
+/**
+ * Map the native verdict to the TypeScript shape: the single place this happens. An accepted
+ * transaction's `tx` goes through untouched (no copy); a refusal becomes a `LandfallError` with
+ * the native code.
+ */
 export function toResult(i: Inspection): InspectResult {
-  if (!i.ok) {
-    const e = i.error!;
-    return {
-      ok: false,
-      error: new LandfallError(e.code as TransactionErrorCode, e.message, {
-        ...(e.offset !== undefined && { offset: e.offset }),
-        ...(e.index !== undefined && { index: e.index }),
-      }),
-    };
-  }
+  if (i.ok) return { ok: true, tx: i.tx! };
+  const e = i.error!;
   return {
-    ok: true,
-    tx: {
-      signature: i.signature!,
-      numSignatures: i.numSignatures!,
-      feePayer: i.feePayer!,
-      recentBlockhash: i.recentBlockhash!,
-      version: i.version as 'legacy' | 'v0',
-      tipLamports: i.tipLamports!,
-      tipTransfers: i.tipTransfers!,
-      tipAccount: i.tipAccount ?? undefined,
-      transfersViaLookup: i.transfersViaLookup!,
-      durableNonce: i.durableNonce!,
-      nonceAccount: i.nonceAccount ?? undefined,
-      computeUnitLimit: i.computeUnitLimit ?? undefined,
-      computeUnitPrice: i.computeUnitPrice ?? undefined,
-      size: i.size!,
-      signatureOffset: i.signatureOffset!,
-      blockhashOffset: i.blockhashOffset!,
-      wire: i.wire ?? undefined,
-    },
+    ok: false,
+    error: new LandfallError(e.code as TransactionErrorCode, e.message, {
+      ...(e.offset !== undefined && { offset: e.offset }),
+      ...(e.index !== undefined && { index: e.index }),
+    }),
   };
 }
 
@@ -203,8 +163,8 @@ export const buckets = {
 // ---- process-wide shared state --------------------------------------------------------------
 // Native statics shared by every worker thread of the process: what one thread writes, the
 // others read at once, with no message between them. Errors thrown here carry a stable `code`
-// from native/src/error.rs (OVERLAY_KEY_TOO_LARGE, OVERLAY_VALUE_TOO_LARGE, ACCOUNT_SLOTS_FULL,
-// USAGE_INDEX_OUT_OF_RANGE, USAGE_INVALID_VALUE); they are bugs of the caller, not refusals.
+// of native/src/error.rs (`NATIVE_STATE_ERROR_CODES` in src/errors.ts); they are bugs of the
+// caller, not refusals.
 
 /**
  * The process-wide status overlay: read-your-writes across worker threads before LMDB commits.

@@ -103,9 +103,10 @@ export async function startFloor(opts: FloorOptions): Promise<Floor> {
         return refuse(res, '400 Bad Request', 'Invalid JSON');
       }
       if (typeof transaction !== 'string') return refuse(res, '400 Bad Request', 'Invalid transaction');
-      const r = inspect(transaction, tips);
-      if (!r.ok) return refuse(res, '400 Bad Request', `Invalid transaction: ${r.error?.message ?? ''}`);
-      if ((r.tipLamports ?? 0n) < opts.minTipLamports) return refuse(res, '402 Payment Required', 'Tip insufficient');
+      const v = inspect(transaction, tips);
+      if (!v.ok) return refuse(res, '400 Bad Request', `Invalid transaction: ${v.error?.message ?? ''}`);
+      const r = v.tx!;
+      if (r.tipLamports < opts.minTipLamports) return refuse(res, '402 Payment Required', 'Tip insufficient');
       const wire = r.wire!;
       const sentIn = slot;
       void client.sendFirst(targets, wire, FIRST_SEND_BUDGET_MS).then(
@@ -113,7 +114,7 @@ export async function startFloor(opts: FloorOptions): Promise<Floor> {
           if (aborted) return;
           if (sent.target === null) return refuse(res, '500 Internal Server Error', 'Delivery failed');
           flights.push({ wire, roundsLeft: ROUNDS, lastSlot: sentIn });
-          res.cork(() => res.writeHeader('content-type', 'application/json').end(`{"success":true,"signature":"${r.signature!}","slot":${sentIn}}`));
+          res.cork(() => res.writeHeader('content-type', 'application/json').end(`{"success":true,"signature":"${r.signature}","slot":${sentIn}}`));
         },
         () => aborted || refuse(res, '500 Internal Server Error', 'Delivery failed'),
       );

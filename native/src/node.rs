@@ -18,9 +18,8 @@ pub use crate::error::JsCode;
 /// Why a transaction was refused: a stable `code` and the precise, human-readable `message`.
 #[napi(object)]
 pub struct InspectError {
-    /// Stable code: BASE64_INVALID, TOO_LARGE, MALFORMED, UNSUPPORTED_VERSION,
-    /// SIGNATURE_COUNT_MISMATCH, INVALID_HEADER, TOO_MANY_ACCOUNTS, INVALID_PROGRAM_INDEX,
-    /// INVALID_ACCOUNT_INDEX, EMPTY_LOOKUP, UNSIGNED, SIGNATURE_INVALID.
+    /// Stable code: one of the transaction codes of `error::Code` (`Code::as_str`, the one table
+    /// of them; `test/unit/native-codes.test.ts` holds `src/errors.ts` to it).
     pub code: String,
     pub message: String,
     /// Byte offset in the decoded transaction, where it applies.
@@ -29,42 +28,54 @@ pub struct InspectError {
     pub index: Option<u32>,
 }
 
-/// The verdict on one transaction. When `ok` is false only `error` is set.
+/// The verdict on one transaction: `tx` when `ok`, `error` when not (never both).
+///
+/// This is the one definition of what an inspection tells JavaScript: `src/native.ts` hands
+/// `tx` on as it is (its TypeScript type is the generated `VerifiedTransaction`), so a field is
+/// added here and nowhere else.
 #[napi(object)]
 pub struct Inspection {
     pub ok: bool,
     pub error: Option<InspectError>,
+    pub tx: Option<VerifiedTransaction>,
+}
+
+/// A transaction that passed framing, sanitize and signature verification, and what the
+/// service needs of it.
+#[napi(object)]
+pub struct VerifiedTransaction {
     /// First signature, base58: the transaction's id.
-    pub signature: Option<String>,
-    pub num_signatures: Option<u32>,
+    pub signature: String,
+    pub num_signatures: u32,
     /// Fee payer (first static key), base58.
-    pub fee_payer: Option<String>,
+    pub fee_payer: String,
     /// Recent blockhash (or durable nonce value), base58.
-    pub recent_blockhash: Option<String>,
+    pub recent_blockhash: String,
     /// Byte offsets of the first signature (64 bytes) and of the recent blockhash (32 bytes) in
     /// the wire: the status record's key and value take those bytes in place (no base58 again).
-    pub signature_offset: Option<u32>,
-    pub blockhash_offset: Option<u32>,
-    /// "legacy" or "v0".
-    pub version: Option<String>,
+    pub signature_offset: u32,
+    pub blockhash_offset: u32,
+    #[napi(ts_type = "'legacy' | 'v0'")]
+    pub version: String,
     /// Sum of System transfers to tip addresses, in lamports.
-    pub tip_lamports: Option<BigInt>,
+    pub tip_lamports: BigInt,
     /// Number of tip transfers found.
-    pub tip_transfers: Option<u32>,
+    pub tip_transfers: u32,
     /// The first tip address paid, base58.
     pub tip_account: Option<String>,
     /// System transfers whose destination comes from an address lookup table (not counted).
-    pub transfers_via_lookup: Option<u32>,
+    pub transfers_via_lookup: u32,
     /// First instruction is AdvanceNonceAccount: the transaction does not expire by blockhash.
-    pub durable_nonce: Option<bool>,
+    pub durable_nonce: bool,
     /// The durable nonce account, base58: the first instruction's account 0, as the validator
-    /// reads it (a static key). Set only when `durable_nonce` is.
+    /// reads it (a static key; SIMD-0242: one loaded from a lookup table does not make a
+    /// durable-nonce transaction). Set only when `durable_nonce` is.
     pub nonce_account: Option<String>,
     pub compute_unit_limit: Option<u32>,
     /// Micro-lamports per compute unit.
     pub compute_unit_price: Option<BigInt>,
     /// Decoded length in bytes.
-    pub size: Option<u32>,
+    pub size: u32,
     /// The decoded wire bytes (set when the input was base64 text).
     pub wire: Option<Buffer>,
 }
@@ -83,30 +94,32 @@ fn to_inspection(
         Ok(rep) => Inspection {
             ok: true,
             error: None,
-            signature: Some(b58(&rep.signature)),
-            num_signatures: Some(rep.num_signatures.into()),
-            fee_payer: Some(b58(&rep.fee_payer)),
-            recent_blockhash: Some(b58(&rep.recent_blockhash)),
-            signature_offset: Some(rep.signature_offset as u32),
-            blockhash_offset: Some(rep.blockhash_offset as u32),
-            version: Some(match rep.version {
-                Version::Legacy => "legacy".into(),
-                Version::V0 => "v0".into(),
+            tx: Some(VerifiedTransaction {
+                signature: b58(&rep.signature),
+                num_signatures: rep.num_signatures.into(),
+                fee_payer: b58(&rep.fee_payer),
+                recent_blockhash: b58(&rep.recent_blockhash),
+                signature_offset: rep.signature_offset as u32,
+                blockhash_offset: rep.blockhash_offset as u32,
+                version: match rep.version {
+                    Version::Legacy => "legacy".into(),
+                    Version::V0 => "v0".into(),
+                },
+                tip_lamports: BigInt::from(rep.scan.tip_lamports),
+                tip_transfers: rep.scan.tip_transfers,
+                tip_account: rep
+                    .scan
+                    .first_tip_account
+                    .and_then(|i| tips.keys().get(i as usize))
+                    .map(|k| b58(k)),
+                transfers_via_lookup: rep.scan.transfers_via_lookup,
+                durable_nonce: rep.scan.durable_nonce,
+                nonce_account: rep.scan.nonce_account.map(|k| b58(&k)),
+                compute_unit_limit: rep.scan.compute_unit_limit,
+                compute_unit_price: rep.scan.compute_unit_price.map(BigInt::from),
+                size: rep.len as u32,
+                wire: wire.map(|w| Buffer::from(w.to_vec())),
             }),
-            tip_lamports: Some(BigInt::from(rep.scan.tip_lamports)),
-            tip_transfers: Some(rep.scan.tip_transfers),
-            tip_account: rep
-                .scan
-                .first_tip_account
-                .and_then(|i| tips.keys().get(i as usize))
-                .map(|k| b58(k)),
-            transfers_via_lookup: Some(rep.scan.transfers_via_lookup),
-            durable_nonce: Some(rep.scan.durable_nonce),
-            nonce_account: rep.scan.nonce_account.map(|k| b58(&k)),
-            compute_unit_limit: rep.scan.compute_unit_limit,
-            compute_unit_price: rep.scan.compute_unit_price.map(BigInt::from),
-            size: Some(rep.len as u32),
-            wire: wire.map(|w| Buffer::from(w.to_vec())),
         },
         Err(e) => Inspection {
             ok: false,
@@ -116,23 +129,7 @@ fn to_inspection(
                 offset: e.offset,
                 index: e.index,
             }),
-            signature: None,
-            num_signatures: None,
-            fee_payer: None,
-            recent_blockhash: None,
-            signature_offset: None,
-            blockhash_offset: None,
-            version: None,
-            tip_lamports: None,
-            tip_transfers: None,
-            tip_account: None,
-            transfers_via_lookup: None,
-            durable_nonce: None,
-            nonce_account: None,
-            compute_unit_limit: None,
-            compute_unit_price: None,
-            size: None,
-            wire: None,
+            tx: None,
         },
     }
 }

@@ -21,6 +21,7 @@ import {
   type TransactionPage,
 } from './types.js';
 import { toBase64, type TransactionInput } from './wire-tx.js';
+import { SEND_OPTIONS } from './wire.js';
 
 export interface LandfallClientOptions {
   /**
@@ -90,9 +91,12 @@ function retryAfterMs(v: string | undefined): number | null {
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
+/** The send options under their wire names (`SEND_OPTIONS`); those left undefined are not sent. */
 function wireOptions(o: SendOptions | undefined): Record<string, unknown> | undefined {
   if (!o) return undefined;
-  return { skip_preflight: o.skipPreflight, max_retries: o.maxRetries, anti_mev: o.antiMev, deadline_slot: o.deadlineSlot, rebroadcast_until_expiry: o.rebroadcastUntilExpiry };
+  const wire: Record<string, unknown> = {};
+  for (const [name, { field }] of Object.entries(SEND_OPTIONS)) wire[name] = o[field];
+  return wire;
 }
 
 /**

@@ -3,7 +3,7 @@
  * the wire's snake_case field names (spec §2), so a record from the client, from `curl` and from
  * the stream is the same object (the stream's adds the tip and the slot at acceptance).
  */
-import type { StatusRecord as StatusJson } from './wire.js';
+import type { SendOptionValues, StatusRecord as StatusJson } from './wire.js';
 export type {
   AccountRecord,
   BatchItem,
@@ -23,25 +23,11 @@ export type {
   TransactionPage,
 } from './wire.js';
 
-/** Spec §2.1, in camelCase; omitted fields take the service's defaults. */
-export interface SendOptions {
-  /** Skip preflight simulation (service default true). */
-  skipPreflight?: boolean;
-  /** Rebroadcast rounds after the first send, 0..10 (service default 3). */
-  maxRetries?: number;
-  /** Never deliver to a blocklisted leader (service default true). */
-  antiMev?: boolean;
-  /**
-   * Land by this slot or not at all: Landfall sends no round after it, and once it has passed the
-   * status says `expired` with `deadline_passed` (a slot already passed is refused, 400).
-   */
-  deadlineSlot?: number;
-  /**
-   * Rebroadcast until the blockhash expires — a round every slot for the first leader window,
-   * then one per leader window (4 slots) — rather than `maxRetries` rounds (service default false).
-   */
-  rebroadcastUntilExpiry?: boolean;
-}
+/**
+ * Spec §2.1, in camelCase; omitted fields take the service's defaults. One field per entry of
+ * `SEND_OPTIONS` (`wire.ts`), where each option, its default and its meaning are defined.
+ */
+export type SendOptions = Partial<SendOptionValues>;
 
 /**
  * A status record as the client hands it out: `status()` and `waitForConfirmation()` give the

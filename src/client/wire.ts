@@ -207,6 +207,90 @@ export interface AccountRecord {
   lamports_per_point: number;
 }
 
+/**
+ * The send options (spec §2.1), defined once: for each wire name (snake_case, the key of
+ * `options` in `POST /v1/send` and `/v1/send/batch`), its camelCase `field` (the client's
+ * `SendOptions`, and the service's validated options), its JSON Schema (`type`, bounds, the
+ * service's `default`, the description the OpenAPI document carries), and the spellings a client
+ * most likely meant by an unknown key (`meant`: folded to lower case without `_`, `-` or spaces;
+ * the field's own spelling is always recognised), and, where the schema's words would not say it
+ * well, what a refusal says the value `must` be.
+ *
+ * Everything else is derived from this table: the client's `SendOptions` type and what it puts
+ * on the wire, the service's `SendOptions` and `DEFAULT_SEND_OPTIONS`, the REST validation and
+ * its refusals (`src/submission/options.ts`), the OpenAPI document's `SendOptions` schema, and
+ * the hint that a stray body field belongs inside `options`. A new option is one entry here, the
+ * code that acts on it, and its row in docs/api.md (docs/native.md, "What crosses the boundary, defined once").
+ */
+export const SEND_OPTIONS = {
+  /** Skip preflight simulation (service default true). */
+  skip_preflight: {
+    field: 'skipPreflight',
+    schema: { type: 'boolean', default: true, description: 'false: simulate through the chain node first (a failure is 400)' },
+    meant: ['preflight', 'skippreflights'],
+  },
+  /** Rebroadcast rounds after the first send, 0..10 (service default 3). */
+  max_retries: {
+    field: 'maxRetries',
+    schema: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 10,
+      default: 3,
+      description:
+        "Rebroadcast rounds after the first send, spread over the blockhash's life (the first in the next slot, the last near its last valid block height); they stop once the transaction is known landed",
+    },
+    meant: ['maxretry', 'retries'],
+  },
+  /** Never deliver to a blocklisted leader (service default true). */
+  anti_mev: {
+    field: 'antiMev',
+    schema: { type: 'boolean', default: true, description: 'Never deliver to a leader on the validator blocklist' },
+    meant: ['antimevprotection', 'mev', 'mevprotection'],
+  },
+  /**
+   * Land by this slot or not at all: Landfall sends no round after it, and once it has passed the
+   * status says `expired` with `deadline_passed` (a slot already passed is refused, 400).
+   */
+  deadline_slot: {
+    field: 'deadlineSlot',
+    schema: {
+      type: ['integer', 'null'],
+      minimum: 0,
+      default: null,
+      description:
+        'Land by this slot or not at all: no rebroadcast round after it; once it is 2 slots behind the cluster and the transaction has not landed, the status is expired with deadline_passed (the trace: final_state deadline_passed). A slot already passed is refused (400)',
+    },
+    meant: ['deadline', 'landby', 'landbyslot'],
+    must: 'a slot number (a non-negative integer) or null',
+  },
+  /**
+   * Rebroadcast until the blockhash expires — a round every slot for the first leader window,
+   * then one per leader window (4 slots) — rather than `maxRetries` rounds (service default false).
+   */
+  rebroadcast_until_expiry: {
+    field: 'rebroadcastUntilExpiry',
+    schema: {
+      type: 'boolean',
+      default: false,
+      description:
+        'true: rebroadcast until the blockhash expires (or the transaction lands, fails, or its deadline_slot passes) — a round every slot for the first leader window, then one per leader window (4 slots) — instead of max_retries rounds; about 40 writes over a fresh blockhash',
+    },
+    meant: ['untilexpiry', 'retryuntilexpiry', 'rebroadcastuntilexpired', 'retryuntilexpired'],
+  },
+} as const;
+
+/** A send option's wire name (`skip_preflight`, …). */
+export type SendOptionName = keyof typeof SEND_OPTIONS;
+
+/** The value a send option's JSON Schema `type` admits. */
+type SchemaValue<T> = T extends 'boolean' ? boolean : T extends 'integer' ? number : T extends 'null' ? null : T extends readonly (infer U)[] ? SchemaValue<U> : never;
+
+/** Every send option by its camelCase `field`, with its value's type: the options as code uses them. */
+export type SendOptionValues = {
+  -readonly [K in SendOptionName as (typeof SEND_OPTIONS)[K]['field']]: SchemaValue<(typeof SEND_OPTIONS)[K]['schema']['type']>;
+};
+
 /** The percentiles reported. */
 export const TIP_PERCENTILES = [25, 50, 75, 95, 99] as const;
 export type TipPercentile = (typeof TIP_PERCENTILES)[number];

@@ -13,25 +13,24 @@
  * main thread as its sink (never a per-transaction message on the latency path).
  */
 import type { SimulationResult } from '../chain/rpc.js';
+import { SEND_OPTIONS, type SendOptionValues } from '../client/wire.js';
 import type { ChainHealth, LatestBlockhash } from './chain-view.js';
 import type { StatusRecord } from '../store/records.js';
 import type { PackedAttempts } from './trace.js';
 
 export type { ChainHealth, ChainSource } from './chain-view.js';
 
-/** Send options of spec §2.1, validated, with their defaults applied. */
-export interface SendOptions {
-  skipPreflight: boolean;
-  maxRetries: number;
-  antiMev: boolean;
-  /** Land by this slot or not at all: no round after it, and the status says "deadline passed". */
-  deadlineSlot: number | null;
-  /** `rebroadcast_until_expiry`: rounds until the blockhash expires (one per leader window), not `maxRetries` of them. */
-  rebroadcastUntilExpiry: boolean;
-}
+/**
+ * Send options of spec §2.1, validated, with their defaults applied: one field per entry of
+ * `SEND_OPTIONS` (`src/client/wire.ts`, where each option is defined once, with its meaning).
+ */
+export type SendOptions = SendOptionValues;
 
-export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze({ skipPreflight: true, maxRetries: 3, antiMev: true, deadlineSlot: null, rebroadcastUntilExpiry: false });
-export const MAX_RETRIES_LIMIT = 10;
+/** Every option at the default its `SEND_OPTIONS` schema gives. */
+export const DEFAULT_SEND_OPTIONS: SendOptions = Object.freeze(
+  Object.fromEntries(Object.values(SEND_OPTIONS).map((o) => [o.field, o.schema.default])) as SendOptions,
+);
+export const MAX_RETRIES_LIMIT: number = SEND_OPTIONS.max_retries.schema.maximum;
 
 export interface FirstSend {
   /** Cluster slot at submission. */

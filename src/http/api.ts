@@ -22,7 +22,7 @@ import type { StoreHealthView } from '../store/store-health.js';
 import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import { SubmissionCore, type Caller } from '../submission/core.js';
-import { MAX_BATCH, parseSendOptions } from '../submission/options.js';
+import { MAX_BATCH, namesSendOption, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
 import { RenderedText } from '../telemetry/rendered-text.js';
 import { Telemetry } from '../telemetry/telemetry.js';
@@ -90,8 +90,7 @@ const BATCH_FIELDS = ['transactions', 'options'] as const;
 function onlyFields(body: Record<string, unknown>, allowed: readonly string[], code: 'TX_INVALID' | 'REQUEST_INVALID'): void {
   for (const k in body) {
     if (allowed.includes(k)) continue;
-    const folded = k.toLowerCase().replace(/[-_]/g, '');
-    const option = folded === 'skippreflight' || folded === 'maxretries' || folded === 'antimev';
+    const option = namesSendOption(k);
     throw new Refusal(code, `unknown field ${JSON.stringify(k)}${option ? ' (send options go inside "options")' : ''}; the body takes ${allowed.join(' and ')}`);
   }
 }

@@ -161,13 +161,12 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
   }
   // preflightCommitment and minContextSlot are accepted and ignored: preflight runs at the
   // service's own commitment, and the service's slot is the chain's, not a lagging node's.
+  // Every option Agave's config has no word for takes the service's default.
   const opts: SendOptions = {
+    ...DEFAULT_SEND_OPTIONS,
     skipPreflight,
     // A node retries until expiry however large maxRetries is; Landfall caps its rounds.
     maxRetries: Math.min(maxRetries, MAX_RETRIES_LIMIT),
-    antiMev: DEFAULT_SEND_OPTIONS.antiMev,
-    deadlineSlot: null,
-    rebroadcastUntilExpiry: false,
   };
   if (encoding === 'base64') return { r: inspectTransaction(encoded, tips), opts };
   if (encoded.length > MAX_BASE58_LENGTH) {

@@ -32,6 +32,7 @@ import type {
   TipFloorRecord,
   TipFloorWindow,
 } from '../client/wire.js';
+import { SEND_OPTIONS } from '../client/wire.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import type { StoreHealthView } from '../store/store-health.js';
 import { MAX_BATCH, MAX_RETRIES_LIMIT } from '../submission/options.js';
@@ -900,24 +901,8 @@ export const OPENAPI: OpenApiDocument = {
         type: 'object',
         additionalProperties: false,
         description: 'Send options (spec §2.1); all optional',
-        properties: {
-          skip_preflight: { type: 'boolean', default: true, description: 'false: simulate through the chain node first (a failure is 400)' },
-          max_retries: { type: 'integer', minimum: 0, maximum: MAX_RETRIES_LIMIT, default: 3, description: 'Rebroadcast rounds after the first send, spread over the blockhash\'s life (the first in the next slot, the last near its last valid block height); they stop once the transaction is known landed' },
-          anti_mev: { type: 'boolean', default: true, description: 'Never deliver to a leader on the validator blocklist' },
-          deadline_slot: {
-            type: ['integer', 'null'],
-            minimum: 0,
-            default: null,
-            description:
-              'Land by this slot or not at all: no rebroadcast round after it; once it is 2 slots behind the cluster and the transaction has not landed, the status is expired with deadline_passed (the trace: final_state deadline_passed). A slot already passed is refused (400)',
-          },
-          rebroadcast_until_expiry: {
-            type: 'boolean',
-            default: false,
-            description:
-              'true: rebroadcast until the blockhash expires (or the transaction lands, fails, or its deadline_slot passes) — a round every slot for the first leader window, then one per leader window (4 slots) — instead of max_retries rounds; about 40 writes over a fresh blockhash',
-          },
-        },
+        // Each option's schema as `SEND_OPTIONS` (src/client/wire.ts) defines it: the one table.
+        properties: Object.fromEntries(Object.entries(SEND_OPTIONS).map(([name, o]) => [name, o.schema as Schema])),
       },
       SendRequest: {
         type: 'object',

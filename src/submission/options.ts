@@ -1,8 +1,10 @@
 /**
- * The spec's limits (§8) and the send options (§2.1), each defined once: REST, JSON-RPC and the
- * OpenAPI document all read them from here.
+ * The spec's limits (§8), and the REST validation of the send options (§2.1): the options
+ * themselves are defined once, in `SEND_OPTIONS` (`src/client/wire.ts`), and every check and
+ * refusal here is read from that table, as the OpenAPI document's schema and the client are.
  */
 import { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT, type SendOptions } from '../delivery/delivery.js';
+import { SEND_OPTIONS, type SendOptionName } from '../client/wire.js';
 import { Refusal } from './refusals.js';
 
 export { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT, type SendOptions };
@@ -10,27 +12,55 @@ export { DEFAULT_SEND_OPTIONS, MAX_RETRIES_LIMIT, type SendOptions };
 /** Transactions per `POST /v1/send/batch` (spec §4.2), and calls per JSON-RPC batch. */
 export const MAX_BATCH = 100;
 
-/** The REST option names (spec §2.1). */
-const OPTION_KEYS = ['skip_preflight', 'max_retries', 'anti_mev', 'deadline_slot', 'rebroadcast_until_expiry'] as const;
+/** The REST option names (spec §2.1), in the table's order. */
+export const OPTION_KEYS = Object.keys(SEND_OPTIONS) as readonly SendOptionName[];
+
+/** Lower case without `_`, `-` or spaces: how an unknown key is compared with the names. */
+const foldOptionKey = (key: string): string => key.toLowerCase().replace(/[-_\s]/g, '');
+
+/**
+ * Whether `key` names a send option, in any spelling (`deadline_slot`, `deadlineSlot`): a body
+ * field that does is told it belongs inside `options`.
+ */
+export function namesSendOption(key: string): boolean {
+  const folded = foldOptionKey(key);
+  return OPTION_KEYS.some((k) => foldOptionKey(k) === folded);
+}
 
 /**
  * What a client most likely meant by an unknown option key: the camelCase spellings Solana
- * clients use, and near misses. A silently ignored `skipPreflight` is worse than an error.
+ * clients use, and near misses (each option's `meant` in `SEND_OPTIONS`). A silently ignored
+ * `skipPreflight` is worse than an error.
  */
 function likelyMeant(key: string): string | null {
-  const folded = key.toLowerCase().replace(/[-_\s]/g, '');
-  for (const k of OPTION_KEYS) if (k.replace(/_/g, '') === folded) return k;
-  if (folded === 'maxretry' || folded === 'retries') return 'max_retries';
-  if (folded === 'preflight' || folded === 'skippreflights') return 'skip_preflight';
-  if (folded === 'antimevprotection' || folded === 'mev' || folded === 'mevprotection') return 'anti_mev';
-  if (folded === 'deadline' || folded === 'landby' || folded === 'landbyslot') return 'deadline_slot';
-  if (folded === 'untilexpiry' || folded === 'retryuntilexpiry' || folded === 'rebroadcastuntilexpired' || folded === 'retryuntilexpired') return 'rebroadcast_until_expiry';
+  const folded = foldOptionKey(key);
+  for (const k of OPTION_KEYS) if (foldOptionKey(k) === folded || (SEND_OPTIONS[k].meant as readonly string[]).includes(folded)) return k;
   return null;
+}
+
+/** What an option's value must be, as a refusal says it. */
+function mustBe(k: SendOptionName): string {
+  const o: { must?: string; schema: { type: string | readonly string[]; minimum?: number; maximum?: number } } = SEND_OPTIONS[k];
+  if (o.must !== undefined) return o.must;
+  if (o.schema.type === 'boolean') return 'a boolean';
+  return `an integer ${o.schema.minimum ?? 0}..${o.schema.maximum ?? '∞'}`;
+}
+
+/** The option `k`'s value `v` checked against its schema, or `undefined` if it does not fit. */
+function valueOf(k: SendOptionName, v: unknown): unknown {
+  const s: { type: string | readonly string[]; minimum?: number; maximum?: number } = SEND_OPTIONS[k].schema;
+  const types = typeof s.type === 'string' ? [s.type] : s.type;
+  if (v === null && types.includes('null')) return null;
+  if (typeof v === 'boolean' && types.includes('boolean')) return v;
+  if (typeof v === 'number' && types.includes('integer') && Number.isSafeInteger(v) && v >= (s.minimum ?? -Infinity) && v <= (s.maximum ?? Infinity)) return v;
+  return undefined;
 }
 
 /**
  * Validate the REST `options` object (absent or null = every default). Unknown keys and wrong
- * types are refused with a reason naming the key (docs/decisions.md, "Faults").
+ * types are refused with a reason naming the key (docs/decisions.md, "Faults"). Every check comes
+ * from the option's entry in `SEND_OPTIONS`; an object of defaults only is `DEFAULT_SEND_OPTIONS`
+ * itself.
  */
 export function parseSendOptions(v: unknown): SendOptions {
   if (v === undefined || v === null) return DEFAULT_SEND_OPTIONS;
@@ -44,34 +74,15 @@ export function parseSendOptions(v: unknown): SendOptions {
       `unknown option ${JSON.stringify(key)}${meant ? ` (did you mean "${meant}"?)` : ''}; options are ${OPTION_KEYS.join(', ')}`,
     );
   }
-  const bool = (k: 'skip_preflight' | 'anti_mev' | 'rebroadcast_until_expiry', d: boolean): boolean => {
-    if (o[k] === undefined) return d;
-    if (typeof o[k] !== 'boolean') throw new Refusal('TX_OPTIONS', `options.${k} must be a boolean`);
-    return o[k] as boolean;
-  };
-  let maxRetries = DEFAULT_SEND_OPTIONS.maxRetries;
-  if (o.max_retries !== undefined) {
-    const m = o.max_retries;
-    if (typeof m !== 'number' || !Number.isInteger(m) || m < 0 || m > MAX_RETRIES_LIMIT) {
-      throw new Refusal('TX_OPTIONS', `options.max_retries must be an integer 0..${MAX_RETRIES_LIMIT}`);
-    }
-    maxRetries = m;
+  let out: Record<string, unknown> | null = null;
+  for (const k of OPTION_KEYS) {
+    if (o[k] === undefined) continue;
+    const value = valueOf(k, o[k]);
+    if (value === undefined) throw new Refusal('TX_OPTIONS', `options.${k} must be ${mustBe(k)}`);
+    const { field } = SEND_OPTIONS[k];
+    if (value === DEFAULT_SEND_OPTIONS[field]) continue;
+    out ??= { ...DEFAULT_SEND_OPTIONS };
+    out[field] = value;
   }
-  const skipPreflight = bool('skip_preflight', DEFAULT_SEND_OPTIONS.skipPreflight);
-  const antiMev = bool('anti_mev', DEFAULT_SEND_OPTIONS.antiMev);
-  const rebroadcastUntilExpiry = bool('rebroadcast_until_expiry', DEFAULT_SEND_OPTIONS.rebroadcastUntilExpiry);
-  const deadlineSlot = o.deadline_slot ?? null;
-  if (deadlineSlot !== null && (typeof deadlineSlot !== 'number' || !Number.isSafeInteger(deadlineSlot) || deadlineSlot < 0)) {
-    throw new Refusal('TX_OPTIONS', 'options.deadline_slot must be a slot number (a non-negative integer) or null');
-  }
-  if (
-    skipPreflight === DEFAULT_SEND_OPTIONS.skipPreflight &&
-    antiMev === DEFAULT_SEND_OPTIONS.antiMev &&
-    maxRetries === DEFAULT_SEND_OPTIONS.maxRetries &&
-    deadlineSlot === null &&
-    !rebroadcastUntilExpiry
-  ) {
-    return DEFAULT_SEND_OPTIONS;
-  }
-  return { skipPreflight, maxRetries, antiMev, deadlineSlot, rebroadcastUntilExpiry };
+  return out === null ? DEFAULT_SEND_OPTIONS : (out as SendOptions);
 }

@@ -10,6 +10,7 @@
  * (-32600…-32603), Agave's where a Solana client expects them (-32002 preflight, -32003
  * signature), and Landfall's in the server-error range -32050…-32099.
  */
+import { isTransactionErrorCode, TRANSACTION_ERRORS } from '../errors.js';
 
 /** The spec's messages (§4), one constant each. */
 export const MSG = {
@@ -140,10 +141,12 @@ export class Refusal extends Error {
   }
 }
 
-/** Native verdict codes Agave reports as a signature verification failure. */
-const SIGNATURE_CODES = new Set(['SIGNATURE_INVALID', 'UNSIGNED', 'SIGNATURE_COUNT_MISMATCH']);
-
-/** The refusal of a transaction the native core rejected with `nativeCode`. */
+/**
+ * The refusal of a transaction the native core rejected with `nativeCode`: a signature code
+ * (`TRANSACTION_ERRORS`, the one list of the native codes) is what Agave reports as a signature
+ * verification failure.
+ */
 export function invalidTransaction(nativeCode: string, detail: string): Refusal {
-  return new Refusal(SIGNATURE_CODES.has(nativeCode) ? 'TX_SIGNATURE' : 'TX_INVALID', `${nativeCode}: ${detail}`);
+  const signature = isTransactionErrorCode(nativeCode) && TRANSACTION_ERRORS[nativeCode] === 'signature';
+  return new Refusal(signature ? 'TX_SIGNATURE' : 'TX_INVALID', `${nativeCode}: ${detail}`);
 }

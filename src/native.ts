@@ -33,7 +33,7 @@ export type InspectResult =
  * the native code.
  */
 export function toResult(i: Inspection): InspectResult {
-  if (i.ok) return { ok: true, tx: i.tx! };
+  if (i.ok) return { ok: true, tx: i.tx ?? staleAddon() };
   const e = i.error!;
   return {
     ok: false,
@@ -42,6 +42,11 @@ export function toResult(i: Inspection): InspectResult {
       ...(e.index !== undefined && { index: e.index }),
     }),
   };
+}
+
+/** An addon built from an older `native/src/node.rs` (its verdict without `tx`): say how to fix it. */
+function staleAddon(): never {
+  throw new Error('the native addon is older than src/native.ts (its inspection has no `tx`): rebuild it with `npm run build:native`');
 }
 
 /**

@@ -11,6 +11,7 @@
  * service's `queue_full` drops; its resident anonymous memory before the load, when everything
  * has settled, and `IDLE_MS` later (it must come back down, not keep rising).
  */
+import { writeFileSync } from 'node:fs';
 import { SINGLE_SEND } from './lib/phase.js';
 import { settleStatuses, startStack } from './lib/stack.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, packageVersion, warnIfBusy, type Suite, type SuiteResult } from './lib/suite.js';
@@ -24,6 +25,13 @@ const PHASES = 3;
 /** Agave's limits for an unstaked peer are the local cluster's defaults: nothing lifted. */
 const CLUSTER: LocalnetOptions = { validators: 4, slotMs: 400, historySlots: 300 };
 const SETTLE_TIMEOUT_MS = 150_000;
+/**
+ * A directory: with it, the run also writes `diag.json` there — every transaction's status, trace
+ * and what each validator received of it (the cluster's receive log), the service's memory and
+ * queues sampled each second, and its heap after a full collection at the end (with a heap
+ * snapshot beside it) — to find out where the expired ones went wrong and what holds memory.
+ */
+const DIAG = process.env.SATURATION_DIAG ?? null;
 const IDLE_MS = 30_000;
 const POLL_MS = 1_000;
 
@@ -52,6 +60,17 @@ async function run(): Promise<SaturationResult> {
     await stack.landfall.reset();
     const before = (await stack.landfall.snapshot()).memory.rssAnonMiB;
     const t0 = performance.now();
+    const samples: unknown[] = [];
+    let sampling = DIAG !== null;
+    const sampler = (async () => {
+      while (sampling) {
+        if (!(await stack.landfall.child.call('heap', {}).then(() => true, () => false))) break;
+        const h = await stack.landfall.child.call<Record<string, unknown>>('heap', {});
+        const c = await stack.cluster.child.call<{ slot: number; counters: unknown; servers: unknown }>('stats');
+        samples.push({ atMs: Math.round(performance.now() - t0), ...h, slot: c.slot, counters: c.counters });
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+    })();
     // In PHASES parts, each signed on a fresh blockhash just before it is sent: one blockhash
     // for the whole run would leave the last sends of a 45 s run 15 s of its 60 s life, and
     // their expiry would say more about the load generator than about the service.
@@ -108,6 +127,27 @@ async function run(): Promise<SaturationResult> {
     writes.sort((a, b) => a - b);
     await new Promise((r) => setTimeout(r, IDLE_MS));
     const idle = await stack.landfall.snapshot();
+    if (DIAG !== null) {
+      sampling = false;
+      await sampler;
+      const heapIdle = await stack.landfall.child.call('heap', {});
+      const heapGc = await stack.landfall.child.call('heap', { gc: true });
+      await stack.landfall.child.call('heap', { snapshot: `${DIAG}/idle.heapsnapshot` }, 120_000);
+      const txs: unknown[] = [];
+      for (let i = 0; i < accepted.length; i += 200) {
+        const sigs = accepted.slice(i, i + 200);
+        const receipts = await stack.cluster.child.call<unknown[]>('receipts', sigs);
+        const traces = await Promise.all(
+          sigs.map(async (sig) => (await fetch(`${stack.landfall.url}/v1/status/${sig}/trace`, { headers: { authorization: `Bearer ${stack.apiKey}` } })).json()),
+        );
+        for (let k = 0; k < sigs.length; k++) txs.push({ signature: sigs[k], record: records[i + k], trace: traces[k], receipts: receipts[k] });
+      }
+      const cstats = await stack.cluster.child.call<{ slot: number }>('stats');
+      const slots = Array.from({ length: cstats.slot + 1 }, (_, i) => i);
+      const leaders = await stack.cluster.child.call<string[]>('leaders', slots);
+      writeFileSync(`${DIAG}/diag.json`, JSON.stringify({ samples, heapIdle, heapGc, clusterStats: cstats, leaders, txs }, (_k, v) => (typeof v === "bigint" ? String(v) : v)));
+      console.log(`  diagnosis in ${DIAG}/diag.json`);
+    }
     const result: SaturationResult = {
       suite: 'saturation',
       machine: finishMachineInfo(machine),

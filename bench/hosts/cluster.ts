@@ -34,6 +34,16 @@ serveChild({
       cpuMs: cpuMs(),
     };
   },
+  /** What each validator received of these transactions, and what became of it (the receive log; kept `historySlots`). */
+  receipts(signatures: string[]) {
+    const n = running();
+    return signatures.map((s) => n.receivedBy(s));
+  },
+  /** The leader of each slot asked (validator name). */
+  leaders(slots: number[]) {
+    const n = running();
+    return slots.map((s) => n.leaderAt(s).name);
+  },
   async close() {
     await net?.close();
     net = null;

@@ -8,6 +8,9 @@ import type { PlanName } from '../../src/accounts/plans.js';
 import type { Config } from '../../src/config.js';
 import { startService, type Service } from '../../src/service.js';
 import type { StatusRecord } from '../../src/store/store.js';
+import { readFileSync } from 'node:fs';
+import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { serveChild } from '../lib/child.js';
 import { cpuMs, LoopDelayMonitor, memory, type LoopDelay } from '../lib/process-stats.js';
 
@@ -142,6 +145,54 @@ serveChild({
       memory: memory(),
       cpuMs: cpuMs(),
       loopDelay: loop.read(),
+    };
+  },
+  /**
+   * Where the process's memory is, for a memory question: `process.memoryUsage()` (V8's heap,
+   * what it holds for ArrayBuffers and native objects), RssAnon from /proc, and the sizes of the
+   * service's in-memory books; with `gc`, after a full collection (so live objects are told from
+   * garbage not yet collected); with `snapshot`, a heap snapshot written there.
+   */
+  heap({ gc = false, snapshot }: { gc?: boolean; snapshot?: string } = {}) {
+    if (gc) {
+      setFlagsFromString('--expose-gc');
+      (runInNewContext('gc') as () => void)();
+    }
+    const file = snapshot ? writeHeapSnapshot(snapshot) : null;
+    // Anonymous memory by where it lives (/proc/self/smaps): malloc's main heap (brk) and its
+    // thread arenas (read-write mappings at a 64 MiB boundary: the native code's threads), and
+    // the rest (V8's pages of every isolate, stacks).
+    const anon = { mallocMiB: 0, otherMiB: 0 };
+    try {
+      let start = 0n;
+      let arena = false;
+      for (const line of readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+        const m = /^([0-9a-f]+)-[0-9a-f]+ (\S+) \S+ \S+ \d+\s*(.*)$/.exec(line);
+        if (m) {
+          start = BigInt(`0x${m[1]}`);
+          arena = m[3] === '[heap]' || (m[3] === '' && m[2]!.startsWith('rw') && start % (64n << 20n) === 0n);
+          continue;
+        }
+        if (line.startsWith('Anonymous:')) anon[arena ? 'mallocMiB' : 'otherMiB'] += Number(line.split(/\s+/)[1]) / 1024;
+      }
+    } catch {
+      // not Linux
+    }
+    const mib = (b: number): number => Math.round((b / 1048576) * 10) / 10;
+    const u = process.memoryUsage();
+    const e = running().engine;
+    return {
+      rssAnonMiB: memory().rssAnonMiB,
+      mallocMiB: Math.round(anon.mallocMiB * 10) / 10,
+      otherAnonMiB: Math.round(anon.otherMiB * 10) / 10,
+      heapTotalMiB: mib(u.heapTotal),
+      heapUsedMiB: mib(u.heapUsed),
+      externalMiB: mib(u.external),
+      arrayBuffersMiB: mib(u.arrayBuffers),
+      inFlight: e.inFlight,
+      liveTraces: e.traces.size,
+      queued: e.client.peerStats().reduce((n, p) => n + p.queued, 0),
+      snapshot: file,
     };
   },
   /** The stored status records of these signatures (null where there is none). */

@@ -51,7 +51,7 @@ export class TraceBuilder implements Trace {
  * The slot is the send's; the leader identity is resolved on the main thread from the address.
  */
 export type PackedAttempts = Array<string | number>;
-const PACKED_STRIDE = 5;
+export const PACKED_STRIDE = 5;
 
 export function packAttempt(out: PackedAttempts, target: string, outcome: AttemptOutcome, closeCode: number | null, atUs: number, reason = ''): void {
   out.push(target, ATTEMPT_OUTCOMES.indexOf(outcome), closeCode ?? -1, Math.max(0, Math.round(atUs)), reason);

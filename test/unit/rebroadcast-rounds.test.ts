@@ -14,8 +14,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { QuicClient, QuicServer } from '../../native/index.js';
 import type { Leader, Route } from '../../src/delivery/chain-view.js';
 import { DEFAULT_SEND_OPTIONS, type Accepted, type SendOptions } from '../../src/delivery/delivery.js';
-import { LANDED_PAUSE_SLOTS, Rebroadcaster, roundOffset, UNTIL_EXPIRY_GAP } from '../../src/delivery/rebroadcast.js';
+import { drawOf, LANDED_PAUSE_SLOTS, Rebroadcaster, roundOffset, UNTIL_EXPIRY_GAP } from '../../src/delivery/rebroadcast.js';
 import { LiveTrace, TraceBook } from '../../src/delivery/trace-book.js';
+import { packAttempt } from '../../src/delivery/trace.js';
 import { base58Encode } from '../../src/native.js';
 import { waitFor } from '../../harness/localnet.js';
 import { statusRecord } from '../../harness/records.js';
@@ -32,11 +33,14 @@ function setup(serverLimits: { maxStreamsPer100ms?: number } = { maxStreamsPer10
   closers.push(() => s.close());
   const client = new QuicClient({ identity: randomBytes(32) });
   closers.push(() => client.close());
-  const leader: Leader = { slot: 11, identity: base58Encode(randomBytes(32)), tpuQuic: s.localAddr };
+  const identity = base58Encode(randomBytes(32));
   const book = new TraceBook(() => null);
   const rebroadcaster = new Rebroadcaster(client, book);
-  const route: Route = { first: [leader], next: [], hold: false };
-  const slotAt = (slot: number, height = 100 + slot - 10) => rebroadcaster.onSlot(slot, height, { plain: route, antiMev: route });
+  // The one leader leads every slot.
+  const slotAt = (slot: number, height = 100 + slot - 10) => {
+    const route: Route = { first: [{ slot, identity, tpuQuic: s.localAddr }], next: [], hold: false };
+    rebroadcaster.onSlot(slot, height, { plain: route, antiMev: route });
+  };
   return { received, book, rebroadcaster, slotAt };
 }
 
@@ -72,24 +76,91 @@ describe('rebroadcast rounds', () => {
     expect([1, 2, 3].map((k) => roundOffset(k, 3, 148))).toEqual([1, 12, 148]);
     expect(Array.from({ length: 10 }, (_, i) => roundOffset(i + 1, 10, 148))).toEqual([1, 2, 3, 5, 9, 16, 28, 49, 85, 148]);
     expect(roundOffset(1, 1, 148)).toBe(1);
+    // The last round, drawn in the last quarter of the span (37 slots), still after the one before.
+    expect([0, 1, 36, 37].map((d) => roundOffset(3, 3, 148, d))).toEqual([148, 147, 112, 148]);
+    expect(roundOffset(3, 3, 5, 3)).toBe(4);
+    expect(roundOffset(3, 3, 3, 7)).toBe(3);
     // A blockhash with almost no life left: still one slot apart.
     expect([1, 2, 3].map((k) => roundOffset(k, 3, 1))).toEqual([1, 2, 3]);
   });
 
-  it('max_retries 3 over a blockhash with 150 blocks left: rounds in slots 11, 22 and 158 (148 after the first send), none in between nor after', async () => {
+  it('max_retries 3 over a blockhash with 150 blocks left: rounds in slots 11, 22 and one in 121–158 (drawn from the signature), none in between nor after', async () => {
     const { book, rebroadcaster, slotAt } = setup();
     // Height 100 at the first send (slot 10), last valid height 250: 150 blocks left, 148 with the margin.
     const a = accepted({ maxRetries: 3 }, 250);
     const t = book.open(a, null);
     rebroadcaster.add(a, t);
+    const last = 10 + roundOffset(3, 3, 148, drawOf(a.record.signature));
+    expect(last).toBeGreaterThanOrEqual(10 + 148 - 36);
+    expect(last).toBeLessThanOrEqual(158);
     const wrote = await slots(t, slotAt, 11, 200);
-    expect(wrote).toEqual([11, 22, 158]);
+    expect(wrote).toEqual([11, 22, last]);
     expect(t.attempts.map((x) => [x.slot, x.round])).toEqual([
       [11, 1],
       [22, 2],
-      [158, 3],
+      [last, 3],
     ]);
     expect(rebroadcaster.size).toBe(0);
+  });
+
+  it('the last rounds of transactions signed on one blockhash are spread over the last quarter of their schedule, not all in one slot before it dies', async () => {
+    const { book, rebroadcaster, slotAt } = setup();
+    const traces = Array.from({ length: 40 }, () => {
+      const a = accepted({ maxRetries: 3 }, 250);
+      const t = book.open(a, null);
+      rebroadcaster.add(a, t);
+      return t;
+    });
+    for (let slot = 11; slot <= 160 && rebroadcaster.size > 0; slot++) {
+      slotAt(slot);
+      if (traces.some((t) => t.outstanding > 0)) await waitFor(`slot ${slot}`, () => (traces.every((t) => t.outstanding === 0) ? true : undefined), 20_000);
+    }
+    expect(rebroadcaster.size).toBe(0);
+    const lastSlots = traces.map((t) => t.attempts.find((x) => x.round === 3)!.slot);
+    // 40 draws over 37 slots: far more than one slot (a collision of all 40 is 37^-39 likely).
+    expect(new Set(lastSlots).size).toBeGreaterThan(10);
+    for (const s of lastSlots) expect(s).toBeGreaterThanOrEqual(10 + 148 - 36);
+    for (const s of lastSlots) expect(s).toBeLessThanOrEqual(158);
+  });
+
+  it("a round writes only to leaders that do not have the transaction in their window yet: the first send's two leaders get no second copy, the leader after them gets round 1", async () => {
+    // Three leaders of 4 slots each: A leads 10–13, B 14–17, C 18–21 (then A again).
+    const servers = ['A', 'B', 'C'].map(() => {
+      const received: Buffer[] = [];
+      const srv = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, (t) => received.push(t.bytes));
+      closers.push(() => srv.close());
+      return { received, leader: (slot: number): Leader => ({ slot, identity: base58Encode(randomBytes(32)), tpuQuic: srv.localAddr }) };
+    });
+    const ids = servers.map((x) => x.leader(0).identity);
+    const at = (w: number, slot: number): Leader => ({ ...servers[w % 3]!.leader(slot), identity: ids[w % 3]! });
+    const client = new QuicClient({ identity: randomBytes(32) });
+    closers.push(() => client.close());
+    const book = new TraceBook(() => null);
+    const rebroadcaster = new Rebroadcaster(client, book);
+    const slotAt = (slot: number) => {
+      const w = Math.floor((slot - 10) / 4);
+      const route: Route = { first: [at(w, slot), at(w + 1, 10 + 4 * (w + 1))], next: [], hold: false };
+      rebroadcaster.onSlot(slot, 100 + slot - 10, { plain: route, antiMev: route });
+    };
+    // The first send in slot 10 reached A (the current leader) and B (the next).
+    const a = accepted({ maxRetries: 3 }, 250);
+    a.firstAttempts = [];
+    packAttempt(a.firstAttempts, servers[0]!.leader(10).tpuQuic!, 'written', null, 50);
+    packAttempt(a.firstAttempts, servers[1]!.leader(14).tpuQuic!, 'pending', null, 50);
+    const t = book.open(a, null);
+    rebroadcaster.add(a, t);
+    const wrote = await slots(t, slotAt, 11, 24);
+    // Round 1 was due in slot 11; A and B have it in their windows: it waits for B's window,
+    // when C becomes the next leader, and goes to C alone. Round 2 (due in slot 22) finds A
+    // leading and B next, both in windows after the ones the first send reached: both get it.
+    const tpu = (i: number) => servers[i]!.leader(0).tpuQuic;
+    expect(t.attempts.filter((x) => x.round > 0).map((x) => [x.slot, x.round, x.tpu])).toEqual([
+      [14, 1, tpu(2)],
+      [22, 2, tpu(0)],
+      [22, 2, tpu(1)],
+    ]);
+    expect(wrote).toEqual([14, 22]);
+    await waitFor('every round received', () => (servers.every((x) => x.received.length === 1) ? true : undefined), 10_000);
   });
 
   it('slots faster than the writes resolve add no rounds: a transaction whose round is queued gets no new one, each round counted as written', async () => {

@@ -74,7 +74,9 @@ describe('rebroadcast rounds in the delivery trace', () => {
     const book = new TraceBook((tpu) => leaders.find((l) => l.tpuQuic === tpu)?.identity ?? null);
     book.store = store;
     const rebroadcaster = new Rebroadcaster(client, book);
-    const route: Route = { first: leaders, next: [], hold: false };
+    // Each round's leaders lead a window of their own after the first send's (a round skips a
+    // leader that has the transaction in its window already): slot 10·s for the round of slot s.
+    const routeAt = (slot: number): Route => ({ first: leaders.map((l, i) => ({ ...l, slot: 10 * slot + i })), next: [], hold: false });
 
     // As the ingress thread packs a first send: written to the live leader.
     const first: PackedAttempts = [];
@@ -89,7 +91,7 @@ describe('rebroadcast rounds in the delivery trace', () => {
     const roundAt = async (round: number): Promise<Attempt[]> => {
       const slot = rebroadcaster.nextRoundSlot(sig)!;
       slots.push(slot);
-      rebroadcaster.onSlot(slot, 100 + slot - 10, { plain: route, antiMev: route });
+      rebroadcaster.onSlot(slot, 100 + slot - 10, { plain: routeAt(slot), antiMev: routeAt(slot) });
       return waitFor(`round ${round} outcomes`, () => (attemptsOf(round).length === 2 ? attemptsOf(round) : undefined), 10_000);
     };
     // The refusing server completes each handshake, then closes the connection with code 2: a
@@ -166,8 +168,9 @@ describe('rebroadcast rounds in the delivery trace', () => {
     const received: Buffer[] = [];
     const { leader, book, rebroadcaster, a } = oneFlight((bytes) => received.push(bytes));
     const sig = a.record.signature;
-    // The leader of every slot (a round counts as a retry only when it reached the slot's own leader).
-    const routeAt = (slot: number): Route => ({ first: [{ ...leader, slot }], next: [], hold: false });
+    // The leader of every slot, each slot a leader window of its own (a round skips a leader
+    // that has the transaction in its window already): slot 10·s.
+    const routeAt = (slot: number): Route => ({ first: [{ ...leader, slot: 10 * slot }], next: [], hold: false });
     const round = async (slot: number, attempts: number) => {
       rebroadcaster.onSlot(slot, 100, { plain: routeAt(slot), antiMev: routeAt(slot) });
       await waitFor(`the round of slot ${slot}`, () => (book.current(sig)?.attempts.length === attempts ? true : undefined), 10_000);

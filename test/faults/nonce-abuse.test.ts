@@ -92,7 +92,7 @@ describe('fake durable-nonce transactions', () => {
     const fakes = await Promise.all(Array.from({ length: 40 }, () => fakeNonceTx()));
     const all = fakes;
     const replies = await Promise.all(all.map((tx) => send(s, bot.key, tx.base64)));
-    expect(replies.map((r) => r.status)).toEqual(all.map(() => 200));
+    expect(replies.map((r) => r.status), JSON.stringify(replies.find((r) => r.status !== 200)?.body)).toEqual(all.map(() => 200));
     const acceptedAt = Date.now();
     // Watched (and counted in flight) at first: the main thread hears of them after the replies.
     await waitFor('all watched', () => (all.every((tx) => s.svc.tracker.isWatching(tx.signature) || reasonOf(tx.signature)) ? true : undefined));
@@ -132,10 +132,11 @@ describe('fake durable-nonce transactions', () => {
       const tx = await fakeNonceTx();
       replies.push(send(s, bots[i % 2]!.key, tx.base64));
     }
-    const statuses = (await Promise.all(replies)).map((r) => r.status);
+    const answers = await Promise.all(replies);
+    const statuses = answers.map((r) => r.status);
     await waitFor('pending back to its baseline', () => (s.svc.tracker.size === baseline ? true : undefined), NONCE_EXPIRY_BOUND_MS);
     clearInterval(sampler);
-    expect(statuses.filter((c) => c !== 200)).toEqual([]);
+    expect(statuses.filter((c) => c !== 200), JSON.stringify(answers.find((r) => r.status !== 200)?.body)).toEqual([]);
     const maxPending = Math.max(...samples);
     console.log(
       `[nonce-abuse] ${RATE * SECONDS} fake nonce transactions at ${RATE}/s: tracker pending above baseline max ${maxPending}, ` +

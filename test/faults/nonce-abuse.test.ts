@@ -124,7 +124,7 @@ describe('fake durable-nonce transactions', () => {
       samples.push(s.svc.tracker.size - baseline);
       sweepMaxMs = Math.max(sweepMaxMs, s.svc.tracker.stats.lastSweepMs);
     }, 250);
-    const replies: Promise<{ status: number }>[] = [];
+    const replies: Promise<{ status: number; body: unknown }>[] = [];
     const t0 = Date.now();
     for (let i = 0; i < RATE * SECONDS; i++) {
       const due = t0 + (i * 1000) / RATE;

@@ -35,6 +35,8 @@ import { finishMachineInfo, machineInfo, machineLine, mdTable, target, targetsTa
 const N = Number(process.env.BENCH_LANDING_N ?? 40);
 /** Between two sends (of any path): the three paths interleave, one send each per round. */
 const GAP_MS = 120;
+/** The local cluster's acceptance margin after a leader window's last slot (`graceMs`' default). */
+const GRACE_MS = 20;
 /** After the last send, how long a transaction may still land (then it counts as not landed). */
 const SETTLE_SLOTS = 40;
 const TIP_LAMPORTS = 1_000_000;
@@ -89,6 +91,12 @@ interface PathResult {
   answerMs: number | null;
   /** Compute-unit price paid (congestion), micro-lamports per CU: median. */
   price?: number;
+  /**
+   * The distance's floor: slots from submission to the slot in which a write sent at once could
+   * first arrive (one one-way delay later, less the cluster's 20 ms grace at a window's end) —
+   * what no sender at this distance beats, whatever it does. For the Landfall path only.
+   */
+  floor?: Quantiles;
 }
 
 interface ScenarioResult {
@@ -123,6 +131,8 @@ interface Sent {
   accepted: boolean;
   answerMs: number;
   price: number;
+  /** The link's one-way delay when it was sent, ms. */
+  oneWayMs: number;
 }
 
 /** One-way delay of the link now (the bot → RPC leg): half the RTT, or the up delay. */
@@ -210,7 +220,7 @@ class Bench {
       const [outcome] = await this.direct.send([leader], Buffer.from(tx.bytes));
       accepted = outcome?.ok === true;
     }
-    return { path, signature: tx.signature, submitMs, submitSlot, accepted, answerMs: Date.now() - submitMs, price: price ?? 0 };
+    return { path, signature: tx.signature, submitMs, submitSlot, accepted, answerMs: Date.now() - submitMs, price: price ?? 0, oneWayMs: oneWayMs(link) };
   }
 
   landedSlot(signature: string): number | null {
@@ -307,6 +317,16 @@ async function runScenario(b: Bench, s: Stack, sc: Scenario): Promise<ScenarioRe
     confirm.sort((a, c) => a - c);
     const answers = mine.map((x) => x.answerMs).sort((a, c) => a - c);
     const prices = mine.map((x) => x.price).sort((a, c) => a - c);
+    const floor: number[] = [];
+    if (path === 'landfall') {
+      for (const x of mine) {
+        const arrive = x.submitMs + x.oneWayMs - GRACE_MS;
+        let slot = x.submitSlot;
+        while (net.slotStartMs(slot + 1) <= arrive) slot++;
+        floor.push(slot - x.submitSlot);
+      }
+      floor.sort((a, c) => a - c);
+    }
     return {
       path,
       sent: mine.length,
@@ -316,11 +336,13 @@ async function runScenario(b: Bench, s: Stack, sc: Scenario): Promise<ScenarioRe
       confirmMs: { p50: q(confirm, 0.5), p90: q(confirm, 0.9), p99: q(confirm, 0.99) },
       answerMs: q(answers, 0.5),
       ...(sc.congestion && { price: q(prices, 0.5) ?? 0 }),
+      ...(floor.length > 0 && { floor: { p50: q(floor, 0.5), p90: q(floor, 0.9), p99: q(floor, 0.99) } }),
     };
   });
   for (const r of results) {
     console.log(
-      `    ${r.path.padEnd(18)} landed ${r.landed}/${r.sent}  slots p50/p90/p99 ${r.slots.p50}/${r.slots.p90}/${r.slots.p99}  confirmed p50 ${r.confirmMs.p50} ms  answer p50 ${r.answerMs} ms`,
+      `    ${r.path.padEnd(18)} landed ${r.landed}/${r.sent}  slots p50/p90/p99 ${r.slots.p50}/${r.slots.p90}/${r.slots.p99}  confirmed p50 ${r.confirmMs.p50} ms  answer p50 ${r.answerMs} ms` +
+        (r.floor ? `  distance floor p50/p90/p99 ${r.floor.p50}/${r.floor.p90}/${r.floor.p99}` : ''),
     );
   }
   await net.setLink(null, '');
@@ -406,6 +428,7 @@ function readmeTable(r: LandingResult): string {
         PATH_LABEL[p.path] + (p.price !== undefined ? ` (${p.price.toLocaleString('en-US')} µL/CU)` : ''),
         `${p.landed}/${p.sent} (${((100 * p.landed) / p.sent).toFixed(0)} %)`,
         fmtQ(p.slots),
+        p.floor ? fmtQ(p.floor) : '',
         fmtQ(p.confirmMs),
         p.answerMs === null ? '–' : `${Math.round(p.answerMs)} ms`,
       ]);
@@ -416,9 +439,9 @@ function readmeTable(r: LandingResult): string {
     machineLine(r.machine, 'in-process stack'),
     '',
     `${r.config.perPath} sends per path per scenario, interleaved (one send every ${r.config.gapMs} ms, paths in turn), on the local cluster of ${r.config.validators} validators with links (\`--link\`), skipped slots and a competing load; ${r.config.limits}. ` +
-      `Slots from submission (the cluster's slot when the bot sent) to the landing slot; ms from submission to confirmed (the landing slot's end). Not landed within ${r.config.settleSlots} slots of the last send counts as not landed.`,
+      `Slots from submission (the cluster's slot when the bot sent) to the landing slot; the distance floor: slots from submission to the slot a write sent at once first reaches a validator in (one one-way delay later, less the 20 ms grace at a window's end), which no sender at that distance beats; ms from submission to confirmed (the landing slot's end). Not landed within ${r.config.settleSlots} slots of the last send counts as not landed.`,
     '',
-    mdTable(['scenario', 'path', 'landed', 'slots p50 / p90 / p99', 'ms to confirmed p50 / p90 / p99', 'answer p50'], rows),
+    mdTable(['scenario', 'path', 'landed', 'slots p50 / p90 / p99', 'distance floor p50 / p90 / p99', 'ms to confirmed p50 / p90 / p99', 'answer p50'], rows),
     '',
     `**Targets**: ${r.targets.length - missed.length} of ${r.targets.length} met.`,
     '',

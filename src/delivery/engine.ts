@@ -245,7 +245,8 @@ export class Engine {
     // Before the tracker watches it: it may settle at once (an outcome seen before the hand-over).
     if (a.computeUnitPrice !== undefined) this.computeUnitPrices.set(a.record.signature, a.computeUnitPrice);
     const trace = this.traces.open(a, a.held ? this.leaders.leaderAt(a.record.submitSlot) : null);
-    if (!this.rebroadcaster.add(a, trace)) this.traces.end(trace);
+    const leader = a.sentSlot >= 0 ? this.leaders.leaderAt(a.sentSlot) : null;
+    if (!this.rebroadcaster.add(a, trace, leader === null ? null : this.leaders.tpuOf(leader))) this.traces.end(trace);
     this.tracker?.watch(a.record, a.receivedAt, a.nonceAccount);
   }
 

@@ -123,16 +123,15 @@ describe('rebroadcast rounds', () => {
     for (const s of lastSlots) expect(s).toBeLessThanOrEqual(158);
   });
 
-  it("a round writes only to leaders that do not have the transaction in their window yet: the first send's two leaders get no second copy, the leader after them gets round 1", async () => {
-    // Three leaders of 4 slots each: A leads 10–13, B 14–17, C 18–21 (then A again).
+  /** Three leaders of 4 slots each (A leads 10–13, B 14–17, C 18–21, then A again), their servers' limits, one client, a scheduler. */
+  function threeLeaders(maxStreamsPer100ms: number) {
     const servers = ['A', 'B', 'C'].map(() => {
       const received: Buffer[] = [];
-      const srv = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, (t) => received.push(t.bytes));
+      const srv = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms }, (t) => received.push(t.bytes));
       closers.push(() => srv.close());
-      return { received, leader: (slot: number): Leader => ({ slot, identity: base58Encode(randomBytes(32)), tpuQuic: srv.localAddr }) };
+      return { received, tpu: srv.localAddr, identity: base58Encode(randomBytes(32)) };
     });
-    const ids = servers.map((x) => x.leader(0).identity);
-    const at = (w: number, slot: number): Leader => ({ ...servers[w % 3]!.leader(slot), identity: ids[w % 3]! });
+    const at = (w: number, slot: number): Leader => ({ slot, identity: servers[w % 3]!.identity, tpuQuic: servers[w % 3]!.tpu });
     const client = new QuicClient({ identity: randomBytes(32) });
     closers.push(() => client.close());
     const book = new TraceBook(() => null);
@@ -145,22 +144,39 @@ describe('rebroadcast rounds', () => {
     // The first send in slot 10 reached A (the current leader) and B (the next).
     const a = accepted({ maxRetries: 3 }, 250);
     a.firstAttempts = [];
-    packAttempt(a.firstAttempts, servers[0]!.leader(10).tpuQuic!, 'written', null, 50);
-    packAttempt(a.firstAttempts, servers[1]!.leader(14).tpuQuic!, 'pending', null, 50);
+    packAttempt(a.firstAttempts, servers[0]!.tpu, 'written', null, 50);
+    packAttempt(a.firstAttempts, servers[1]!.tpu, 'pending', null, 50);
     const t = book.open(a, null);
-    rebroadcaster.add(a, t);
+    rebroadcaster.add(a, t, servers[0]!.tpu);
+    return { servers, client, t, slotAt };
+  }
+
+  it('against leaders that throttle us, a round writes no second copy to the leader that has the transaction in its window: round 1 goes to the next leader only', async () => {
+    // Agave's limit for an unstaked peer: 20 streams per 100 ms.
+    const { servers, client, t, slotAt } = threeLeaders(20);
+    // Other transactions back up every connection: the writer waits for each leader's stream credit.
+    void client.sendMany(servers.map((x) => x.tpu), Array.from({ length: 300 }, () => randomBytes(100)));
+    await waitFor('every leader throttling us', () => (servers.every((x) => client.peerStats().some((p) => p.target === x.tpu && p.creditWaitMs != null)) ? true : undefined), 10_000);
     const wrote = await slots(t, slotAt, 11, 24);
-    // Round 1 was due in slot 11; A and B have it in their windows: it waits for B's window,
-    // when C becomes the next leader, and goes to C alone. Round 2 (due in slot 22) finds A
-    // leading and B next, both in windows after the ones the first send reached: both get it.
-    const tpu = (i: number) => servers[i]!.leader(0).tpuQuic;
+    // Round 1, in slot 11: A has it in its window (the first send reached it while it led), B
+    // only got a copy before its window began, which does not count: B alone. Round 2 (due in
+    // slot 22) finds A leading a window after the one the first send reached, and B next: both.
     expect(t.attempts.filter((x) => x.round > 0).map((x) => [x.slot, x.round, x.tpu])).toEqual([
-      [14, 1, tpu(2)],
-      [22, 2, tpu(0)],
-      [22, 2, tpu(1)],
+      [11, 1, servers[1]!.tpu],
+      [22, 2, servers[0]!.tpu],
+      [22, 2, servers[1]!.tpu],
     ]);
-    expect(wrote).toEqual([14, 22]);
-    await waitFor('every round received', () => (servers.every((x) => x.received.length === 1) ? true : undefined), 10_000);
+    expect(wrote).toEqual([11, 22]);
+  });
+
+  it('leaders that read our streams as fast as we write them get a second copy in the next slot (an independent chance under loss)', async () => {
+    const { servers, t, slotAt } = threeLeaders(0);
+    const wrote = await slots(t, slotAt, 11, 13);
+    expect(t.attempts.filter((x) => x.round > 0).map((x) => [x.slot, x.round, x.tpu])).toEqual([
+      [11, 1, servers[0]!.tpu],
+      [11, 1, servers[1]!.tpu],
+    ]);
+    expect(wrote).toEqual([11]);
   });
 
   it('slots faster than the writes resolve add no rounds: a transaction whose round is queued gets no new one, each round counted as written', async () => {

@@ -9,7 +9,7 @@
  * `PublicKey`s (no base58 per key), and only the transaction id and fee payer are base58-encoded,
  * as the native result has them.
  */
-import { createPublicKey, verify as cryptoVerify } from 'node:crypto';
+import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { ComputeBudgetProgram, PublicKey, SystemProgram, VersionedTransaction } from '@solana/web3.js';
 import nacl from 'tweetnacl';
 import { base58Encode } from './base58.js';
@@ -25,8 +25,9 @@ export const naclVerify: Ed25519Verify = (message, signature, publicKey) =>
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 /**
- * `node:crypto` (OpenSSL) verify. The `KeyObject` is built from the raw key on every call, as a
- * service must: every transaction has a different fee payer.
+ * `node:crypto` (OpenSSL) verify, with the `KeyObject` built from the raw key on every call: the
+ * reference the native suite compares one inspection with (`nodeCryptoVerifyCached` is what a
+ * service would run).
  */
 export const nodeCryptoVerify: Ed25519Verify = (message, signature, publicKey) => {
   const key = createPublicKey({
@@ -34,6 +35,28 @@ export const nodeCryptoVerify: Ed25519Verify = (message, signature, publicKey) =
     format: 'der',
     type: 'spki',
   });
+  return cryptoVerify(null, message, key, signature);
+};
+
+/** `KeyObject`s `nodeCryptoVerifyCached` keeps: as many as Landfall's native cache (`native/src/verify.rs`). */
+const KEY_OBJECTS = 1024;
+const keyObjects = new Map<string, KeyObject>();
+
+/**
+ * `nodeCryptoVerify` with the key cached: the last 1,024 `KeyObject`s built are kept (the cache
+ * starts over when full), as Landfall's native inspection keeps each thread's last 1,024 decoded
+ * verifying keys. A bot signs with the same few keys; building a `KeyObject` from the raw key
+ * (a DER parse and an OpenSSL key) is a large share of a verify. The verdict is computed afresh
+ * every time.
+ */
+export const nodeCryptoVerifyCached: Ed25519Verify = (message, signature, publicKey) => {
+  const id = Buffer.from(publicKey.buffer, publicKey.byteOffset, publicKey.byteLength).toString('latin1');
+  let key = keyObjects.get(id);
+  if (key === undefined) {
+    key = createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
+    if (keyObjects.size >= KEY_OBJECTS) keyObjects.clear();
+    keyObjects.set(id, key);
+  }
   return cryptoVerify(null, message, key, signature);
 };
 

@@ -5,8 +5,10 @@
  *   2. signs fresh transactions and writes the request bodies (the same bodies, in the same
  *      order, for every server);
  *   3. warms up: a short load at the phase's own rate (closed loop for a maximum-rate phase,
- *      where it is also the probe that sizes the transaction supply), then lets the server finish
- *      what that left behind (`settle`: rebroadcasts);
+ *      where it is also the probe that sizes the transaction supply) — for an open-loop phase
+ *      asked to be warmed like a maximum (`ratePhase`'s `probeRequests`), first the same
+ *      closed-loop probe a maximum-rate phase starts with — then lets the server finish what that
+ *      left behind (`settle`: rebroadcasts);
  *   4. resets the server's own statistics and reads the CPU time of every process from `/proc`;
  *   5. runs the measured load, reads the server's statistics, waits until the server has finished
  *      the work the phase's requests caused (their rebroadcasts), and reads `/proc` again.
@@ -61,6 +63,8 @@ export interface Phase {
   /** The measured load (no warm-up in it). */
   load: Omit<LoadResult, 'bodies'>;
   warmup: { durationMs: number; achievedRps: number; completed: number };
+  /** The closed-loop probe run before an open-loop phase's warm-up, when it was warmed like a maximum. */
+  probe?: { durationMs: number; achievedRps: number; completed: number };
   /** 2xx responses of the measured load. */
   accepted: number;
   /** CPU time over the measured window (load + settle), per process: the server's name, `cluster`, `loadgen`. */
@@ -221,6 +225,12 @@ export interface PhaseOptions {
   warmupRequests: number;
   /** Requests signed for the measured load, given the warm-up's achieved rate. */
   requests(warmupRps: number): number;
+  /**
+   * Before the warm-up, a closed-loop probe of `PROBE_MS` with this many requests at most: the
+   * warm-up a maximum-rate phase gets, so that a fresh process's JIT has compiled the hot path
+   * before an open-loop phase measures it, as it has before a maximum-rate one does.
+   */
+  probeRequests?: number;
 }
 
 /** Sign `requests` requests' transactions and write their bodies; returns the items file. */
@@ -274,6 +284,11 @@ function readAll(stack: Stack, server: Server): Record<string, CpuReading> {
 export async function runPhase(stack: Stack, server: Server, shape: RequestShape, opts: PhaseOptions): Promise<Phase> {
   await server.prepare?.();
   const spec = { durationMs: opts.durationMs, ...(opts.rate !== undefined && { rate: opts.rate }) };
+  let probe: LoadResult | undefined;
+  if (opts.probeRequests !== undefined) {
+    const probeItems = await prepareItems(stack, server, shape, 'probe', opts.probeRequests);
+    probe = await loadChecked(stack, server, shape, probeItems, { durationMs: PROBE_MS }, 'probe');
+  }
   const warmItems = await prepareItems(stack, server, shape, 'warmup', opts.warmupRequests);
   const warm = await loadChecked(stack, server, shape, warmItems, { ...spec, durationMs: opts.warmupMs }, 'warm-up');
   const items = await prepareItems(stack, server, shape, 'measured', opts.requests(warm.achievedRps));
@@ -301,6 +316,7 @@ export async function runPhase(stack: Stack, server: Server, shape: RequestShape
   const phase: Phase = {
     load: loadStats,
     warmup: { durationMs: warm.durationMs, achievedRps: warm.achievedRps, completed: warm.completed },
+    ...(probe && { probe: { durationMs: probe.durationMs, achievedRps: probe.achievedRps, completed: probe.completed } }),
     accepted,
     cpu,
     cpuPerAcceptedUs: accepted > 0 ? (cpu[server.name]!.totalMs * 1000) / accepted : Number.NaN,
@@ -344,14 +360,18 @@ export async function maxPhase(stack: Stack, server: Server, shape: RequestShape
   return phase;
 }
 
-/** An open-loop phase at `rate` requests/s. */
-export async function ratePhase(stack: Stack, server: Server, shape: RequestShape, rate: number, durationMs: number): Promise<Phase> {
+/**
+ * An open-loop phase at `rate` requests/s. With `probeRequests`, warmed like a maximum-rate phase
+ * first (its closed-loop probe, `PhaseOptions.probeRequests`), then at the rate.
+ */
+export async function ratePhase(stack: Stack, server: Server, shape: RequestShape, rate: number, durationMs: number, probeRequests?: number): Promise<Phase> {
   const phase = await runPhase(stack, server, shape, {
     rate,
     durationMs,
     warmupMs: rateWarmupMs,
     warmupRequests: supply(rate, rateWarmupMs, 1.05),
     requests: () => supply(rate, durationMs, 1.05),
+    ...(probeRequests !== undefined && { probeRequests }),
   });
   const sl = phase.service?.serviceLatency;
   console.log(

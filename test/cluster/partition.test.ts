@@ -81,7 +81,7 @@ describe('a node cut off from NATS while it serves its clients', () => {
 
     // What the three nodes accepted together, per second of the cut, and a's part of it.
     const inWindow = (from: number, to: number) => ackedIn(load.acks, from, to);
-    const { perSecond, ratio } = acceptedRate(load.acks, cutAt, healedAt, { rate: RATE, windowMs: WINDOW_MS, node: 'a' });
+    const { perSecond, ratio } = acceptedRate(load.acks, cutAt, healedAt, { rate: RATE, windowMs: WINDOW_MS, node: 'a', streams });
     const before = inWindow(cutAt - 2_000, cutAt).length / 2 / RATE;
     console.log(
       `a cut off ${healedAt - cutAt} ms: accepted per second of the cut ${perSecond.join(', ')}; busiest ${WINDOW_MS / 1000}-s window ${(ratio * 100).toFixed(1)} % of the plan's rate ` +

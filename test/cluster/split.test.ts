@@ -81,7 +81,7 @@ describe('a split: a | b + c, each side reaching a server', () => {
     await load.stop();
 
     const inWindow = (from: number, to: number) => ackedIn(load.acks, from, to);
-    const { perSecond, ratio } = acceptedRate(load.acks, splitAt, healedAt, { rate: RATE, windowMs: WINDOW_MS, node: 'a' });
+    const { perSecond, ratio } = acceptedRate(load.acks, splitAt, healedAt, { rate: RATE, windowMs: WINDOW_MS, node: 'a', streams });
     // Was it a split? b's sends of the middle of the split reached a only after it.
     const middle = inWindow(splitAt + 3_000, healedAt - 3_000).filter((k) => k.node === 'b');
     const crossed = middle.filter((k) => (streams.get('a')!.firstAt.get(k.signature) ?? Infinity) < healedAt).length;

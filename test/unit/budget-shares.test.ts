@@ -10,7 +10,7 @@ import { ACCOUNT_SLOTS, accountSlot, buckets } from '../../src/native.js';
 import { budgetShares, enableBudgetShares, QUERY, SEND } from '../../src/accounts/budget-shares.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { DEFAULT_PLANS, type PlanName, type PlanTable } from '../../src/accounts/plans.js';
-import { BudgetSharer, DemandMeter, EPSILON, KNOWN_MS, LEASE_MS, MARGIN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
+import { BudgetSharer, DemandMeter, EPSILON, FRESH_MS, KNOWN_MS, LEASE_MS, MARGIN_MS, STALE_MS, ShareTable } from '../../src/cluster/shares.js';
 import type { AccountRecord } from '../../src/store/store.js';
 
 describe('ShareTable: weights from demand reports', () => {
@@ -72,6 +72,32 @@ describe('ShareTable: weights from demand reports', () => {
     t.forgetGone(after);
     expect(t.weight('acc', SEND, 50, RATE, after)).toBeCloseTo(0.5, 12);
     expect(t.knownNodes(after)).toBe(2);
+  });
+
+  it('while a live peer is not heard, no node raises its weight, so the sides of a split cannot add up to more than the plan', () => {
+    // a | b + c: each side hears itself, not the other. Before the split all three asked for 50.
+    const t = { a: table('a', 0), b: table('b', 0) };
+    for (const [self, st] of Object.entries(t)) for (const n of ['a', 'b', 'c']) if (n !== self) st.observe({ node: n, accounts: { acc: [50, 0] } }, 0);
+    const held = { a: t.a.weight('acc', SEND, 50, RATE, 100), b: t.b.weight('acc', SEND, 50, RATE, 100) };
+    expect(held.a).toBeCloseTo(1 / 3, 12);
+    // One second into the split (FRESH_MS < 1 s < STALE_MS: a still weighs b and c by their last
+    // reports, and they a): a's clients ask for twice as much, b's too (c is heard by b).
+    const now = FRESH_MS + 400;
+    expect(now).toBeLessThan(STALE_MS);
+    t.a.observe({ node: 'a', accounts: {} }, now);
+    t.b.observe({ node: 'b', accounts: {} }, now);
+    t.b.observe({ node: 'c', accounts: { acc: [100, 0] } }, now);
+    const wa = t.a.weight('acc', SEND, 100, RATE, now, held.a);
+    const wb = t.b.weight('acc', SEND, 100, RATE, now, held.b);
+    // Without the rule a takes 100/200 and b 100/250: with c's (as b), 1.3 of the plan.
+    expect(wa).toBeLessThanOrEqual(held.a);
+    expect(wb).toBeLessThanOrEqual(held.b);
+    expect(wa + 2 * wb).toBeLessThanOrEqual(1 + 1e-12);
+    // A weight can always go down, and with every peer heard again it follows demand at once.
+    expect(t.a.weight('acc', SEND, 10, RATE, now, held.a)).toBeCloseTo(10 / 110, 12);
+    t.a.observe({ node: 'b', accounts: { acc: [50, 0] } }, now);
+    t.a.observe({ node: 'c', accounts: { acc: [50, 0] } }, now);
+    expect(t.a.weight('acc', SEND, 100, RATE, now, held.a)).toBeCloseTo(0.5, 12);
   });
 
   it('without its own report back a node gives its share up before the others reserve its slice, and uses nothing past its lease', () => {

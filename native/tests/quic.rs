@@ -594,7 +594,16 @@ async fn injected_delay_holds_each_transaction_back_after_it_arrived() {
 #[tokio::test]
 async fn closing_the_server_ends_the_receiver_and_fails_later_sends() {
     let (srv, mut rx) = server_with(40, ServerConfig::default());
-    let c = client(41, ClientConfig::default());
+    // A back-off long enough to hold until the send below on a loaded machine (the default
+    // 200 ms once ran out first, and the send then timed out reconnecting instead).
+    let c = client(
+        41,
+        ClientConfig {
+            backoff_base: Duration::from_secs(30),
+            backoff_max: Duration::from_secs(60),
+            ..ClientConfig::default()
+        },
+    );
     let to = srv.local_addr();
     assert_written(&c.send(to, payload(1, 80)).await);
     recv(&mut rx).await;

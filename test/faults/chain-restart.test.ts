@@ -176,8 +176,16 @@ it('kills the chain under load: no 200 once the service can know, an immediate 5
   const recoveredAt = await waitFor('/health 200 after the restart', async () => ((await health()) === 200 ? Date.now() : undefined), RECOVERED_WITHIN_MS);
   console.log(`chain restarted: /health 200 ${recoveredAt - second.upAt} ms after the new chain answered`);
   // The view is the new chain's: its slot (lower than the old one) and its TPU addresses.
-  const newSlot = ((await rpc(second.rpcUrl, 'getSlot')).result as number);
-  expect(Math.abs(svc.engine.leaders.currentSlot() - newSlot)).toBeLessThanOrEqual(5);
+  // Read side by side until they agree within 5 slots: on a loaded machine the two reads can be
+  // more than 5 short slots apart (seen: 6), so one pair is not enough (bounded: 10 s).
+  await waitFor(
+    "the service's slot within 5 of the new chain's",
+    async () => {
+      const newSlot = (await rpc(second.rpcUrl, 'getSlot')).result as number;
+      return Math.abs(svc.engine.leaders.currentSlot() - newSlot) <= 5 ? true : undefined;
+    },
+    10_000,
+  );
   for (const v of second.validators) expect(svc.engine.leaders.tpuOf(v.identity)).toBe(v.tpuQuic);
 
   // The chain came back at a lower slot: what landed in the slots it lost is gone, so the service

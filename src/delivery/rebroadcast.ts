@@ -243,6 +243,8 @@ export class Rebroadcaster {
   private readonly flights = new Map<string, Flight>();
   /** TPU address → the last slot it counts as throttling us (`THROTTLE_MEMORY_SLOTS`). */
   private readonly throttling = new Map<string, number>();
+  /** TPU addresses whose connection is backing off after a failure, as of this slot's round. */
+  private readonly backingOff = new Set<string>();
   readonly counters: RoundCounters = { rebroadcasts: 0, released: 0, held: 0, heldExpired: 0, deadlinePassed: 0, roundErrors: 0, resent: 0 };
 
   constructor(
@@ -468,6 +470,13 @@ export class Rebroadcaster {
         // does, the round waits for the next leader — unless the blockhash is about to die
         // (every copy then counts) or the bot asked for a round every slot until it dies.
         if (!f.untilExpiry && (f.lastValid === null || f.lastValid - height > LEADER_WINDOW_SLOTS)) {
+          // The current leader is known unreachable (its connection is backing off after a
+          // failure): the round waits for the first slot of a leader that can take it. Written
+          // now, its only live copy would reach the next leader before its window (Agave holds
+          // such packets; the local cluster drops them, and a round timed into a dead leader's
+          // window then lands nowhere), so waiting costs nothing on mainnet either.
+          const current = route.first[0];
+          if (current !== undefined && current.slot <= slot && current.tpuQuic !== null && this.backingOff.has(current.tpuQuic)) continue;
           leaders = route.first.filter((l) => !(throttles(l) && covers(f.written, l)));
           if (leaders.length === 0) continue;
         }
@@ -490,8 +499,10 @@ export class Rebroadcaster {
    * copy is what lands.
    */
   private seeThrottling(slot: number): void {
+    this.backingOff.clear();
     for (const p of this.client.peerStats()) {
       if (p.creditWaitMs !== undefined && p.creditWaitMs !== null) this.throttling.set(p.target, slot + THROTTLE_MEMORY_SLOTS);
+      if (p.backoffRemainingMs > 0) this.backingOff.add(p.target);
     }
     for (const [tpu, until] of this.throttling) if (until < slot) this.throttling.delete(tpu);
   }

@@ -211,9 +211,10 @@ function uncover(written: Array<string | number>, tpu: string, aimed: number): v
 /**
  * The first send's leader of its slot (`current`: its TPU address), if the send reached it
  * (written, or still queued), from its packed attempts. Only that one: a copy the next leader
- * received before its window began was not kept for it (the local cluster drops it, as Agave
- * does without forwarding past a short hold), so it covers nothing (measured with one leader
- * in four skipping its slots: counting it left sends to the round at +12 slots, p90 11 slots).
+ * received before its window began may not have been kept for it (the local cluster drops what
+ * arrives more than its 20 ms grace early; Agave holds packets for an imminent leader slot), so
+ * it covers nothing (measured with one leader in four skipping its slots: counting it left sends
+ * to the round at +12 slots, p90 11 slots).
  */
 function firstWritten(a: Accepted, current: string | null): Array<string | number> {
   const out: Array<string | number> = [];

@@ -4,51 +4,26 @@
  */
 import { Keypair } from '@solana/web3.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Accounts } from '../../src/accounts/accounts.js';
+import type { Accounts } from '../../src/accounts/accounts.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
-import { RateLimiter } from '../../src/accounts/rate-limiter.js';
-import { DEFAULT_CONFIG } from '../../src/config.js';
-import { buildApp } from '../../src/http/api.js';
-import { listen, type RunningServer } from '../../src/http/server.js';
-import { TipSet } from '../../src/native.js';
 import { sentRecord } from '../../src/store/records.js';
-import { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import { startBareApp, type BareApp } from '../../harness/bare-app.js';
 import { makeTipAddresses, web3Base58 } from '../../harness/transactions.js';
-import { unreachableDelivery } from '../../harness/guard-delivery.js';
-import { tempDir } from '../../harness/tmp.js';
 
-let tmp: ReturnType<typeof tempDir>;
 let store: Store;
 let accounts: Accounts;
-let server: RunningServer;
 let base: string;
+let api: BareApp;
 
 beforeAll(async () => {
-  tmp = tempDir();
-  store = Store.open(tmp.dir);
-  accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
-  const app = buildApp({
-    config: { ...DEFAULT_CONFIG, dataDir: tmp.dir },
-    accounts,
-    store,
-    limiter: new RateLimiter(DEFAULT_PLANS, 40_000),
-    tips: new TipSet(makeTipAddresses(8).map((t) => t.toBase58())),
-    delivery: unreachableDelivery,
-  });
-  server = await listen(app, '127.0.0.1', 0);
-  base = `http://127.0.0.1:${server.port}`;
+  api = await startBareApp(makeTipAddresses(8).map((t) => t.toBase58()));
+  ({ store, accounts, base } = api);
 });
 
-afterAll(async () => {
-  server.close();
-  await store.close();
-  tmp.cleanup();
-});
+afterAll(() => api.close());
 
-function newAccount(plan: 'starter' | 'whale' = 'starter') {
-  const c = accounts.createAccount(`t-${Math.random()}`, plan);
-  return { id: c.account_id, key: c.api_key };
-}
+const newAccount = (plan?: 'starter' | 'whale') => api.newAccount(plan);
 
 async function get(path: string, headers: Record<string, string> = {}) {
   const r = await fetch(base + path, { headers });

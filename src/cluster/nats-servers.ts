@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface NatsServers {
@@ -30,16 +31,43 @@ export interface NatsServers {
   close(): Promise<void>;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * The first port the kernel hands out for port 0 and for outgoing connections (Linux's
+ * `ip_local_port_range`; 32768 where it cannot be read).
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 2048 ? low : 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+const PORT_FLOOR = 10_000;
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
+}
+
+/**
+ * A TCP port free on 127.0.0.1 now, chosen below the kernel's ephemeral range. A port from
+ * `listen(0)` is in that range, so between our close and the server's bind the kernel may give it
+ * to anyone's outgoing connection or port-0 listener — and a server restarted on its old port
+ * meets the same race again. Below the range only another explicit choice can collide
+ * (`startNatsServers` starts again on fresh ports when that happens).
+ */
+export async function freePort(): Promise<number> {
+  const high = ephemeralLow() - 1;
+  for (let i = 0; i < 200; i++) {
+    const port = PORT_FLOOR + Math.floor(Math.random() * (high - PORT_FLOOR));
+    if (await bindable(port)) return port;
+  }
+  throw new Error(`no free port on 127.0.0.1 between ${PORT_FLOOR} and ${high}`);
 }
 
 const READY_MS = 20_000;
@@ -63,12 +91,23 @@ export async function startNatsServers(
   const clientPorts: number[] = [];
   const routePorts: number[] = [];
   const monitorPorts: number[] = [];
-  for (let i = 0; i < n; i++) {
-    clientPorts.push(await freePort());
-    routePorts.push(await freePort());
-    monitorPorts.push(await freePort());
-  }
-  const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`).join(',');
+  const choosePorts = async () => {
+    const taken = new Set<number>();
+    const pick = async () => {
+      for (;;) {
+        const port = await freePort();
+        if (!taken.has(port)) {
+          taken.add(port);
+          return port;
+        }
+      }
+    };
+    for (let i = 0; i < n; i++) {
+      clientPorts[i] = await pick();
+      routePorts[i] = await pick();
+      monitorPorts[i] = await pick();
+    }
+  };
   const children: (ChildProcess | null)[] = new Array(n).fill(null);
 
   async function start(i: number): Promise<void> {
@@ -76,6 +115,7 @@ export async function startNatsServers(
     // every reload (SIGHUP) fail ("config reload not supported for ServerName").
     const name = configFile ? ['-c', configFile] : ['-n', `nats-${i}`];
     const args = [...extraArgs, ...name, '-js', '-a', '127.0.0.1', '-p', String(clientPorts[i]), '-m', String(monitorPorts[i]), '-sd', join(storeDir, `s${i}`)];
+    const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`).join(',');
     if (n > 1) args.push('--cluster_name', 'landfall', '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routesOf ? routesOf(i, routePorts) : routes);
     const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     children[i] = child;
@@ -109,11 +149,18 @@ export async function startNatsServers(
   const closeAll = async () => {
     for (let i = 0; i < n; i++) await signal(i, 'SIGKILL');
   };
-  try {
-    await Promise.all(clientPorts.map((_, i) => start(i)));
-  } catch (e) {
-    await closeAll();
-    throw e;
+  // Another process may have chosen one of our ports between the check and the bind (rare: see
+  // `freePort`); then every server starts again on fresh ports, since each knows the others' routes.
+  for (let attempt = 1; ; attempt++) {
+    await choosePorts();
+    try {
+      await Promise.all(clientPorts.map((_, i) => start(i)));
+      break;
+    } catch (e) {
+      await closeAll();
+      if (attempt >= 3 || !String((e as Error).message).includes('address already in use')) throw e;
+      for (let i = 0; i < n; i++) rmSync(join(storeDir, `s${i}`), { recursive: true, force: true });
+    }
   }
   return {
     urls: clientPorts.map((p) => `nats://127.0.0.1:${p}`),

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SendLoad, startClusterEnv, statusOn, waitTerminalEverywhere, type ClusterEnv } from '../../harness/cluster-load.js';
 import { logLines } from '../../harness/log-lines.js';
-import { waitFor } from '../../harness/localnet.js';
+import { rpc, waitFor } from '../../harness/localnet.js';
 
 /** The documented replication window: an acknowledged send older than this survives its node's kill -9. */
 const REPLICATION_WINDOW_MS = 1_000;
@@ -34,10 +34,21 @@ describe('kill -9 of one node under load', () => {
 
     const load = new SendLoad(env, [a, b, c], { workers: 2, gapMs: 10 });
     await sleep(LOAD_BEFORE_KILL_MS);
+    // So that `a` dies with pending transactions the survivors know (what the takeover must
+    // settle), the validators stop hearing anyone for a moment: the chain runs on, nothing lands.
+    // Without the cut, on a slow machine every replicated record of `a` could already be confirmed
+    // when it dies, and the takeover would have nothing to resume.
+    expect((await rpc(env.chain.rpcUrl, 'setLink', [null, 'loss=100%'])).error).toBeUndefined();
+    const cutAt = Date.now();
+    await waitFor('a send of a acknowledged during the cut, pending on b', async () => {
+      for (const k of load.acks.filter((x) => x.node === 'a' && x.sentAt > cutAt)) if ((await statusOn(b, env.key, k.signature)).body?.status === 'sent') return true;
+      return undefined;
+    }, 20_000);
     const killedAt = Date.now();
     await a.kill();
     await sleep(1_000); // the survivors keep taking sends
     await load.stop();
+    expect((await rpc(env.chain.rpcUrl, 'setLink', [null, ''])).error).toBeUndefined();
 
     const fromA = load.acks.filter((k) => k.node === 'a');
     const survivors = load.acks.filter((k) => k.node !== 'a');

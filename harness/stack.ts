@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey } from '@solana/web3.js';
 import { DEFAULT_CONFIG, type Config } from '../src/config.js';
 import { startLocalnet, type Localnet, type LocalnetOptions } from '../src/localnet/index.js';
-import { startService, type Service } from '../src/service.js';
+import { startService, type Service, type ServiceOptions } from '../src/service.js';
 import { loadTipAddresses } from '../src/tips.js';
 import type { PlanName } from '../src/accounts/plans.js';
 import { waitFor } from './localnet.js';
@@ -34,6 +34,8 @@ export interface StackOptions {
   config?: Partial<Config>;
   /** Validators (by name) written to the anti-MEV blocklist. */
   block?: string[];
+  /** Given to `startService` (each start). */
+  service?: ServiceOptions;
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
@@ -55,7 +57,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   // Funded before the start, as an operator would (the service checks they are rent-exempt).
   for (const t of loadTipAddresses(config.dataDir, config.tipAddresses)) await net.airdrop(t, LAMPORTS_PER_SOL);
-  let svc = await startService(config);
+  let svc = await startService(config, opts.service);
   const stack: Stack = {
     net,
     get svc() {
@@ -67,7 +69,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     tips: svc.tipAddresses.map((t) => new PublicKey(t)),
     stop: () => svc.close(),
     async start() {
-      svc = await startService(config);
+      svc = await startService(config, opts.service);
       return svc;
     },
     async close() {

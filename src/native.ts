@@ -119,6 +119,12 @@ export function setQuicFirstSendNice(nice: number): ThreadPriority {
   }
 }
 
+/**
+ * Hand the C allocator's free pages back to the OS (glibc's `malloc_trim(0)`; elsewhere it does
+ * nothing): true when some went back. Off any request's path: `src/memory/give-back.ts`.
+ */
+export const trimFreeMemory = addon.trimFreeMemory;
+
 export const base58Encode = addon.base58Encode;
 export function base58Decode(text: string): Buffer {
   try {

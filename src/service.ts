@@ -23,7 +23,7 @@ import { ensurePortFree, isLoopback, listen, urlHost, type RunningServer } from 
 import { IngressPool } from './ingress/pool.js';
 import { StatusHub } from './http/stream.js';
 import { StreamSlots } from './http/stream-slots.js';
-import { ACCOUNT_SLOTS, setQuicFirstSendNice, setQuicThreads, TipSet } from './native.js';
+import { ACCOUNT_SLOTS, setQuicFirstSendNice, setQuicThreads, TipSet, trimFreeMemory } from './native.js';
 import { startRetention, type Retention } from './store/retention.js';
 import { lockDataDir } from './store/dir-lock.js';
 import { StoreHealth } from './store/store-health.js';
@@ -32,6 +32,7 @@ import { Store } from './store/store.js';
 import type { Metrics } from './telemetry/metrics.js';
 import { redactUrlSecrets } from './chain/redact-url.js';
 import { Telemetry } from './telemetry/telemetry.js';
+import { GiveBack, type GiveBackOptions } from './memory/give-back.js';
 import { checkTipRent } from './tip-rent.js';
 import { loadTipAddresses } from './tips.js';
 import { TipFloor } from './tracker/tip-floor.js';
@@ -75,6 +76,8 @@ export interface Service {
   telemetry: Telemetry;
   /** The node's part of a cluster (`config.nats`), else null. */
   cluster: Cluster | null;
+  /** Gives the allocator's free memory back once the service goes quiet after a load (`memory/give-back.ts`). */
+  giveBack: GiveBack;
   /** Every thread opens the log file again by its name (`landfall serve` does it on SIGHUP, for logrotate). */
   reopenLog(): void;
   close(): Promise<void>;
@@ -85,6 +88,8 @@ export interface ServiceOptions {
   chainWarning?: string;
   /** Wait this long for the chain view before serving (default 15 s). */
   readyTimeoutMs?: number;
+  /** When memory is given back after a load (defaults: `GIVE_BACK_DEFAULTS`); tests shorten the quiet. */
+  giveBack?: Partial<GiveBackOptions>;
 }
 
 export async function startService(config: Config, opts: ServiceOptions = {}): Promise<Service> {
@@ -262,7 +267,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress = await IngressPool.start({
         threads: config.ingressThreads,
         port: config.port,
-        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, logHealth: telemetry.logHealth.buffer, budgetShares },
+        init: { config, rpcUrl, tipAddresses, identity: new Uint8Array(identity), streamSlots: streamSlots.counts.buffer as SharedArrayBuffer, inFlight: inFlight.buffer, storeHealth: storeHealth.buffer, logHealth: telemetry.logHealth.buffer, requestCount: telemetry.requestCount.buffer, budgetShares },
         engine,
         metrics: telemetry.metrics,
         ...(cluster && {
@@ -337,6 +342,14 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       }
     }
     telemetry.log.info({ url: `http://${urlHost(config.host)}:${port}`, admin: adminUrl ?? undefined, rpc: redactUrlSecrets(rpcUrl), ws: redactUrlSecrets(wsUrl), identity: engine.identity, ingressThreads: config.ingressThreads }, 'serving');
+    // After a burst, once quiet: the allocator's free pages back to the OS (once per quiet period).
+    const giveBack = new GiveBack(
+      { requests: () => telemetry.requestCount.total, watched: () => tracker.size + engine.inFlight },
+      trimFreeMemory,
+      (g) => telemetry.log.info({ released: g.released, anonBeforeMiB: mib(g.anonBeforeBytes), anonAfterMiB: mib(g.anonAfterBytes) }, 'quiet after a load: free memory given back'),
+      opts.giveBack,
+    );
+    cleanup.push(() => giveBack.close());
     if (opts.chainWarning) telemetry.log.warn({ rpc: redactUrlSecrets(rpcUrl) }, opts.chainWarning);
     if (config.metricsToken === null && config.adminPort === null && !isLoopback(config.host)) {
       telemetry.log.warn({ host: config.host }, '/metrics is not served on a non-loopback address without metricsToken: set metricsToken or adminPort to scrape it');
@@ -374,6 +387,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
       ingress,
       telemetry,
       cluster,
+      giveBack,
       reopenLog() {
         telemetry.reopenLog();
         ingress?.reopenLog();
@@ -403,6 +417,11 @@ function logOutcome(log: RequestLog, c: StatusChange): void {
   const event = r.expired ? 'transaction expired' : r.status === 'confirmed' ? 'transaction landed' : r.status === 'failed' ? 'transaction failed' : null;
   if (event === null) return;
   log.outcome(event, { sig: r.signature, account: r.accountId, slot: r.slot ?? undefined, latency_ms: r.latencyMs ?? undefined, source: c.source, reason: c.reason });
+}
+
+/** Bytes in MiB to one decimal, for a log line (null stays null). */
+function mib(bytes: number | null): number | null {
+  return bytes === null ? null : Math.round((bytes / 1048576) * 10) / 10;
 }
 
 /** Undo in reverse order; every step runs even if an earlier one fails. */

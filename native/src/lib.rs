@@ -9,7 +9,7 @@
 //! and `test/unit/native-layers.test.ts` holds the code to this list (the folders' own lists are
 //! in `quic/mod.rs` and `node_quic/mod.rs`):
 //!   `node_quic_server` → `node_quic` → `node` → `inspect`, `usage`, `quic` →
-//!   `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket` → `error`, `base58`, `priority`.
+//!   `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket` → `error`, `base58`, `priority`, `memory`.
 //! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
 //!
 //! `npm test` runs clippy with warnings as errors and `cargo fmt --check` (`test:lint`).
@@ -19,6 +19,7 @@ pub mod base58;
 pub mod bucket;
 pub mod error;
 pub mod inspect;
+pub mod memory;
 pub mod overlay;
 pub mod parse;
 pub mod priority;

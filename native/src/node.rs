@@ -558,6 +558,14 @@ pub(crate) fn priority_of(r: std::result::Result<i32, String>) -> ThreadPriority
     }
 }
 
+/// Hand the C allocator's free pages back to the OS (glibc's `malloc_trim(0)`): true when some
+/// went back; false when none could, or off glibc, where it does nothing. Called by the service
+/// once it has gone quiet after a load (`src/memory/give-back.ts`), never on a request's path.
+#[napi]
+pub fn trim_free_memory() -> bool {
+    crate::memory::trim_free_memory()
+}
+
 /// Set the calling thread's niceness (-20..=19; 0 leaves it): each ingress thread sets its own
 /// as it starts (`ingressNice`), so requests run ahead of the slot's rebroadcast burst and the
 /// tracker. Never throws: a value out of range, or one the OS refused (lowering it needs

@@ -31,6 +31,8 @@ export interface IngressInit {
   storeHealth: SharedArrayBuffer;
   /** Whether log lines are written, and how many were dropped (`LogHealth`), shared by every thread. */
   logHealth: SharedArrayBuffer;
+  /** Requests answered (`RequestCount`), shared by every thread: the main thread tells a quiet service by it. */
+  requestCount: SharedArrayBuffer;
   /** Multi-node only: this node's per-account budget shares (`BudgetShares`), else null. */
   budgetShares?: SharedArrayBuffer | null;
 }

@@ -30,6 +30,7 @@ import { StoreHealth } from '../store/store-health.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import { Store } from '../store/store.js';
 import { LogHealth } from '../telemetry/log-sink.js';
+import { RequestCount } from '../telemetry/request-count.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { emptyTipFloor, type TipFloorView } from '../tracker/tip-floor.js';
 import type { Trace } from '../delivery/trace.js';
@@ -45,7 +46,7 @@ adoptBudgetShares(init.budgetShares);
 const post = (m: FromWorker) => port.postMessage(m);
 
 const { config } = init;
-const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth), successes: config.logSuccesses });
+const telemetry = new Telemetry({ level: config.logLevel, file: config.logFile, health: new LogHealth(init.logHealth), requestCount: new RequestCount(init.requestCount), successes: config.logSuccesses });
 // Requests ahead of the slot's rebroadcast burst and the tracker (`ingressNice`); said once, by the first thread.
 const priority = setThreadNice(config.ingressNice, `ingress thread ${init.index}`);
 if (priority.error !== undefined && init.index === 0) telemetry.log.warn({ ingressNice: config.ingressNice }, priority.error);

@@ -30,7 +30,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['cluster/', 'submission/'], // several nodes over NATS; the one send pipeline
   ['delivery/'], // chain view, first send, rebroadcast, traces
   ['tracker/', 'tips.ts'], // confirmations; the service's tip addresses
-  ['telemetry/', 'keypair.ts'], // logs and metrics; key files
+  ['telemetry/', 'memory/', 'keypair.ts'], // logs and metrics; memory given back after a load; key files
   ['config.ts'],
   ['accounts/', 'config-nats.ts', 'tip-rent.ts'],
   ['store/', 'localnet/'], // LMDB and every stored shape; the embedded cluster

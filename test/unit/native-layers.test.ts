@@ -30,7 +30,7 @@ const LAYERS: Record<string, readonly (readonly string[])[]> = {
     ['inspect.rs', 'usage.rs', 'quic/'],
     ['verify.rs', 'tip.rs', 'registry.rs', 'overlay.rs'],
     ['parse.rs', 'bucket.rs'],
-    ['error.rs', 'base58.rs', 'priority.rs'], // the bottom: error names nothing above it
+    ['error.rs', 'base58.rs', 'priority.rs', 'memory.rs'], // the bottom: error names nothing above it
   ],
   quic: [
     ['mod.rs'],

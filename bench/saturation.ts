@@ -12,8 +12,9 @@
  * has settled, and `IDLE_MS` later (it must come back down, not keep rising).
  */
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { SINGLE_SEND } from './lib/phase.js';
-import { settleStatuses, startStack } from './lib/stack.js';
+import { settleStatuses, startStack, type Stack } from './lib/stack.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, packageVersion, warnIfBusy, type Suite, type SuiteResult } from './lib/suite.js';
 import type { LocalnetOptions } from '../src/localnet/index.js';
 
@@ -33,11 +34,19 @@ const SETTLE_TIMEOUT_MS = 150_000;
  */
 const DIAG = process.env.SATURATION_DIAG ?? null;
 const IDLE_MS = 30_000;
+/** The same load this many times, one after the other's idle wait (`SATURATION_LOADS`, 1–3). */
+const LOADS = Math.min(3, Math.max(1, Number(process.env.SATURATION_LOADS ?? 2)));
+/**
+ * `SATURATION_GIVE_BACK=0`: the service never gives memory back (the bench host starts it so),
+ * to measure what the give-back changes; `gc`: also a full V8 collection on the service's main
+ * thread right after each give-back (measured, not built into the service).
+ */
+const GIVE_BACK = process.env.SATURATION_GIVE_BACK ?? '1';
 const POLL_MS = 1_000;
 
 export interface SaturationResult extends SuiteResult {
   suite: 'saturation';
-  config: { rate: number; seconds: number; transactions: number; slotMs: number; loadGenerator: string };
+  config: { rate: number; seconds: number; transactions: number; slotMs: number; loadGenerator: string; loads: number; giveBack: string };
   accepted: number;
   outcome: { confirmed: number; failed: number; expired: number; pending: number };
   expiredPercent: number;
@@ -48,17 +57,111 @@ export interface SaturationResult extends SuiteResult {
   queueFull: number;
   memory: { beforeMiB: number; settledMiB: number; idleMiB: number };
   settleSec: number;
+  /** Every load's own numbers (the fields above are the first's). */
+  loads: LoadResult[];
 }
 
 const q = (sorted: number[], p: number): number => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!);
 
+/** One load and what followed it: outcomes, writes, and memory before / settled / `IDLE_MS` later. */
+interface LoadResult {
+  accepted: number;
+  outcome: { confirmed: number; failed: number; expired: number; pending: number };
+  expiredPercent: number;
+  writes: { p50: number; p99: number; max: number };
+  rounds: { max: number; overMaxRetries: number };
+  queueFull: number;
+  memory: { beforeMiB: number; settledMiB: number; idleMiB: number };
+  /** Times the service gave memory back (`src/memory/give-back.ts`) by the end of the idle wait. */
+  gaveBack: number;
+  settleSec: number;
+  /** 1-minute load average when this load started. */
+  loadAvg: number;
+}
+
+async function oneLoad(stack: Stack, index: number, samples: unknown[], t0: number): Promise<LoadResult & { signatures: string[]; records: unknown[] }> {
+  await stack.landfall.reset();
+  const loadAvg = Math.round(loadavg()[0]! * 100) / 100;
+  const before = (await stack.landfall.snapshot()).memory.rssAnonMiB;
+  const tLoad = performance.now();
+  // In PHASES parts, each signed on a fresh blockhash just before it is sent: one blockhash
+  // for the whole run would leave the last sends of a 45 s run 15 s of its 60 s life, and
+  // their expiry would say more about the load generator than about the service.
+  const accepted: string[] = [];
+  for (let phase = 0; phase < PHASES; phase++) {
+    const n = Math.round(TRANSACTIONS / PHASES);
+    const txs = await stack.transactions(n);
+    const itemsFile = stack.items(`saturation-${index}-${phase}`, txs.map((t) => SINGLE_SEND.body([t])));
+    const load = await stack.load({
+      origin: stack.landfall.url,
+      method: 'POST',
+      path: SINGLE_SEND.path,
+      headers: { authorization: `Bearer ${stack.apiKey}` },
+      itemsFile,
+      reuse: false,
+      connections: 32,
+      durationMs: Math.round((SECONDS * 1000) / PHASES),
+      rate: RATE,
+      collectBodies: true,
+    });
+    for (const [i, body] of (load.bodies ?? []).entries()) {
+      const r = body === null ? null : (JSON.parse(body) as { success?: boolean; signature?: string });
+      if (r?.success && r.signature === txs[i]!.signature) accepted.push(r.signature);
+    }
+  }
+  console.log(`  load ${index + 1}: accepted ${accepted.length} of ${TRANSACTIONS}; waiting for every status to settle…`);
+  const records = await settleStatuses(stack.landfall, accepted, SETTLE_TIMEOUT_MS, POLL_MS);
+  const settleSec = Math.round((performance.now() - tLoad) / 100) / 10;
+  const settled = await stack.landfall.snapshot();
+  const outcome = { confirmed: 0, failed: 0, expired: 0, pending: 0 };
+  for (const r of records) {
+    if (r === null || (r.status === 'sent' && !r.expired)) outcome.pending++;
+    else if (r.status === 'sent') outcome.expired++;
+    else outcome[r.status === 'failed' ? 'failed' : 'confirmed']++;
+  }
+  // Every transaction's trace: its writes and its highest round.
+  const writes: number[] = [];
+  let maxRound = 0;
+  let overMaxRetries = 0;
+  for (let i = 0; i < accepted.length; i += 32) {
+    const part = await Promise.all(
+      accepted.slice(i, i + 32).map(async (sig) => {
+        const r = await fetch(`${stack.landfall.url}/v1/status/${sig}/trace`, { headers: { authorization: `Bearer ${stack.apiKey}` } });
+        return (await r.json()) as { attempts: Array<{ round: number; outcome: string }>; attempts_omitted: number };
+      }),
+    );
+    for (const t of part) {
+      writes.push(t.attempts.filter((a) => a.outcome === 'written' || a.outcome === 'pending').length);
+      const top = Math.max(0, ...t.attempts.map((a) => a.round));
+      maxRound = Math.max(maxRound, top);
+      if (top > 3) overMaxRetries++;
+    }
+  }
+  writes.sort((a, b) => a - b);
+  await new Promise((r) => setTimeout(r, IDLE_MS));
+  const idle = await stack.landfall.snapshot();
+  samples.push({ atMs: Math.round(performance.now() - t0), mark: `load ${index + 1} idle` });
+  return {
+    signatures: accepted,
+    records,
+    accepted: accepted.length,
+    outcome,
+    expiredPercent: Math.round((10_000 * outcome.expired) / Math.max(1, accepted.length)) / 100,
+    writes: { p50: q(writes, 0.5), p99: q(writes, 0.99), max: writes[writes.length - 1] ?? Number.NaN },
+    rounds: { max: maxRound, overMaxRetries },
+    queueFull: idle.drops['queue_full'] ?? 0,
+    memory: { beforeMiB: before, settledMiB: settled.memory.rssAnonMiB, idleMiB: idle.memory.rssAnonMiB },
+    gaveBack: idle.gaveBack,
+    settleSec,
+    loadAvg,
+  };
+}
+
 async function run(): Promise<SaturationResult> {
   const machine = machineInfo();
   warnIfBusy(machine);
-  const stack = await startStack({ cluster: CLUSTER, payerSol: Math.max(100, TRANSACTIONS / 50) });
+  const stack = await startStack({ cluster: CLUSTER, payerSol: Math.max(100, (LOADS * TRANSACTIONS) / 50) });
   try {
-    await stack.landfall.reset();
-    const before = (await stack.landfall.snapshot()).memory.rssAnonMiB;
     const t0 = performance.now();
     const samples: unknown[] = [];
     let sampling = DIAG !== null;
@@ -71,68 +174,22 @@ async function run(): Promise<SaturationResult> {
         await new Promise((r) => setTimeout(r, POLL_MS));
       }
     })();
-    // In PHASES parts, each signed on a fresh blockhash just before it is sent: one blockhash
-    // for the whole run would leave the last sends of a 45 s run 15 s of its 60 s life, and
-    // their expiry would say more about the load generator than about the service.
-    const accepted: string[] = [];
-    for (let phase = 0; phase < PHASES; phase++) {
-      const n = Math.round(TRANSACTIONS / PHASES);
-      const txs = await stack.transactions(n);
-      const itemsFile = stack.items(`saturation-${phase}`, txs.map((t) => SINGLE_SEND.body([t])));
-      const load = await stack.load({
-        origin: stack.landfall.url,
-        method: 'POST',
-        path: SINGLE_SEND.path,
-        headers: { authorization: `Bearer ${stack.apiKey}` },
-        itemsFile,
-        reuse: false,
-        connections: 32,
-        durationMs: Math.round((SECONDS * 1000) / PHASES),
-        rate: RATE,
-        collectBodies: true,
-      });
-      for (const [i, body] of (load.bodies ?? []).entries()) {
-        const r = body === null ? null : (JSON.parse(body) as { success?: boolean; signature?: string });
-        if (r?.success && r.signature === txs[i]!.signature) accepted.push(r.signature);
-      }
+    // The same load LOADS times, each after the last one's idle wait: does a second burst reuse
+    // the memory the first left (or gave back), or add to it?
+    const loads: Array<Awaited<ReturnType<typeof oneLoad>>> = [];
+    for (let i = 0; i < LOADS; i++) {
+      const l = await oneLoad(stack, i, samples, t0);
+      console.log(`  load ${i + 1}: ${JSON.stringify({ ...l, signatures: undefined, records: undefined })}`);
+      loads.push(l);
     }
-    console.log(`  accepted ${accepted.length} of ${TRANSACTIONS}; waiting for every status to settle…`);
-    const records = await settleStatuses(stack.landfall, accepted, SETTLE_TIMEOUT_MS, POLL_MS);
-    const settleSec = Math.round((performance.now() - t0) / 100) / 10;
-    const settled = await stack.landfall.snapshot();
-    const outcome = { confirmed: 0, failed: 0, expired: 0, pending: 0 };
-    for (const r of records) {
-      if (r === null || (r.status === 'sent' && !r.expired)) outcome.pending++;
-      else if (r.status === 'sent') outcome.expired++;
-      else outcome[r.status === 'failed' ? 'failed' : 'confirmed']++;
-    }
-    // Every transaction's trace: its writes and its highest round.
-    const writes: number[] = [];
-    let maxRound = 0;
-    let overMaxRetries = 0;
-    for (let i = 0; i < accepted.length; i += 32) {
-      const part = await Promise.all(
-        accepted.slice(i, i + 32).map(async (sig) => {
-          const r = await fetch(`${stack.landfall.url}/v1/status/${sig}/trace`, { headers: { authorization: `Bearer ${stack.apiKey}` } });
-          return (await r.json()) as { attempts: Array<{ round: number; outcome: string }>; attempts_omitted: number };
-        }),
-      );
-      for (const t of part) {
-        writes.push(t.attempts.filter((a) => a.outcome === 'written' || a.outcome === 'pending').length);
-        const top = Math.max(0, ...t.attempts.map((a) => a.round));
-        maxRound = Math.max(maxRound, top);
-        if (top > 3) overMaxRetries++;
-      }
-    }
-    writes.sort((a, b) => a - b);
-    await new Promise((r) => setTimeout(r, IDLE_MS));
-    const idle = await stack.landfall.snapshot();
     if (DIAG !== null) {
       sampling = false;
       await sampler;
       const heapIdle = await stack.landfall.child.call('heap', {});
       const heapGc = await stack.landfall.child.call('heap', { gc: true });
       await stack.landfall.child.call('heap', { snapshot: `${DIAG}/idle.heapsnapshot` }, 120_000);
+      const accepted = loads[0]!.signatures;
+      const records = loads[0]!.records;
       const txs: unknown[] = [];
       for (let i = 0; i < accepted.length; i += 200) {
         const sigs = accepted.slice(i, i + 200);
@@ -148,18 +205,20 @@ async function run(): Promise<SaturationResult> {
       writeFileSync(`${DIAG}/diag.json`, JSON.stringify({ samples, heapIdle, heapGc, clusterStats: cstats, leaders, txs }, (_k, v) => (typeof v === "bigint" ? String(v) : v)));
       console.log(`  diagnosis in ${DIAG}/diag.json`);
     }
+    const first = loads[0]!;
     const result: SaturationResult = {
       suite: 'saturation',
       machine: finishMachineInfo(machine),
-      config: { rate: RATE, seconds: SECONDS, transactions: TRANSACTIONS, slotMs: CLUSTER.slotMs ?? 400, loadGenerator: `undici ${packageVersion('undici')}` },
-      accepted: accepted.length,
-      outcome,
-      expiredPercent: Math.round((10_000 * outcome.expired) / Math.max(1, accepted.length)) / 100,
-      writes: { p50: q(writes, 0.5), p99: q(writes, 0.99), max: writes[writes.length - 1] ?? Number.NaN },
-      rounds: { max: maxRound, overMaxRetries },
-      queueFull: idle.drops['queue_full'] ?? 0,
-      memory: { beforeMiB: before, settledMiB: settled.memory.rssAnonMiB, idleMiB: idle.memory.rssAnonMiB },
-      settleSec,
+      config: { rate: RATE, seconds: SECONDS, transactions: TRANSACTIONS, slotMs: CLUSTER.slotMs ?? 400, loadGenerator: `undici ${packageVersion('undici')}`, loads: LOADS, giveBack: GIVE_BACK },
+      accepted: first.accepted,
+      outcome: first.outcome,
+      expiredPercent: first.expiredPercent,
+      writes: first.writes,
+      rounds: first.rounds,
+      queueFull: first.queueFull,
+      memory: first.memory,
+      settleSec: first.settleSec,
+      loads: loads.map(({ signatures: _s, records: _r, ...l }) => l),
     };
     console.log(`  ${JSON.stringify({ ...result, machine: undefined })}`);
     return result;
@@ -169,28 +228,32 @@ async function run(): Promise<SaturationResult> {
 }
 
 function readmeTable(r: SaturationResult): string {
+  const loads = r.loads ?? [{ ...r, gaveBack: Number.NaN, loadAvg: Number.NaN }];
+  const giveBack = r.config.giveBack === '0' ? 'memory is never given back (`SATURATION_GIVE_BACK=0`)' : r.config.giveBack === 'gc' ? 'memory is given back once quiet, and V8 collects fully right after (`SATURATION_GIVE_BACK=gc`)' : 'memory is given back once quiet (the default)';
   return [
     machineLine(r.machine, `${r.config.loadGenerator} load generator`),
     '',
     `${r.config.transactions.toLocaleString('en-US')} distinct transactions at ${r.config.rate} sends/s for ${r.config.seconds} s (3 parts, each signed on a fresh blockhash) through the full service ` +
-      `(default send options: 3 rounds), local cluster of 4 validators with Agave's default limits for an unstaked peer (20 streams per 100 ms); ${r.config.slotMs} ms slots. ` +
-      `Outcomes are the service's own records once all had settled (${r.settleSec} s after the first send); writes and rounds from each transaction's trace.`,
+      `(default send options: 3 rounds), local cluster of 4 validators with Agave's default limits for an unstaked peer (20 streams per 100 ms); ${r.config.slotMs} ms slots; ` +
+      `${loads.length === 1 ? 'one load' : `${loads.length} loads, each started ${IDLE_MS / 1000} s after the one before had settled`}; ${giveBack}. ` +
+      `Outcomes are the service's own records once all had settled (${loads.map((l) => `${l.settleSec} s`).join(', ')} after the first send); writes and rounds from each transaction's trace.`,
     '',
     mdTable(
-      ['accepted', 'confirmed', 'failed', 'expired', 'unsettled', 'writes a transaction p50 / p99 / max', 'highest round (ceiling 3)', 'queue_full drops', 'anon memory before / settled / 30 s later'],
-      [
-        [
-          r.accepted.toLocaleString('en-US'),
-          r.outcome.confirmed.toLocaleString('en-US'),
-          String(r.outcome.failed),
-          `${r.outcome.expired} (${r.expiredPercent} %)`,
-          String(r.outcome.pending),
-          `${r.writes.p50} / ${r.writes.p99} / ${r.writes.max}`,
-          `${r.rounds.max} (${r.rounds.overMaxRetries} over)`,
-          r.queueFull.toLocaleString('en-US'),
-          `${r.memory.beforeMiB} / ${r.memory.settledMiB} / ${r.memory.idleMiB} MiB`,
-        ],
-      ],
+      ['load', 'accepted', 'confirmed', 'failed', 'expired', 'unsettled', 'writes a transaction p50 / p99 / max', 'highest round (ceiling 3)', 'queue_full drops', `anon memory before / settled / ${IDLE_MS / 1000} s later`, 'given back', 'load average'],
+      loads.map((l, i) => [
+        String(i + 1),
+        l.accepted.toLocaleString('en-US'),
+        l.outcome.confirmed.toLocaleString('en-US'),
+        String(l.outcome.failed),
+        `${l.outcome.expired} (${l.expiredPercent} %)`,
+        String(l.outcome.pending),
+        `${l.writes.p50} / ${l.writes.p99} / ${l.writes.max}`,
+        `${l.rounds.max} (${l.rounds.overMaxRetries} over)`,
+        l.queueFull.toLocaleString('en-US'),
+        `${l.memory.beforeMiB} / ${l.memory.settledMiB} / ${l.memory.idleMiB} MiB`,
+        String(l.gaveBack),
+        String(l.loadAvg),
+      ]),
     ),
   ].join('\n');
 }

@@ -81,6 +81,8 @@ export interface LandfallSnapshot extends Counts {
   cpuMs: number;
   /** Event-loop delay of the service's main thread since the phase began. */
   loopDelay: LoopDelay;
+  /** Times the service gave memory back so far (`src/memory/give-back.ts`). */
+  gaveBack: number;
 }
 
 /** The counts since the service started. */
@@ -117,9 +119,25 @@ let base: Counts | null = null;
 let latencyBase: HistogramValues | null = null;
 let nativeBase: HistogramValues | null = null;
 
+/** A full V8 collection on this (the service's main) thread right after each give-back. */
+function collectAfterGiveBack(s: Service): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  let seen = 0;
+  setInterval(() => {
+    if (s.giveBack.count === seen) return;
+    seen = s.giveBack.count;
+    gc();
+  }, 200).unref();
+}
+
 serveChild({
   async start(config: Config) {
-    svc = await startService(config);
+    // SATURATION_GIVE_BACK=0: never give memory back (the quiet never lasts long enough), to
+    // measure what the give-back changes; `gc`: after each give-back, a full V8 collection too.
+    const giveBack = process.env['SATURATION_GIVE_BACK'];
+    svc = await startService(config, giveBack === '0' ? { giveBack: { quietMs: Number.POSITIVE_INFINITY } } : {});
+    if (giveBack === 'gc') collectAfterGiveBack(svc);
     return { url: svc.url, tipAddresses: svc.tipAddresses };
   },
   createAccount({ name, plan }: { name: string; plan: PlanName }) {
@@ -145,6 +163,7 @@ serveChild({
       memory: memory(),
       cpuMs: cpuMs(),
       loopDelay: loop.read(),
+      gaveBack: s.giveBack.count,
     };
   },
   /**
@@ -192,6 +211,7 @@ serveChild({
       inFlight: e.inFlight,
       liveTraces: e.traces.size,
       queued: e.client.peerStats().reduce((n, p) => n + p.queued, 0),
+      gaveBack: running().giveBack.count,
       snapshot: file,
     };
   },

@@ -123,7 +123,10 @@ export function setQuicFirstSendNice(nice: number): ThreadPriority {
  * Hand the C allocator's free pages back to the OS (glibc's `malloc_trim(0)`; elsewhere it does
  * nothing): true when some went back. Off any request's path: `src/memory/give-back.ts`.
  */
-export const trimFreeMemory = addon.trimFreeMemory;
+export const trimFreeMemory: () => boolean =
+  // An addon built before this call existed gives nothing back rather than failing in the
+  // service's timer (`npm run build:native` brings it).
+  (addon as Partial<typeof addon>).trimFreeMemory ?? (() => false);
 
 export const base58Encode = addon.base58Encode;
 export function base58Decode(text: string): Buffer {

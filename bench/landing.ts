@@ -19,14 +19,21 @@
  *
  * Measured per scenario and path, from the chain (the cluster's receive log): landed / sent;
  * slots from submission (the cluster's slot when the bot sent) to the landing slot p50/p90/p99;
- * ms from submission to confirmed (the landing slot's end, when the cluster confirms it).
+ * ms from submission to confirmed (the landing slot's end, when the cluster confirms it); how many
+ * landed in a later slot than their distance floor (the slot a write sent at once could first
+ * reach a validator in), and the mean slots: finer than whole-slot quantiles, for an A/B. Each
+ * send that did not land is printed with what every validator did with its copies and, for
+ * Landfall, its post-mortem; in congestion, each change of the guidance.
  *
- * `BENCH_LANDING_N` (default 40): sends per path per scenario. The whole run is ~8 minutes at 40.
- * `BENCH_LANDING_ONLY=congestion`: only the scenarios whose name contains it.
+ * `BENCH_LANDING_CONFIG='{"fanout":3}'`: service settings over the defaults, for an A/B of one lever.
+ * `BENCH_LANDING_N` (default 40): sends per path per scenario. The whole run is 4–6 minutes at 40.
+ * `BENCH_LANDING_ONLY=congestion`: only the scenarios whose name contains it (`skips|congestion`:
+ * any of them; scenarios run in their order here, on one cluster per slot length).
  */
 import type { Keypair } from '@solana/web3.js';
 import { randomBytes } from 'node:crypto';
 import { QuicClient } from '../native/index.js';
+import type { Config } from '../src/config.js';
 import type { Localnet } from '../src/localnet/index.js';
 import { account, payer, startStack, tipped, type Stack } from '../harness/stack.js';
 import { computeBudget } from '../harness/transactions.js';
@@ -85,7 +92,9 @@ interface PathResult {
   /** Accepted by the path (Landfall 200, RPC a signature, direct a written stream). */
   accepted: number;
   landed: number;
-  slots: Quantiles & { max: number | null };
+  slots: Quantiles & { max: number | null; mean: number | null };
+  /** Landed in a later slot than its distance floor (see `floor`). */
+  overFloor: number;
   confirmMs: Quantiles;
   /** How long the bot waited for the path's answer, ms (p50). */
   answerMs: number | null;
@@ -112,7 +121,7 @@ interface ScenarioResult {
 export interface LandingResult extends SuiteResult {
   suite: 'landing';
   durationSec: number;
-  config: { perPath: number; gapMs: number; validators: number; settleSlots: number; limits: string };
+  config: { perPath: number; gapMs: number; validators: number; settleSlots: number; limits: string; service?: Partial<Config> };
   scenarios: ScenarioResult[];
   targets: Target[];
 }
@@ -227,6 +236,14 @@ class Bench {
     return this.net.receivedBy(signature).find((r) => r.outcome === 'included')?.landedSlot ?? null;
   }
 
+  /** Landfall's post-mortem of a send that did not land, as the trace gives it (JSON), or why not. */
+  async postMortem(signature: string): Promise<string> {
+    const r = await fetch(`${this.s.svc.url}/v1/status/${signature}/trace`, { headers: { authorization: `Bearer ${this.bot.key}` } });
+    if (r.status !== 200) return `(trace ${r.status})`;
+    const t = (await r.json()) as { post_mortem?: unknown };
+    return JSON.stringify(t.post_mortem ?? null);
+  }
+
   async close(): Promise<void> {
     this.direct.close();
   }
@@ -287,7 +304,8 @@ async function runScenario(b: Bench, s: Stack, sc: Scenario): Promise<ScenarioRe
   for (let i = 0; i < N; i++) {
     if (i === burstAt) await net.setLink(null, sc.burst!.link, sc.burst!.forMs);
     if (sc.congestion && Date.now() - lastRefresh > 1000) {
-      await b.refreshGuidance();
+      const was = b.price;
+      if ((await b.refreshGuidance()) !== was) console.log(`    guidance ${was} -> ${b.price} uL/CU at send ${i}`);
       lastRefresh = Date.now();
     }
     for (const p of paths) {
@@ -317,31 +335,44 @@ async function runScenario(b: Bench, s: Stack, sc: Scenario): Promise<ScenarioRe
     confirm.sort((a, c) => a - c);
     const answers = mine.map((x) => x.answerMs).sort((a, c) => a - c);
     const prices = mine.map((x) => x.price).sort((a, c) => a - c);
-    const floor: number[] = [];
-    if (path === 'landfall') {
-      for (const x of mine) {
-        const arrive = x.submitMs + x.oneWayMs - GRACE_MS;
-        let slot = x.submitSlot;
-        while (net.slotStartMs(slot + 1) <= arrive) slot++;
-        floor.push(slot - x.submitSlot);
-      }
-      floor.sort((a, c) => a - c);
+    const floorOf = (x: Sent): number => {
+      const arrive = x.submitMs + x.oneWayMs - GRACE_MS;
+      let slot = x.submitSlot;
+      while (net.slotStartMs(slot + 1) <= arrive) slot++;
+      return slot - x.submitSlot;
+    };
+    const floor: number[] = path === 'landfall' ? mine.map(floorOf).sort((a, c) => a - c) : [];
+    // Finer than the quantiles (whole slots) for an A/B: the mean, and how many landed in a later
+    // slot than their own distance floor (lost time a sender could have saved).
+    let overFloor = 0;
+    for (const x of mine) {
+      const landed = b.landedSlot(x.signature);
+      if (landed !== null && landed - x.submitSlot > floorOf(x)) overFloor++;
     }
     return {
       path,
       sent: mine.length,
       accepted: mine.filter((x) => x.accepted).length,
       landed: slots.length,
-      slots: { p50: q(slots, 0.5), p90: q(slots, 0.9), p99: q(slots, 0.99), max: slots.at(-1) ?? null },
+      slots: { p50: q(slots, 0.5), p90: q(slots, 0.9), p99: q(slots, 0.99), max: slots.at(-1) ?? null, mean: slots.length === 0 ? null : Math.round((1000 * slots.reduce((a, c) => a + c, 0)) / slots.length) / 1000 },
+      overFloor,
       confirmMs: { p50: q(confirm, 0.5), p90: q(confirm, 0.9), p99: q(confirm, 0.99) },
       answerMs: q(answers, 0.5),
       ...(sc.congestion && { price: q(prices, 0.5) ?? 0 }),
       ...(floor.length > 0 && { floor: { p50: q(floor, 0.5), p90: q(floor, 0.9), p99: q(floor, 0.99) } }),
     };
   });
+  // Every miss, with what the chain's receive log says became of each copy, and for Landfall its
+  // post-mortem: why it did not land, from the receivers' side and from the service's.
+  for (const x of sent) {
+    if (b.landedSlot(x.signature) !== null || x.path === 'landfall-unpriced') continue;
+    const receipts = net.receivedBy(x.signature).map((r) => `${r.validator}@${r.slot}:${r.outcome}`);
+    const pm = x.path === 'landfall' ? await b.postMortem(x.signature) : null;
+    console.log(`    miss ${x.path} at slot ${x.submitSlot} priced ${x.price}: ${receipts.join(' ') || 'never received'}${pm ? `  post-mortem ${pm}` : ''}`);
+  }
   for (const r of results) {
     console.log(
-      `    ${r.path.padEnd(18)} landed ${r.landed}/${r.sent}  slots p50/p90/p99 ${r.slots.p50}/${r.slots.p90}/${r.slots.p99}  confirmed p50 ${r.confirmMs.p50} ms  answer p50 ${r.answerMs} ms` +
+      `    ${r.path.padEnd(18)} landed ${r.landed}/${r.sent}  slots p50/p90/p99 ${r.slots.p50}/${r.slots.p90}/${r.slots.p99} mean ${r.slots.mean}, ${r.overFloor} after their floor  confirmed p50 ${r.confirmMs.p50} ms  answer p50 ${r.answerMs} ms` +
         (r.floor ? `  distance floor p50/p90/p99 ${r.floor.p50}/${r.floor.p90}/${r.floor.p99}` : ''),
     );
   }
@@ -380,13 +411,17 @@ async function run(): Promise<LandingResult> {
   warnIfBusy(machine);
   const t0 = performance.now();
   const scenarios: ScenarioResult[] = [];
-  // BENCH_LANDING_ONLY=congestion: the scenarios whose name contains it (a quick look at one).
-  const only = process.env.BENCH_LANDING_ONLY;
-  const chosen = SCENARIOS.filter((x) => only === undefined || x.name.includes(only));
+  // BENCH_LANDING_ONLY=congestion: the scenarios whose name contains it (a quick look at one);
+  // `skips|congestion`: those whose name contains any of them.
+  const only = process.env.BENCH_LANDING_ONLY?.split('|');
+  // BENCH_LANDING_CONFIG='{"fanout":3}': service settings over the defaults (an A/B of one lever).
+  const serviceConfig = process.env.BENCH_LANDING_CONFIG ? (JSON.parse(process.env.BENCH_LANDING_CONFIG) as Partial<Config>) : null;
+  const chosen = SCENARIOS.filter((x) => only === undefined || only.some((o) => x.name.includes(o)));
   for (const slotMs of [...new Set(chosen.map((x) => x.slotMs))]) {
     // Every sender here shares 127.0.0.1: the per-IP QUIC limits (meant for one unstaked peer
     // each) are lifted, as for the other benchmarks; each path still has its own connections.
     const s = await startStack({
+      ...(serviceConfig && { config: serviceConfig }),
       localnet: { slotMs, validators: 4, seed: `landing-${slotMs}`, maxStreamsPer100ms: 0, maxConnectionsPerPeer: 64, maxConnectionsPerIpPerMinute: 0 },
     });
     const b = new Bench(s);
@@ -402,7 +437,7 @@ async function run(): Promise<LandingResult> {
     suite: 'landing',
     machine: finishMachineInfo(machine),
     durationSec: Math.round((performance.now() - t0) / 100) / 10,
-    config: { perPath: N, gapMs: GAP_MS, validators: 4, settleSlots: SETTLE_SLOTS, limits: 'per-IP QUIC limits lifted (every sender is on 127.0.0.1)' },
+    config: { perPath: N, gapMs: GAP_MS, validators: 4, settleSlots: SETTLE_SLOTS, limits: 'per-IP QUIC limits lifted (every sender is on 127.0.0.1)', ...(serviceConfig && { service: serviceConfig }) },
     scenarios,
     targets: targetsOf(scenarios),
   };
@@ -429,6 +464,7 @@ function readmeTable(r: LandingResult): string {
         `${p.landed}/${p.sent} (${((100 * p.landed) / p.sent).toFixed(0)} %)`,
         fmtQ(p.slots),
         p.floor ? fmtQ(p.floor) : '',
+        p.landed === 0 ? '–' : `${p.overFloor} (mean ${p.slots.mean?.toFixed(2)})`,
         fmtQ(p.confirmMs),
         p.answerMs === null ? '–' : `${Math.round(p.answerMs)} ms`,
       ]);
@@ -439,9 +475,9 @@ function readmeTable(r: LandingResult): string {
     machineLine(r.machine, 'in-process stack'),
     '',
     `${r.config.perPath} sends per path per scenario, interleaved (one send every ${r.config.gapMs} ms, paths in turn), on the local cluster of ${r.config.validators} validators with links (\`--link\`), skipped slots and a competing load; ${r.config.limits}. ` +
-      `Slots from submission (the cluster's slot when the bot sent) to the landing slot; the distance floor: slots from submission to the slot a write sent at once first reaches a validator in (one one-way delay later, less the 20 ms grace at a window's end), which no sender at that distance beats; ms from submission to confirmed (the landing slot's end). Not landed within ${r.config.settleSlots} slots of the last send counts as not landed.`,
+      `Slots from submission (the cluster's slot when the bot sent) to the landing slot; the distance floor: slots from submission to the slot a write sent at once first reaches a validator in (one one-way delay later, less the 20 ms grace at a window's end), which no sender at that distance beats; landed after its floor: sends that landed in a later slot than their own floor (a skipped window counts: the floor does not know of skips), with the mean slots to land — finer than the whole-slot quantiles; ms from submission to confirmed (the landing slot's end). Not landed within ${r.config.settleSlots} slots of the last send counts as not landed.`,
     '',
-    mdTable(['scenario', 'path', 'landed', 'slots p50 / p90 / p99', 'distance floor p50 / p90 / p99', 'ms to confirmed p50 / p90 / p99', 'answer p50'], rows),
+    mdTable(['scenario', 'path', 'landed', 'slots p50 / p90 / p99', 'distance floor p50 / p90 / p99', 'landed after its floor (mean slots)', 'ms to confirmed p50 / p90 / p99', 'answer p50'], rows),
     '',
     `**Targets**: ${r.targets.length - missed.length} of ${r.targets.length} met.`,
     '',

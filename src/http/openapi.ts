@@ -721,8 +721,8 @@ const OPERATIONS: Record<RouteId, OperationDoc> = {
       'plan minimum; a wrong key is 401. Draws on no budget. Beside the tips, `priority_fee` gives the same percentiles ' +
       'of the compute-unit price (micro-lamports per CU, 0 for a transaction without SetComputeUnitPrice) those landings ' +
       'paid: priority-fee guidance from what Landfall actually landed (the client\'s `computeUnitPriceInstruction` sets it). ' +
-      'No one account can move a priority-fee percentile by more than 2x: each is held within [1/2, 2x] of the same percentile ' +
-      'without that account\'s landings (leave one out), starting from the account that moves it most; a window with one ' +
+      'No one account can steer a priority-fee percentile: each is held within [1/2 of p-10, 2x of p+10] of the percentiles ' +
+      'of the other accounts\' landings (leave one out), starting from the account that pulls it hardest; a window with one ' +
       'account\'s landings only gives null.',
     tags: ['query'],
     security: optionalKey,
@@ -1128,7 +1128,7 @@ export const OPENAPI: OpenApiDocument = {
           landed: { type: 'integer', minimum: 0, description: 'Landed transactions whose compute-unit price is known (accepted since the service started)' },
           micro_lamports_per_cu: {
             oneOf: [schema('TipPercentiles'), { type: 'null' }],
-            description: 'Compute-unit price percentiles in micro-lamports per CU, no one account moving any by more than 2x; null when none landed or all were one account\'s',
+            description: 'Compute-unit price percentiles in micro-lamports per CU, no one account moving any beyond 2x of what the others pay 10 percentile points higher (half of 10 lower); null when none landed or all were one account\'s',
           },
         },
         ['landed', 'micro_lamports_per_cu'],

@@ -153,19 +153,22 @@ function merged(buckets: Bucket[], at: number, back: number, byAccount: boolean)
   return { landed, percentiles: byAccount ? resistant(bins, landed, accounts) : percentiles(bins, landed) };
 }
 
-/** Most an account's landings may move a percentile of the priority fee: a factor of 2. */
+/** Most an account's landings may move a percentile of the priority fee: a factor of 2 … */
 export const MAX_ACCOUNT_MOVE = 2;
+/** … beyond what the other accounts' landings say this many percentile points lower or higher. */
+export const RANK_SLACK = 10;
 
 /**
- * Percentiles that one account's landings cannot move by more than {@link MAX_ACCOUNT_MOVE}×.
- * For each percentile, P₋ₐ is the same percentile of the landings of every account but `a`
- * (leave one out). The accounts are taken from the one whose removal moves the percentile most
- * (|log P − log P₋ₐ| largest) to the least, and the answer is narrowed to [P₋ₐ / 2, 2 · P₋ₐ] for
- * each in turn — skipping an account whose bound would contradict those of the accounts before
- * it (a bound that only says the others include a heavier account). So the account that moves a
- * percentile most always gets at most 2×, whoever it is and whatever it lands; the others are
- * held too wherever that does not contradict it. Null when the window holds one account's
- * landings only: with nothing to measure them against, they give no guidance.
+ * Percentiles that one account's landings cannot move far from what the others' landings say.
+ * For each percentile p and account `a`, P₋ₐ(q) is the q-th percentile of the landings of every
+ * account but `a` (leave one out), and `a`'s bound is [P₋ₐ(p − 10) / 2, 2 · P₋ₐ(p + 10)]
+ * ({@link RANK_SLACK}, {@link MAX_ACCOUNT_MOVE}). The accounts are taken from the one whose bound
+ * the raw percentile is farthest outside (in log) to the least, and the answer is narrowed to
+ * each bound in turn — skipping a bound that would contradict those before it (one that only says
+ * the others include a heavier account). So the account that pulls a percentile hardest is always
+ * held, whoever it is and whatever it lands; the others are held too wherever that does not
+ * contradict it. Null when the window holds one account's landings only: with nothing to measure
+ * them against, they give no guidance.
  *
  * Why leave-one-out: one account landed 6 transfers at 10⁹ µL/CU with a 1,000-CU limit (0.012
  * SOL in all) and every percentile of the minute read 10⁹; a bot that followed p75 with a
@@ -176,8 +179,16 @@ export const MAX_ACCOUNT_MOVE = 2;
  * each percentile to what the other accounts' landings say bounds what one account can do, at
  * any price and any count.
  *
- * Cost: one pass over the window's bins, then per account and percentile a binary search over
- * the sorted bins (each step a binary search in the account's own bins): about 5 × A × log² B
+ * Why the 10 points of slack: without them a window split in two — at the onset of congestion,
+ * a minute still holding 40 unpriced landings of one account beside 16 of four accounts paying
+ * 100,000 — sits with p75 on the boundary, where leaving out *any one* of the four drops the
+ * others' p75 to 0; the strict bound then pinned p75 to 0 against four agreeing accounts, and
+ * every bot that followed it was priced out for seconds (the landing bench's congestion
+ * scenario). With the slack, a value the others' landings reach a few points higher up stands;
+ * an attacker still moves a percentile at most to twice what the others pay 10 points higher.
+ *
+ * Cost: one pass over the window's bins, then per account and percentile two binary searches over
+ * the sorted bins (each step a binary search in the account's own bins): about 10 × A × log² B
  * for A accounts, at most once a second.
  */
 function resistant(bins: Map<number, Bin>, n: number, accounts: Map<string, Map<number, Bin>>): Percentiles | null {
@@ -188,8 +199,8 @@ function resistant(bins: Map<number, Bin>, n: number, accounts: Map<string, Map<
   const cum: number[] = [];
   let c = 0;
   for (const [, x] of sorted) cum.push((c += x.count));
-  /** Per percentile, each account's leave-one-out value. */
-  const without = new Map<number, number[]>(TIP_PERCENTILES.map((p) => [p, []]));
+  /** Per percentile, each account's bound. */
+  const bounds = new Map<number, Array<[number, number]>>(TIP_PERCENTILES.map((p) => [p, []]));
   for (const mine of accounts.values()) {
     const own = [...mine.entries()].sort((a, b) => a[0] - b[0]);
     const ownKeys = own.map(([bin]) => bin);
@@ -209,8 +220,9 @@ function resistant(bins: Map<number, Bin>, n: number, accounts: Map<string, Map<
       }
       return a === 0 ? 0 : ownCum[a - 1]!;
     };
-    for (const p of TIP_PERCENTILES) {
-      const rank = Math.max(1, Math.ceil((p / 100) * rest));
+    /** The q-th percentile (nearest rank) of the others' landings. */
+    const others = (q: number): number => {
+      const rank = Math.max(1, Math.ceil((Math.min(Math.max(q, 0), 100) / 100) * rest));
       // The first bin where the others' landings reach the rank (monotone in the bin).
       let a = 0;
       let b = keys.length - 1;
@@ -219,20 +231,23 @@ function resistant(bins: Map<number, Bin>, n: number, accounts: Map<string, Map<
         if (cum[m]! - ownUpTo(keys[m]!) >= rank) b = m;
         else a = m + 1;
       }
-      without.get(p)!.push(sorted[a]![1].max);
-    }
+      return sorted[a]![1].max;
+    };
+    for (const p of TIP_PERCENTILES) bounds.get(p)!.push([others(p - RANK_SLACK) / MAX_ACCOUNT_MOVE, others(p + RANK_SLACK) * MAX_ACCOUNT_MOVE]);
   }
   const out = {} as Percentiles;
   const ln = (v: number) => Math.log(Math.max(v, 1));
   for (const p of TIP_PERCENTILES) {
     const key = `p${p}` as const;
     const v = all[key];
-    const byInfluence = without.get(p)!.sort((x, y) => Math.abs(ln(v) - ln(y)) - Math.abs(ln(v) - ln(x)));
+    /** How far (in log) the raw percentile is outside a bound. */
+    const outside = ([lo, hi]: [number, number]) => Math.max(0, ln(lo) - ln(v), ln(v) - ln(hi));
+    const byPull = bounds.get(p)!.sort((x, y) => outside(y) - outside(x));
     let lo = 0;
     let hi = Infinity;
-    for (const w of byInfluence) {
-      const a = Math.max(lo, w / MAX_ACCOUNT_MOVE);
-      const b = Math.min(hi, w * MAX_ACCOUNT_MOVE);
+    for (const [l, h] of byPull) {
+      const a = Math.max(lo, l);
+      const b = Math.min(hi, h);
       if (a <= b) [lo, hi] = [a, b];
     }
     out[key] = Math.round(Math.min(Math.max(v, lo), hi));

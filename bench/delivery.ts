@@ -11,7 +11,7 @@
  * histogram (request received → first QUIC stream written) from the service process, and what
  * the engine and the cluster counted (rebroadcasts, drops, received, included).
  */
-import { fmtBound, fmtCores, SINGLE_SEND, type CoresUsed } from './lib/phase.js';
+import { fmtBound, fmtCores, sendEachOnce, type CoresUsed } from './lib/phase.js';
 import { LOAD_CLUSTER, settleStatuses, startStack } from './lib/stack.js';
 import type { LandfallSnapshot } from './hosts/landfall.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, packageVersion, target, targetsTable, warnIfBusy, type Suite, type SuiteResult, type Target } from './lib/suite.js';
@@ -55,23 +55,11 @@ async function run(): Promise<DeliveryResult> {
   const stack = await startStack({ cluster, payerSol: PAYER_SOL });
   try {
     const txs = await stack.transactions(TRANSACTIONS);
-    const itemsFile = stack.items('delivery', txs.map((t) => SINGLE_SEND.body([t])));
     await stack.landfall.reset();
     const cpu0 = (await stack.landfall.snapshot()).cpuMs;
     const c0 = await stack.cluster.child.call<{ cpuMs: number }>('stats');
     const sendStart = performance.now();
-    const load = await stack.load({
-      origin: stack.landfall.url,
-      method: 'POST',
-      path: SINGLE_SEND.path,
-      headers: { authorization: `Bearer ${stack.apiKey}` },
-      itemsFile,
-      reuse: false,
-      connections: 16,
-      durationMs: Math.ceil((TRANSACTIONS / RATE) * 1000),
-      rate: RATE,
-      collectBodies: true,
-    });
+    const load = await sendEachOnce(stack, 'delivery', txs, { connections: 16, durationMs: Math.ceil((TRANSACTIONS / RATE) * 1000), rate: RATE });
     // The slot each accepted transaction was submitted in, from its response.
     const sentSlot = new Map<string, number>();
     for (const [i, body] of (load.bodies ?? []).entries()) {

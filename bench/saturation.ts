@@ -13,7 +13,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { SINGLE_SEND } from './lib/phase.js';
+import { sendEachOnce } from './lib/phase.js';
 import { settleStatuses, startStack, type Stack } from './lib/stack.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, packageVersion, warnIfBusy, type Suite, type SuiteResult } from './lib/suite.js';
 import type { LocalnetOptions } from '../src/localnet/index.js';
@@ -44,9 +44,8 @@ const LOADS = Math.min(3, Math.max(1, Number(process.env.SATURATION_LOADS ?? 2))
 const GIVE_BACK = process.env.SATURATION_GIVE_BACK ?? '1';
 const POLL_MS = 1_000;
 
-export interface SaturationResult extends SuiteResult {
-  suite: 'saturation';
-  config: { rate: number; seconds: number; transactions: number; slotMs: number; loadGenerator: string; loads: number; giveBack: string };
+/** What one load gave: outcomes, writes, and memory before / settled / `IDLE_MS` later. */
+interface LoadOutcome {
   accepted: number;
   outcome: { confirmed: number; failed: number; expired: number; pending: number };
   expiredPercent: number;
@@ -57,24 +56,21 @@ export interface SaturationResult extends SuiteResult {
   queueFull: number;
   memory: { beforeMiB: number; settledMiB: number; idleMiB: number };
   settleSec: number;
-  /** Every load's own numbers (the fields above are the first's). */
+}
+
+export interface SaturationResult extends SuiteResult, LoadOutcome {
+  suite: 'saturation';
+  config: { rate: number; seconds: number; transactions: number; slotMs: number; loadGenerator: string; loads: number; giveBack: string };
+  /** Every load's own numbers (the fields of `LoadOutcome` above are the first's). */
   loads: LoadResult[];
 }
 
 const q = (sorted: number[], p: number): number => (sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!);
 
-/** One load and what followed it: outcomes, writes, and memory before / settled / `IDLE_MS` later. */
-interface LoadResult {
-  accepted: number;
-  outcome: { confirmed: number; failed: number; expired: number; pending: number };
-  expiredPercent: number;
-  writes: { p50: number; p99: number; max: number };
-  rounds: { max: number; overMaxRetries: number };
-  queueFull: number;
-  memory: { beforeMiB: number; settledMiB: number; idleMiB: number };
+/** One load and what followed it. */
+interface LoadResult extends LoadOutcome {
   /** Times the service gave memory back (`src/memory/give-back.ts`) by the end of the idle wait. */
   gaveBack: number;
-  settleSec: number;
   /** 1-minute load average when this load started. */
   loadAvg: number;
 }
@@ -91,19 +87,7 @@ async function oneLoad(stack: Stack, index: number, samples: unknown[], t0: numb
   for (let phase = 0; phase < PHASES; phase++) {
     const n = Math.round(TRANSACTIONS / PHASES);
     const txs = await stack.transactions(n);
-    const itemsFile = stack.items(`saturation-${index}-${phase}`, txs.map((t) => SINGLE_SEND.body([t])));
-    const load = await stack.load({
-      origin: stack.landfall.url,
-      method: 'POST',
-      path: SINGLE_SEND.path,
-      headers: { authorization: `Bearer ${stack.apiKey}` },
-      itemsFile,
-      reuse: false,
-      connections: 32,
-      durationMs: Math.round((SECONDS * 1000) / PHASES),
-      rate: RATE,
-      collectBodies: true,
-    });
+    const load = await sendEachOnce(stack, `saturation-${index}-${phase}`, txs, { connections: 32, durationMs: Math.round((SECONDS * 1000) / PHASES), rate: RATE });
     for (const [i, body] of (load.bodies ?? []).entries()) {
       const r = body === null ? null : (JSON.parse(body) as { success?: boolean; signature?: string });
       if (r?.success && r.signature === txs[i]!.signature) accepted.push(r.signature);

@@ -206,6 +206,23 @@ export const SINGLE_SEND: RequestShape = {
   success: '"success":true',
 };
 
+/**
+ * Each of `txs` sent once to `/v1/send` at `rate` over `connections`, the response bodies
+ * collected in order (the delivery and saturation suites read each one's slot and signature).
+ */
+export function sendEachOnce(stack: Stack, name: string, txs: SignedTx[], o: { connections: number; durationMs: number; rate: number }): Promise<LoadResult> {
+  return stack.load({
+    origin: stack.landfall.url,
+    method: 'POST',
+    path: SINGLE_SEND.path,
+    headers: { authorization: `Bearer ${stack.apiKey}` },
+    itemsFile: stack.items(name, txs.map((t) => SINGLE_SEND.body([t]))),
+    reuse: false,
+    ...o,
+    collectBodies: true,
+  });
+}
+
 export const BATCH_SIZE = 100;
 
 export const BATCH_SEND: RequestShape = {

@@ -8,6 +8,7 @@ import { DEFAULT_PLANS, type PlanName } from '../src/accounts/plans.js';
 import { RateLimiter } from '../src/accounts/rate-limiter.js';
 import { DEFAULT_CONFIG } from '../src/config.js';
 import { buildApp } from '../src/http/api.js';
+import type { Services } from '../src/http/types.js';
 import { listen, type RunningServer } from '../src/http/server.js';
 import { TipSet } from '../src/native.js';
 import { Store } from '../src/store/store.js';
@@ -25,8 +26,8 @@ export interface BareApp {
   close(): Promise<void>;
 }
 
-/** Start the API with `tipAddresses` (base58) as the tip set. */
-export async function startBareApp(tipAddresses: string[]): Promise<BareApp> {
+/** Start the API with `tipAddresses` (base58) as the tip set; `extra` replaces or adds services (a test's own status hub). */
+export async function startBareApp(tipAddresses: string[], extra: Partial<Services> = {}): Promise<BareApp> {
   const tmp = tempDir();
   const store = Store.open(tmp.dir);
   const accounts = new Accounts(store, { plans: DEFAULT_PLANS, lamportsPerPoint: 1000 });
@@ -37,6 +38,7 @@ export async function startBareApp(tipAddresses: string[]): Promise<BareApp> {
     limiter: new RateLimiter(DEFAULT_PLANS, 40_000),
     tips: new TipSet(tipAddresses),
     delivery: unreachableDelivery,
+    ...extra,
   });
   const server = await listen(app, '127.0.0.1', 0);
   return {

@@ -204,6 +204,17 @@ export function registerRpcSubscriptions(app: uWS.TemplatedApp, paths: readonly 
           count(state, 1);
           const ids = state.bySignature.get(sig) ?? new Set<number>();
           state.bySignature.set(sig, ids.add(sub));
+          // On an ingress thread the main thread may not forward this account's changes yet (the
+          // socket opened a moment ago): read the status again once it does, so a change made in
+          // between is not missed.
+          void o.hub.forwarded().then(() => {
+            if (state.closed || !state.subs.has(sub)) return;
+            const now = o.ownStatus(state.accountId, sig);
+            const value = now && notificationValue(now);
+            if (!value) return;
+            drop(state, sub);
+            notify(ws, sub, value);
+          });
         }
         return { jsonrpc: '2.0', result: sub, id };
       }

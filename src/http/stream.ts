@@ -78,11 +78,16 @@ export class StatusHub {
   );
 
   /**
-   * Told whenever a stream opens or closes here, with the open streams per account (an ingress
-   * thread tells the main thread, which then forwards only those accounts' changes to it).
+   * Told whenever a stream opens or closes here, with the open streams per account and a sequence
+   * number (an ingress thread tells the main thread, which then forwards only those accounts'
+   * changes to it, and answers with the number: {@link seenUpTo}).
    */
-  onAccountsChange: ((streams: Array<[accountId: string, open: number]>) => void) | null = null;
+  onAccountsChange: ((streams: Array<[accountId: string, open: number]>, seq: number) => void) | null = null;
   private readonly accounts = new Map<string, number>();
+  /** The last `onAccountsChange` told, and the last the main thread said it applied. */
+  private told = 0;
+  private seen = 0;
+  private readonly waiting: Array<{ seq: number; resolve: () => void }> = [];
 
   /** Listen to the changes of `accountId`'s transactions; returns the unsubscribe function. */
   subscribe(accountId: string, listener: (record: StatusRecord) => void): () => void {
@@ -101,7 +106,25 @@ export class StatusHub {
     const n = (this.accounts.get(accountId) ?? 0) + delta;
     if (n > 0) this.accounts.set(accountId, n);
     else this.accounts.delete(accountId);
-    this.onAccountsChange?.([...this.accounts]);
+    if (this.onAccountsChange) this.onAccountsChange([...this.accounts], ++this.told);
+  }
+
+  /**
+   * Resolves once every subscription made so far gets every change: at once where changes are
+   * published here directly (the main thread, or no ingress threads); on an ingress thread once
+   * the main thread has applied the accounts map that includes them ({@link seenUpTo}). Until
+   * then a change made on the main thread is not forwarded here — a stream that said `ready`, or a
+   * subscription that read the status, before it could miss that change for good.
+   */
+  forwarded(): Promise<void> {
+    if (this.onAccountsChange === null || this.seen >= this.told) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push({ seq: this.told, resolve }));
+  }
+
+  /** The main thread applied the accounts map of `onAccountsChange` call `seq` (and every one before). */
+  seenUpTo(seq: number): void {
+    this.seen = Math.max(this.seen, seq);
+    while (this.waiting.length > 0 && this.waiting[0]!.seq <= this.seen) this.waiting.shift()!.resolve();
   }
 
   /** Open subscriptions of one account. */
@@ -217,7 +240,11 @@ export function registerStream(
       slots.close(accountId);
       open.delete(ws);
     };
-    ws.send('{"type":"ready"}');
+    // `ready` promises every change from here on: said only once this thread is sure to get them
+    // (a client reads the status once after `ready`, and relies on the pushes for the rest).
+    void hub.forwarded().then(() => {
+      if (!state.closed) ws.cork(() => ws.send('{"type":"ready"}'));
+    });
   };
 
   app.ws<StreamSocket>('/v1/stream', {

@@ -40,6 +40,8 @@ export interface IngressInit {
 export type ToWorker =
   | { type: 'chain'; snapshot: ChainSnapshot }
   | { type: 'status'; records: StatusRecord[] }
+  /** The main thread applied the `streams` message `seq`: this thread gets those accounts' changes from now on. */
+  | { type: 'streams-seen'; seq: number }
   /** The tip floor as the main thread computed it (once a second). */
   | { type: 'tip-floor'; floor: TipFloorView }
   /** The node's cluster state as the main thread sees it (a clustered node, every 250 ms), for /health. */
@@ -61,7 +63,7 @@ export type FromWorker =
   /** `stored` (`ackReplication: quorum`): answer with `replicated` once the cluster stored them. */
   | { type: 'accepted'; batch: Accepted[]; stored?: true }
   /** Open streams per account on this worker (sent whenever a stream opens or closes). */
-  | { type: 'streams'; streams: Array<[string, number]> }
+  | { type: 'streams'; streams: Array<[string, number]>; seq: number }
   /** A `/metrics` request on the worker: the main thread answers with the aggregated text. */
   | { type: 'metrics-request'; id: number }
   | { type: 'metrics'; id: number; json: MetricsJson }

@@ -143,6 +143,7 @@ export class IngressPool {
       }
       case 'streams':
         from.streams = new Map(m.streams);
+        from.worker.postMessage({ type: 'streams-seen', seq: m.seq } satisfies ToWorker);
         break;
       case 'metrics-request':
         void this.metricsText().then((text) => from.worker.postMessage({ type: 'metrics-text', id: m.id, text } satisfies ToWorker));

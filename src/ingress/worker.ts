@@ -75,7 +75,7 @@ const delivery = new ThreadDelivery(view, first, new Rpc(init.rpcUrl), (a) => {
 let tipFloor: TipFloorView = emptyTipFloor(config.lamportsPerPoint);
 /** The cluster state the main thread last sent (null: a single node, or none received yet). */
 let clusterHealth: ClusterHealth | null = null;
-hub.onAccountsChange = (streams) => post({ type: 'streams', streams });
+hub.onAccountsChange = (streams, seq) => post({ type: 'streams', streams, seq });
 telemetry.metrics.registry.registerMetric(first.serviceLatency);
 telemetry.metrics.registry.registerMetric(first.nativeLatency);
 
@@ -111,6 +111,9 @@ port.on('message', (m: ToWorker) => {
       break;
     case 'status':
       for (const r of m.records) hub.publish(r);
+      break;
+    case 'streams-seen':
+      hub.seenUpTo(m.seq);
       break;
     case 'tip-floor':
       tipFloor = m.floor;

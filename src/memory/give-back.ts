@@ -19,7 +19,7 @@
  * disarms: the next needs a busy second first. A bot polling one status a second, or a trickle
  * of sends, is quiet; the burst before it is what is given back.
  */
-import { readFileSync } from 'node:fs';
+import { procStatus, statusBytes } from './resident.js';
 
 export interface GiveBackOptions {
   /** How long without a busy second before memory is given back (default 5 s). */
@@ -116,12 +116,7 @@ export class GiveBack {
   }
 }
 
-/** The process's resident anonymous memory (/proc/self/status RssAnon), null off Linux. */
+/** The process's resident anonymous memory, null off Linux. */
 function rssAnonBytes(): number | null {
-  try {
-    const m = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
-    return m ? Number(m[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
+  return statusBytes(procStatus(), 'RssAnon');
 }

@@ -11,11 +11,11 @@
  * Node process metrics (event-loop delay, heap, GC, CPU) are process-wide, collected once, and
  * appended to every scrape.
  */
-import { readFileSync } from 'node:fs';
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Registry, type Histogram, type Metric, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { PLAN_ORDER } from '../accounts/plans.js';
 import { sendOutcomeReasons } from '../native.js';
 import { LabeledHistogram, type HistogramSeries } from './histogram.js';
+import { procStatus, statusBytes } from '../memory/resident.js';
 
 /** One thread's metrics as prom-client serialises them (for aggregation across ingress threads). */
 export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
@@ -329,10 +329,9 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         const status = read();
-        if (status === null) return;
         for (const [kind, field] of kinds) {
-          const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-          if (m) this.set({ kind }, Number(m[1]) * 1024);
+          const bytes = statusBytes(status, field);
+          if (bytes !== null) this.set({ kind }, bytes);
         }
       },
     });
@@ -392,14 +391,5 @@ export class Metrics {
         this.set(read());
       },
     });
-  }
-}
-
-/** `/proc/self/status`, or null where there is none (not Linux). */
-function procStatus(): string | null {
-  try {
-    return readFileSync('/proc/self/status', 'utf8');
-  } catch {
-    return null;
   }
 }

@@ -17,13 +17,8 @@ export class RequestCount {
     Atomics.add(this.count, 0, 1);
   }
 
-  /** Requests answered so far, modulo 2^32: compare two readings with `since`. */
+  /** Requests answered so far, modulo 2^32 (the difference of two readings is `>>> 0`'d). */
   get total(): number {
     return Atomics.load(this.count, 0) >>> 0;
-  }
-
-  /** Requests between an earlier reading and now (the counter wraps at 2^32). */
-  since(earlier: number): number {
-    return (this.total - earlier) >>> 0;
   }
 }

@@ -30,7 +30,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['cluster/', 'submission/'], // several nodes over NATS; the one send pipeline
   ['delivery/'], // chain view, first send, rebroadcast, traces
   ['tracker/', 'tips.ts'], // confirmations; the service's tip addresses
-  ['telemetry/', 'memory/', 'keypair.ts'], // logs and metrics; memory given back after a load; key files
+  ['telemetry/', 'keypair.ts'], // logs and metrics; key files
+  ['memory/'], // the process's resident memory; memory given back after a load
   ['config.ts'],
   ['accounts/', 'config-nats.ts', 'tip-rent.ts'],
   ['store/', 'localnet/'], // LMDB and every stored shape; the embedded cluster

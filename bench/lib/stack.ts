@@ -12,12 +12,12 @@
  * none shares an event loop with another. Both build on the same harness (`harness/`).
  */
 import { rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Keypair, LAMPORTS_PER_SOL } from '@solana/web3.js';
 import { DEFAULT_PLANS, PLAN_ORDER, minTipLamports, type PlanTable } from '../../src/accounts/plans.js';
 import { DEFAULT_CONFIG, type Config } from '../../src/config.js';
 import { Rpc } from '../../src/chain/rpc.js';
+import { freePort } from '../../src/cluster/nats-servers.js';
 import type { LocalnetOptions } from '../../src/localnet/index.js';
 import type { StatusRecord } from '../../src/store/store.js';
 import type { LandfallSnapshot } from '../hosts/landfall.js';
@@ -144,20 +144,11 @@ export function hasSendThreads(): boolean {
 }
 
 /**
- * A TCP port free on 127.0.0.1 now. The service is given one rather than port 0: with several
- * ingress threads on one port (SO_REUSEPORT) each thread must bind the same, known port.
+ * A TCP port free on 127.0.0.1 now (below the kernel's ephemeral range: see the function). The
+ * service is given one rather than port 0: with several ingress threads on one port
+ * (SO_REUSEPORT) each thread must bind the same, known port.
  */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      s.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port'))));
-    });
-  });
-}
+export { freePort };
 
 export interface LandfallOptions {
   /** HTTP ingress threads (`ingressThreads`); absent: the service's default. */

@@ -258,5 +258,34 @@ export const usage: {
   takeDirty: addon.usageTakeDirty,
 };
 
+/**
+ * An accepted send's record in one native call (`native/src/node_record.rs`): its `sent` status
+ * value encoded into `value` (byte for byte `encodeStatus`'s, with the resend tail), the
+ * acknowledgement log's frame around it written to the segment `fd` with one `writev(2)`
+ * (`fdatasync`ed first with `sync`), the value put in the overlay, one send counted in usage.
+ * Returns the overlay token. Throws `RECORD_INVALID` (nothing done) for a field that does not
+ * fit, or the errno's name (`ENOSPC`, `EIO`, …) for a failed or short write or sync (the caller
+ * cuts the segment back; the overlay and the usage are untouched). Called by
+ * `StatusTables.insertAccepted` only.
+ */
+export const recordAccepted: (
+  fd: number,
+  key: Uint8Array,
+  wire: Uint8Array,
+  blockhashOffset: number,
+  names: Uint8Array,
+  tipLamports: bigint,
+  submittedAt: number,
+  submitSlot: number,
+  lastValidBlockHeight: number,
+  durableNonce: boolean,
+  deadlineSlot: number,
+  resendOptions: number,
+  usageIndex: number,
+  day: number,
+  sync: boolean,
+  value: Buffer,
+) => number = addon.recordAccepted;
+
 /** Results of the QUIC client's sends (`QuicClient` from native/index.js). */
 export type { FirstSend, OutcomeCount, SendResult } from '../native/index.js';

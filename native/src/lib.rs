@@ -1,6 +1,6 @@
 //! Landfall native core.
 //!
-//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, and the process-wide
+//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, `record`, and the process-wide
 //! shared state `overlay`, `registry`, `usage`) know nothing of Node; the `node`, `node_quic` and
 //! `node_quic_server` modules map them to JavaScript and are the only places that do, each error
 //! through `error::to_js`.
@@ -8,8 +8,9 @@
 //! The modules' layers, top first; each names only the ones below it (so there are no cycles),
 //! and `test/unit/native-layers.test.ts` holds the code to this list (the folders' own lists are
 //! in `quic/mod.rs` and `node_quic/mod.rs`):
-//!   `node_quic_server` → `node_quic` → `node` → `inspect`, `usage`, `quic` →
-//!   `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket` → `error`, `base58`, `priority`, `memory`.
+//!   `node_quic_server` → `node_quic` → `node`, `node_record` → `inspect`, `usage`, `quic` →
+//!   `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket`, `record` → `error`, `base58`,
+//!   `priority`, `memory`.
 //! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
 //!
 //! `npm test` runs clippy with warnings as errors and `cargo fmt --check` (`test:lint`).
@@ -24,6 +25,7 @@ pub mod overlay;
 pub mod parse;
 pub mod priority;
 pub mod quic;
+pub mod record;
 pub mod registry;
 pub mod tip;
 pub mod usage;
@@ -35,3 +37,5 @@ mod node;
 mod node_quic;
 #[cfg(feature = "localnet")]
 mod node_quic_server;
+#[cfg(feature = "node")]
+mod node_record;

@@ -152,6 +152,20 @@ export class Accounts {
     usageCounters.add(this.usageSlot(accountId), n, utcDay(at));
   }
 
+  /**
+   * The account's process-wide usage index and today's UTC day, for a caller that counts a send
+   * itself (`Store.insertAccepted`, whose native call adds to the same counter
+   * `countSubmissions` adds to). First touch on this thread loads the persisted counts, as there.
+   */
+  usageIndex(accountId: string): number {
+    return this.usageSlot(accountId);
+  }
+
+  /** The UTC day `countSubmissions` counts a send of now on. */
+  today(): number {
+    return utcDay(this.now());
+  }
+
   /** The account's sends: all-time, and on the current UTC day (every thread's, persisted or not). */
   usage(accountId: string): { total: number; today: number } {
     const u = usageCounters.get(this.usageSlot(accountId), utcDay(this.now()));

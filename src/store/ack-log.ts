@@ -33,7 +33,8 @@ export const SEGMENT_BYTES = 4 * 1024 * 1024;
 /** Default `fdatasync` cadence of a log with unsynced appends. */
 export const DEFAULT_SYNC_MS = 100;
 /** Bytes of a frame's header: payload length, CRC-32. */
-const HEADER_BYTES = 8;
+export const FRAME_HEADER_BYTES = 8;
+const HEADER_BYTES = FRAME_HEADER_BYTES;
 /** The key of a status record: the signature's 64 bytes. */
 const KEY_BYTES = 64;
 const DIR_MODE = 0o700;
@@ -110,12 +111,44 @@ export class AckLog {
     seg.bytes += n;
     seg.pending++;
     if (this.syncMs === 0) fdatasyncSync(seg.fd);
-    else {
+    this.settle(seg);
+    return seg;
+  }
+
+  /**
+   * The segment the next frame goes to (opened if there is none), for a writer that appends a
+   * frame itself — the native `recordAccepted`, which writes it with one `writev(2)` on its `fd`
+   * (and syncs it when `syncEach`) — and then reports `appended` or `failed`. Throws if it cannot
+   * be opened, or once the log is closed.
+   */
+  writer(): Segment {
+    return this.segment();
+  }
+
+  /** Each append must be `fdatasync`ed before it returns (`syncMs: 0`). */
+  get syncEach(): boolean {
+    return this.syncMs === 0;
+  }
+
+  /** One whole frame of `n` bytes was written to `seg` (by the `writer`'s caller): as `append` after its write. */
+  appended(seg: Segment, n: number): void {
+    seg.bytes += n;
+    seg.pending++;
+    this.settle(seg);
+  }
+
+  /** A frame's write to `seg` failed or was short (by the `writer`'s caller): cut back, as `append` does. */
+  failed(seg: Segment): void {
+    this.cutBack(seg);
+  }
+
+  /** After an append: its sync scheduled (unless every append is synced), the segment rotated once full. */
+  private settle(seg: Segment): void {
+    if (this.syncMs !== 0) {
       seg.unsynced = true;
       this.scheduleSync();
     }
     if (seg.bytes >= SEGMENT_BYTES) this.rotate();
-    return seg;
   }
 
   /** `n` records of `seg` are in LMDB now; a rotated segment with none left is deleted. */

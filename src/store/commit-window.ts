@@ -88,8 +88,12 @@ export class CommitWindow {
 
   /** Append an acceptance to this thread's acknowledgement log (opened by the first); throws if it cannot. */
   logAcceptance(key: Buffer, value: Buffer): Segment {
-    this.acks ??= new AckLog(join(this.path, ACKS_DIR), { syncMs: this.ackSyncMs });
-    return this.acks.append(key, value);
+    return this.ackLog().append(key, value);
+  }
+
+  /** This thread's acknowledgement log (opened by the first call; throws if its folder cannot be made). */
+  ackLog(): AckLog {
+    return (this.acks ??= new AckLog(join(this.path, ACKS_DIR), { syncMs: this.ackSyncMs }));
   }
 
   /** Queue one write for the current commit window (opened if there is none). */

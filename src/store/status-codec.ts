@@ -245,6 +245,37 @@ export function encodeStatus(rec: StatusRecord, resend?: Resend | null, blockhas
 }
 
 /**
+ * The two strings of an accepted record as its value holds them (`u8 length | accountId | u8
+ * length | keyName`), for the native `recordAccepted`: the same for every send of one key, so
+ * callers keep it. Throws `RangeError` for a string over `MAX_STRING_BYTES`, as `encodeStatus`.
+ */
+export function acceptedNames(accountId: string, keyName: string): Buffer {
+  const a = Buffer.byteLength(accountId, 'utf8');
+  const k = Buffer.byteLength(keyName, 'utf8');
+  if (a > MAX_STRING_BYTES) throw new RangeError(`status record: accountId is ${a} bytes (max ${MAX_STRING_BYTES})`);
+  if (k > MAX_STRING_BYTES) throw new RangeError(`status record: keyName is ${k} bytes (max ${MAX_STRING_BYTES})`);
+  const out = Buffer.allocUnsafeSlow(2 + a + k);
+  out[0] = a;
+  out.write(accountId, 1, 'utf8');
+  out[1 + a] = k;
+  out.write(keyName, 2 + a, 'utf8');
+  return out;
+}
+
+/** The length of an accepted record's value (`encodeStatus` of a fresh `sent` record with its resend tail). */
+export function acceptedValueBytes(names: Uint8Array, wireBytes: number, hasDeadline: boolean): number {
+  return FIXED_BYTES - 2 + names.length + RESEND_HEADER_BYTES + wireBytes + (hasDeadline ? DEADLINE_BYTES : 0);
+}
+
+/** The resend tail's options byte (`antiMev`, `untilExpiry`, `maxRetries`), checked as `encodeStatus` checks it. */
+export function resendOptionsByte(antiMev: boolean, maxRetries: number, untilExpiry: boolean): number {
+  if (!Number.isInteger(maxRetries) || maxRetries < 0 || maxRetries > 15) {
+    throw new RangeError(`status record: resend maxRetries must be an integer 0..15, got ${maxRetries}`);
+  }
+  return (antiMev ? RESEND_ANTI_MEV : 0) | (untilExpiry ? RESEND_UNTIL_EXPIRY : 0) | (maxRetries << RESEND_RETRIES_SHIFT);
+}
+
+/**
  * The error tail's bytes: `err` as JSON, or null when there is none. An error over
  * `MAX_ERR_BYTES` (none of Agave's is near it) is kept as the string of its first bytes, so a
  * failed record is always written.

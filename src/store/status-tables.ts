@@ -5,13 +5,13 @@
  * crash cannot lose what a client was answered.
  */
 import { join } from 'node:path';
-import { overlay } from '../native.js';
-import { readDeadLogs, type Segment } from './ack-log.js';
+import { overlay, recordAccepted } from '../native.js';
+import { FRAME_HEADER_BYTES, readDeadLogs, type AckLog, type Segment } from './ack-log.js';
 import { accountOverlayKey, type AccountTables } from './account-tables.js';
 import { ACKS_DIR, TRACE_WRITE, type CommitWindow, type Held } from './commit-window.js';
 import { describeWriteError, StoreUnavailableError, type DiskGuard } from './disk-guard.js';
 import type { Credit, PendingRecord, Resend, StatusRecord, Trace } from './records.js';
-import { decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf, type RecordBytes } from './status-codec.js';
+import { acceptedValueBytes, decodeStatus, encodeStatus, isPendingValue, resendOf, signatureOfKey, statusKey, submittedAtOf, type RecordBytes } from './status-codec.js';
 import { accountTxKey, INDEX_VALUE, type Tables } from './tables.js';
 import { decodeTrace, encodeTrace } from './trace-codec.js';
 import { UsageDelta } from './usage-delta.js';
@@ -95,6 +95,68 @@ export class StatusTables {
       throw new StoreUnavailableError(`status record ${rec.signature} not written: ${reason}`);
     }
     void this.window.queue({ key, value, token: overlay.put(key, value), logged, owner: rec });
+  }
+
+  /**
+   * `insertStatus` of a fresh acceptance from the send path, in one native call
+   * (`recordAccepted`): its value encoded (with the resend tail), framed and appended to this
+   * thread's acknowledgement log, put in the overlay, and one send counted in the account's live
+   * usage (what `Accounts.countSubmissions` did) — then queued for the commit window as
+   * `insertStatus` queues it. Throws `StoreUnavailableError` if it could not be logged (the
+   * segment is cut back to its last whole frame and the store becomes unavailable, as
+   * `insertStatus`), `RangeError` for a field that cannot be stored.
+   * @param rec the `sent` record (`sentRecord`), whose fields are stored
+   * @param key the signature's 64 bytes (a view into `wire`)
+   * @param wire the transaction's bytes: the resend tail, and the blockhash at `blockhashOffset`
+   * @param names `acceptedNames(rec.accountId, rec.keyName)`, kept by the caller
+   * @param resendOptions `resendOptionsByte(…)` of the send's options
+   * @param usageIndex the account's process-wide usage index (`Accounts.usageIndex`), `day` the UTC day to count it on
+   */
+  insertAccepted(
+    rec: StatusRecord,
+    key: Buffer,
+    wire: Buffer,
+    blockhashOffset: number,
+    names: Buffer,
+    resendOptions: number,
+    usageIndex: number,
+    day: number,
+  ): void {
+    if (this.guard.closed) throw new StoreUnavailableError(`status record ${rec.signature} not written: store is closed`);
+    const value = Buffer.allocUnsafe(acceptedValueBytes(names, wire.length, rec.deadlineSlot !== undefined));
+    let log: AckLog | undefined;
+    let seg: Segment | undefined;
+    let token: number;
+    try {
+      log = this.window.ackLog();
+      seg = log.writer();
+      token = recordAccepted(
+        seg.fd,
+        key,
+        wire,
+        blockhashOffset,
+        names,
+        rec.tipLamports,
+        rec.submittedAt,
+        rec.submitSlot,
+        rec.lastValidBlockHeight ?? -1,
+        rec.durableNonce,
+        rec.deadlineSlot ?? -1,
+        resendOptions,
+        usageIndex,
+        day,
+        log.syncEach,
+        value,
+      );
+    } catch (e) {
+      if ((e as { code?: unknown }).code === RECORD_INVALID) throw new RangeError(`status record ${rec.signature}: ${(e as Error).message}`);
+      if (seg) log!.failed(seg);
+      const reason = `acknowledgement log: ${describeWriteError(e)}`;
+      this.guard.unavailable(reason);
+      throw new StoreUnavailableError(`status record ${rec.signature} not written: ${reason}`);
+    }
+    log.appended(seg, FRAME_HEADER_BYTES + key.length + value.length);
+    void this.window.queue({ key, value, token, logged: seg, owner: rec });
   }
 
   /**
@@ -276,6 +338,9 @@ export class StatusTables {
     return { scanned, deleted: victims.length, next: scanned < scan ? undefined : last };
   }
 }
+
+/** The native record's code for a field that does not fit (a bug upstream: nothing was written). */
+const RECORD_INVALID = 'RECORD_INVALID';
 
 /** The key and value of a status record; throws for one that cannot be stored. */
 function encodeOrThrow(rec: StatusRecord, resend?: Resend, bytes?: RecordBytes): { key: Buffer; value: Buffer } {

@@ -178,6 +178,9 @@ export class Store {
   insertStatus(rec: StatusRecord, resend?: Resend, bytes?: RecordBytes): void {
     this.statusTables.insertStatus(rec, resend, bytes);
   }
+  insertAccepted(rec: StatusRecord, key: Buffer, wire: Buffer, blockhashOffset: number, names: Buffer, resendOptions: number, usageIndex: number, day: number): void {
+    this.statusTables.insertAccepted(rec, key, wire, blockhashOffset, names, resendOptions, usageIndex, day);
+  }
   updateStatus(rec: StatusRecord, resend?: Resend | null, credit?: Credit): Promise<boolean> {
     return this.statusTables.updateStatus(rec, resend, credit);
   }

@@ -28,7 +28,7 @@ import { DeliveryError, type ChainFacts, type SendOptions, type SendPath } from 
 import { StaleViewError } from '../delivery/first-send.js';
 import type { InspectResult, VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
-import { recordBytesIn } from '../store/status-codec.js';
+import { acceptedNames, recordBytesIn, resendOptionsByte } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import { invalidTransaction, Refusal } from './refusals.js';
 import { unreplicated } from './replicated.js';
@@ -234,15 +234,25 @@ export class SubmissionCore {
         deadlineSlot: options.deadlineSlot ?? undefined,
       });
       // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
-      // before the answer (a process crash cannot lose it), or refused (`unrecorded`).
+      // before the answer (a process crash cannot lose it), or refused (`unrecorded`). One
+      // native call encodes, logs, shows (the overlay) and counts it (the account's usage).
+      const { accounts } = this.d;
       try {
-        store.insertStatus(record, { wire, antiMev: options.antiMev, maxRetries: options.maxRetries, ...(options.rebroadcastUntilExpiry && { untilExpiry: true }) }, bytes);
+        store.insertAccepted(
+          record,
+          bytes.signature,
+          wire,
+          tx.blockhashOffset,
+          namesOf(who),
+          resendOptionsByte(options.antiMev, options.maxRetries, options.rebroadcastUntilExpiry),
+          accounts.usageIndex(who.account.id),
+          accounts.today(),
+        );
       } catch (e) {
         this.d.inFlight?.release(who.account.id);
         if (e instanceof StoreUnavailableError) throw unrecorded(e);
         throw e;
       }
-      this.d.accounts.countSubmissions(who.account.id, 1);
       this.d.onAccepted?.(who.account.plan);
       const stored = delivery.accepted({
         record,
@@ -269,6 +279,20 @@ export class SubmissionCore {
     }
     return first.slot;
   }
+}
+
+/**
+ * A caller's two strings as its records store them (`acceptedNames`), made once per key record:
+ * the key cache hands out the same `KeyRecord` for every request with that key, so this is one
+ * WeakMap lookup a send (a caller built afresh, the CLI's, just makes them again).
+ */
+const namesByKey = new WeakMap<KeyRecord, { accountId: string; names: Buffer }>();
+function namesOf(who: Caller): Buffer {
+  const held = namesByKey.get(who.key);
+  if (held !== undefined && held.accountId === who.account.id) return held.names;
+  const names = acceptedNames(who.account.id, who.key.name);
+  namesByKey.set(who.key, { accountId: who.account.id, names });
+  return names;
 }
 
 /**

@@ -11,9 +11,9 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { overlay } from '../../src/native.js';
+import { accountSlot, base58Decode, overlay, usage, utcDay } from '../../src/native.js';
 import { parseSegment } from '../../src/store/ack-log.js';
-import { decodeStatus, resendOf, statusKey } from '../../src/store/status-codec.js';
+import { acceptedNames, decodeStatus, resendOf, resendOptionsByte, statusKey } from '../../src/store/status-codec.js';
 import { Store, StoreUnavailableError, type StatusRecord } from '../../src/store/store.js';
 import { waitFor } from '../../harness/localnet.js';
 import { statusRecord } from '../../harness/records.js';
@@ -128,6 +128,66 @@ describe('store on a full disk', () => {
     const frames = readdirSync(logDir).flatMap((f) => parseSegment(readFileSync(join(logDir, f))));
     expect(frames.every((f) => !f.torn)).toBe(true);
     expect(frames.flatMap((f) => f.records.map((r) => r.key.toString('hex')))).toContain(statusKey(after.signature)!.toString('hex'));
+  });
+
+  it("the send path's native record (insertAccepted) on a full disk: a failed or short write of the log is cut back and refused (ENOSPC), nothing shown or counted, the store unavailable; what was logged commits once space returns", async (ctx) => {
+    ctx.skip('error' in fs, 'error' in fs ? fs.error : '');
+    const t = fs as Tmpfs;
+    const store = openStore();
+    const index = accountSlot(account.id);
+    usage.init(index, 0, utcDay(), 0);
+    const counted = () => usage.get(index, utcDay())!.total;
+    const accept = (r: StatusRecord) => {
+      const wire = randomBytes(300);
+      const key = statusKey(r.signature)!;
+      key.copy(wire, 1);
+      base58Decode(r.recentBlockhash).copy(wire, 100);
+      store.insertAccepted(r, wire.subarray(1, 65), wire, 100, acceptedNames(r.accountId, r.keyName), resendOptionsByte(true, 3, false), index, utcDay());
+    };
+    const first = statusRecord({ accountId: account.id });
+    accept(first);
+    await store.flushed();
+    const before = counted();
+
+    t.fill(0);
+    const logged: StatusRecord[] = [];
+    let refused: { r: StatusRecord; e: Error } | undefined;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const r = statusRecord({ accountId: account.id });
+      try {
+        accept(r);
+        logged.push(r);
+      } catch (e) {
+        refused = { r, e: e as Error };
+      }
+    }
+    expect(refused?.e).toBeInstanceOf(StoreUnavailableError);
+    expect(refused?.e.message).toMatch(/not written: acknowledgement log: ENOSPC/);
+    expect(store.health.available).toBe(false);
+    expect(store.health.view().reason).toMatch(/^acknowledgement log: ENOSPC/);
+    // Not shown (no overlay entry), not counted: only what was logged.
+    expect(store.getStatus(refused!.r.signature)).toBeUndefined();
+    expect(counted() - before).toBe(logged.length);
+    for (const r of logged) expect(store.getStatus(r.signature)?.status).toBe('sent');
+
+    t.unfill();
+    store.startProbe(50);
+    await waitFor('the probe to find space', () => (store.health.available ? true : undefined), 5_000);
+    const after = statusRecord({ accountId: account.id });
+    accept(after);
+    await store.flushed();
+    for (const r of [first, ...logged, after]) {
+      const v = committed(store, r.signature);
+      expect(v).toBeDefined();
+      expect(resendOf(v!)).toMatchObject({ antiMev: true, maxRetries: 3 });
+    }
+    // The failed frame was cut off: every frame of the log is whole, the one after it included.
+    const logDir = join(store.path, 'acks');
+    const frames = readdirSync(logDir).map((f) => parseSegment(readFileSync(join(logDir, f))));
+    expect(frames.every((f) => !f.torn)).toBe(true);
+    const keys = frames.flatMap((f) => f.records.map((r) => r.key.toString('hex')));
+    expect(keys).toContain(statusKey(after.signature)!.toString('hex'));
+    expect(keys).not.toContain(statusKey(refused!.r.signature)!.toString('hex'));
   });
 
   it('catches a commit that runs out of space mid-write (EIO): the store becomes unavailable with the errno, the window is held, and it commits once space returns', async (ctx) => {

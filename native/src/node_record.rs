@@ -50,10 +50,10 @@ fn sync_data(fd: i32) -> Result<(), RecordError> {
 /// `src/store/status-codec.ts`). `names` is `u8 length | accountId | u8 length | keyName`
 /// (`acceptedNames`). Nullable numbers (`lastValidBlockHeight`, `deadlineSlot`) are -1 for null.
 ///
-/// Everything is checked before the write, so a throw means nothing happened, except a failed
-/// or short write, or a failed sync: `error.code` is the errno's name (`ENOSPC` for a short write),
-/// the segment may
-/// hold a torn tail the caller must cut back, and neither the overlay nor the usage was touched.
+/// Everything is checked before the write, so a throw means nothing happened (`RECORD_INVALID`),
+/// except a failed or short write, or a failed sync: `error.code` is then the errno's name
+/// (`ENOSPC` for a short write), the segment may hold a torn tail the caller must cut back, and
+/// neither the overlay nor the usage was touched.
 #[napi(js_name = "recordAccepted")]
 #[allow(clippy::too_many_arguments)]
 pub fn record_accepted(

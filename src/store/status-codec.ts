@@ -42,6 +42,11 @@
  * record expired because that slot passed. Being the value's last 8 bytes, it is found without
  * reading the tails before it, and a value without the bit decodes with no deadline.
  *
+ * One shape is also encoded natively: a fresh acceptance (`sent`, not expired, with the resend
+ * tail), which the send path writes with `recordAccepted` (`native/src/record.rs`) together with
+ * its acknowledgement-log frame. A change to this layout changes that file too;
+ * `test/unit/record-native.test.ts` encodes records both ways and fails on any byte that differs.
+ *
  * The flags byte comes first so a scan for pending records (`isPendingValue`) and the retention
  * scan (`submittedAtOf`) read one field without decoding the rest. Integers are written as two
  * u32 halves (no BigInt on the hot path) and must be non-negative safe integers; `NULL_U64`

@@ -14,9 +14,10 @@
  *   main one, as `postMessage` does): batches of 100 accepted transactions as the worker posts
  *   them, with and without their packed attempts; the difference per transaction;
  * - main thread: `TraceBook.open` with those attempts, three rebroadcast rounds to two leaders
- *   from outcome words (`traceRound`, as `sendMany` resolves them), `end` (encode + the write in
- *   the status records' grouped commit), and the commit itself (`Store.flushed`), to a real
- *   LMDB store in a temporary directory.
+ *   as the native flight table hands them over when the flight ends (`keptRounds` of its packed
+ *   form, appended to the trace), `end` (encode + the write in the status records' grouped
+ *   commit), and the commit itself (`Store.flushed`), to a real LMDB store in a temporary
+ *   directory. The rounds' attempts themselves are appended natively, off this thread.
  *
  * Inputs: real signatures and leader identities (random 64 / 32 bytes, base58), a sink-bench-like
  * transaction: first send written to one leader and pending at the other, three rounds written
@@ -29,9 +30,9 @@ import { join } from 'node:path';
 import v8 from 'node:v8';
 import { DEFAULT_SEND_OPTIONS, type Accepted } from '../src/delivery/delivery.js';
 import type { Leader } from '../src/delivery/chain-view.js';
-import { traceRound } from '../src/delivery/rebroadcast.js';
+import { keptRounds } from '../src/delivery/rebroadcast.js';
 import { packAttempt, type PackedAttempts } from '../src/delivery/trace.js';
-import { hrtimeUs, TraceBook } from '../src/delivery/trace-book.js';
+import { TraceBook, type LiveTrace } from '../src/delivery/trace-book.js';
 import { base58Encode } from '../src/native.js';
 import { Store } from '../src/store/store.js';
 import { encodeTrace } from '../src/store/trace-codec.js';
@@ -68,8 +69,23 @@ function cpuUs(): number {
 }
 
 const leaders: Leader[] = [0, 1].map((i) => ({ slot: 100 + 4 * i, identity: base58Encode(randomBytes(32)), tpuQuic: `10.0.0.${i + 7}:8009` }));
-/** Both written: the outcome word of a written transaction is 1. */
-const WRITTEN = new Uint16Array([1, 1]);
+/**
+ * Three rounds to both leaders, all written (outcome word 1), as the native table packs them
+ * (`at_us, slot, round, word, leader, tpu`; names: the two identities, then the two addresses).
+ */
+function packedRounds(): Float64Array {
+  const packed: number[] = [0, 0];
+  for (let r = 1; r <= REBROADCASTS; r++) for (let k = 0; k < 2; k++) packed.push(1000 * r, 100 + r, r, 1, k, 2 + k);
+  return new Float64Array(packed);
+}
+const names = [...leaders.map((l) => l.identity), ...leaders.map((l) => l.tpuQuic!)];
+
+/** The main thread's part of a flight's end: its rounds appended to its trace. */
+function appendRounds(t: LiveTrace, kept: Float64Array): void {
+  const r = keptRounds(kept, names);
+  for (const a of r.attempts) t.push(a);
+  t.addOmitted(r.omitted);
+}
 
 function accepted(firstAttempts: PackedAttempts): Accepted {
   const record = statusRecord({ submittedAt: Date.now(), submitSlot: 100, lastValidBlockHeight: 250 });
@@ -114,10 +130,11 @@ async function mainRound(store: Store, packed: PackedAttempts[]): Promise<number
   const book = new TraceBook((tpu) => leaders.find((l) => l.tpuQuic === tpu)?.identity ?? null);
   book.store = store;
   const txs = packed.map(accepted);
+  const kept = txs.map(packedRounds);
   const t0 = cpuUs();
-  for (const a of txs) {
-    const t = book.open(a, null);
-    for (let r = 1; r <= REBROADCASTS; r++) traceRound(t, t.sinceUs(hrtimeUs()), 100 + r, r, leaders, WRITTEN, 0);
+  for (let i = 0; i < txs.length; i++) {
+    const t = book.open(txs[i]!, null);
+    appendRounds(t, kept[i]!);
     book.end(t);
   }
   await store.flushed();
@@ -148,7 +165,7 @@ export const suite: Suite<TraceResult> = {
     const sample = accepted([]);
     const book = new TraceBook(() => null);
     const t = book.open({ ...sample, firstAttempts: ingressRound().packed[0] }, null);
-    for (let r = 1; r <= REBROADCASTS; r++) traceRound(t, 1000 * r, 100 + r, r, leaders, WRITTEN, 0);
+    appendRounds(t, packedRounds());
     return {
       suite: 'trace',
       machine: finishMachineInfo(machine),

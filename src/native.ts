@@ -13,7 +13,7 @@ export type { Inspection } from '../native/index.js';
 // (results are plain objects, errors carry the stable `code`), and a wrapper would add a call on
 // the hot path for nothing. They are re-exported here so this stays the one module that loads
 // the addon (`test/unit/imports.test.ts` holds that).
-export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons } from '../native/index.js';
+export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons, RebroadcastFlights, rebroadcastRoundOffset, REBROADCAST_LANDED_PAUSE_SLOTS, REBROADCAST_UNTIL_EXPIRY_GAP } from '../native/index.js';
 export type { QuicFaults, ReceivedTransaction, ServerStats } from '../native/index.js';
 
 /**

@@ -49,7 +49,7 @@ const ROUTE_HORIZON = 64;
 
 /**
  * Writes waiting per leader connection. A slot's rebroadcast round queues every due transaction
- * at once (`sendMany`): at 4,000 accepted/s and 400 ms slots that is ~1,600 per policy, past the
+ * at once (the native flight table's `round`): at 4,000 accepted/s and 400 ms slots that is ~1,600 per policy, past the
  * client's default of 1,024 (measured: half a round refused with `queue_full`).
  */
 export const QUIC_QUEUE_PER_PEER = 16_384;

@@ -11,7 +11,7 @@
  */
 import { signatureIn } from '../store/status-codec.js';
 import type { Accepted } from './delivery.js';
-import { TraceBuilder, unpackAttempts, type Trace } from './trace.js';
+import { TraceBuilder, unpackAttempts, type Attempt, type Trace } from './trace.js';
 
 /** Where finished traces go (the `Store`). */
 export interface TraceStore {
@@ -20,11 +20,24 @@ export interface TraceStore {
   getTrace(signature: string): Trace | undefined;
 }
 
+/** A flight's rebroadcast rounds as the native flight table keeps them (`Rebroadcaster`). */
+export interface KeptRounds {
+  attempts: Attempt[];
+  omitted: number;
+  /** Rounds sent whose outcomes are not in yet. */
+  outstanding: number;
+}
+
 /** The trace of one transaction in flight. */
 export class LiveTrace extends TraceBuilder {
-  /** Rounds sent whose outcomes are not in yet: the trace is written after the last. */
-  outstanding = 0;
-  /** The flight ended: write once `outstanding` is 0. */
+  /**
+   * While its flight is in the native flight table (`Rebroadcaster`): its rounds' attempts,
+   * read there on demand (a live `/v1/trace`); appended here once, when the flight ends.
+   */
+  rounds: ((flight: number) => KeptRounds | null) | null = null;
+  /** Its flight's number in that table (the argument of `rounds`). */
+  flight = -1;
+  /** The flight ended: written when `end` is called (its rounds are all in by then). */
   ended = false;
   /**
    * The signature's 64 bytes (the trace's key), in the transaction's wire when the hand-off
@@ -39,6 +52,30 @@ export class LiveTrace extends TraceBuilder {
     from?: Trace,
   ) {
     super(from);
+  }
+
+  /** Rounds sent whose outcomes are not in yet (0 once the flight's rounds are appended here). */
+  get outstanding(): number {
+    return this.rounds?.(this.flight)?.outstanding ?? 0;
+  }
+
+  override get attempts(): Attempt[] {
+    return this.rounds === null ? this.list : this.view().attempts;
+  }
+
+  override get omitted(): number {
+    return this.rounds === null ? this.dropped : this.view().omitted;
+  }
+
+  /** Its own attempts and the native table's so far, capped as one trace. */
+  private view(): Trace {
+    const kept = this.rounds?.(this.flight) ?? null;
+    const b = new TraceBuilder({ attempts: this.list, omitted: this.dropped });
+    if (kept !== null) {
+      for (const a of kept.attempts) b.push(a);
+      b.addOmitted(kept.omitted);
+    }
+    return b;
   }
 
   /** µs since the request was received, at `nowUs` (`hrtimeUs()`). */
@@ -109,16 +146,13 @@ export class TraceBook {
     return t;
   }
 
-  /** The flight ended (settled, expired, rounds done): write the trace once its last round is in. */
+  /**
+   * The flight ended (settled, expired, rounds done) and its last round's outcomes are in (the
+   * `Rebroadcaster` calls this only then): write the trace.
+   */
   end(t: LiveTrace): void {
     t.ended = true;
-    if (t.outstanding === 0) this.write(t);
-  }
-
-  /** A round's outcomes are in. */
-  roundDone(t: LiveTrace): void {
-    t.outstanding--;
-    if (t.ended && t.outstanding === 0) this.write(t);
+    this.write(t);
   }
 
   /** The trace of `signature` while this thread still holds it (in flight or being written), else null. */

@@ -7,9 +7,10 @@
  * - the first send: the result `QuicClient.sendFirst` already resolves with on the thread that
  *   took the request (the written target, the failures known by then), packed into the
  *   `Accepted` hand-off that already goes to the main thread (`packFirstSend`);
- * - rebroadcast rounds: the outcome word of each (transaction, target) that `sendMany` resolves
- *   with (written, or the reason and the validator's close code);
- * - holds and releases: the rebroadcast scheduler's own decisions.
+ * - rebroadcast rounds: the client's outcome word of each (transaction, target) (written, or the
+ *   reason and the validator's close code), appended natively by the rebroadcast flight table
+ *   (native/src/quic/flights.rs) and handed over once when the flight ends (`Rebroadcaster`);
+ * - holds and releases: the rebroadcast scheduler's own decisions (releases appended natively).
  * The main thread keeps a transaction's trace in memory while it is in flight (`TraceBook`) and
  * writes it once, with the status records' grouped commit, when its last round is over; the
  * final state is read off the status record when the trace is shown (`traceView`, src/http/api.ts).
@@ -28,19 +29,33 @@ export function outcomeOf(reason: string, closeCode: number | null): AttemptOutc
 
 /** A trace being built: attempts appended until the cap, then only counted. */
 export class TraceBuilder implements Trace {
-  attempts: Attempt[] = [];
-  omitted = 0;
+  protected list: Attempt[] = [];
+  protected dropped = 0;
 
   constructor(from?: Trace) {
     if (from) {
-      this.attempts = from.attempts.slice();
-      this.omitted = from.omitted;
+      this.list = from.attempts.slice();
+      this.dropped = from.omitted;
     }
   }
 
+  /** Accessors, so that a trace whose rounds are kept elsewhere (`LiveTrace`) can show them. */
+  get attempts(): Attempt[] {
+    return this.list;
+  }
+
+  get omitted(): number {
+    return this.dropped;
+  }
+
   push(a: Attempt): void {
-    if (this.attempts.length < MAX_ATTEMPTS) this.attempts.push(a);
-    else this.omitted++;
+    if (this.list.length < MAX_ATTEMPTS) this.list.push(a);
+    else this.dropped++;
+  }
+
+  /** Attempts made and not kept elsewhere (past another cap), counted here. */
+  addOmitted(n: number): void {
+    this.dropped += n;
   }
 }
 

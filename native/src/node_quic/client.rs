@@ -97,6 +97,11 @@ impl QuicClient {
         self.identity.clone()
     }
 
+    /// The shared client (for the flight table, `flights.rs`).
+    pub(super) fn shared(&self) -> Result<&Arc<quic::QuicClient>, JsCode> {
+        self.client()
+    }
+
     fn client(&self) -> Result<&Arc<quic::QuicClient>, JsCode> {
         self.inner
             .as_ref()

@@ -9,6 +9,7 @@
 //! `TpuTargets` handle parsed once (the hot path's: see `targets.rs`).
 
 // One file per concern, each naming only the ones below it (`test/unit/native-layers.test.ts`):
+//   flights   the RebroadcastFlights class: the rebroadcast rounds' flight table
 //   client    the QuicClient class: its options and its send calls
 //   results   what the sends resolve with, and their conversion from the QUIC layer's
 //   targets   "ip:port" targets, as strings or parsed once in a TpuTargets handle
@@ -16,6 +17,7 @@
 //   args      the checks of every argument, shared with `node_quic_server`
 pub(crate) mod args;
 mod client;
+mod flights;
 mod results;
 mod targets;
 mod threads;

@@ -22,6 +22,7 @@
 
 // The layers, each naming only the ones below it (so there are no cycles; this file only
 // declares and re-exports). `test/unit/native-layers.test.ts` holds the code to this list:
+//   flights     the rebroadcast flight table: a slot's round and its outcomes, the traces' rounds
 //   client      QuicClient: the registry per identity, a queue and a worker per peer
 //   server      QuicServer: the stand-in validator (beside the client, sharing nothing of it)
 //   dispatched  awaiting what was queued: every outcome, or the first written one
@@ -38,6 +39,7 @@ mod config;
 mod dialer;
 mod dispatched;
 mod error;
+mod flights;
 mod gate;
 mod heard;
 mod lanes;
@@ -55,6 +57,10 @@ pub use client::QuicClient;
 pub use config::{tpu_client_config, ClientConfig};
 pub use dispatched::Dispatched;
 pub use error::QuicError;
+pub use flights::{
+    monotonic_us, round_offset, span_of, Attempt, Counters, FlightSpec, Flights, Leader, Resumed,
+    RoundReport, Route, TraceRounds, LANDED_PAUSE_SLOTS, UNTIL_EXPIRY_GAP,
+};
 pub use outcome::{
     FailReason, FirstSend, OutcomeCount, PeerStats, SendOutcome, WORD_FAILED_BASE, WORD_MAX_CODE,
     WORD_WRITTEN,

@@ -155,7 +155,9 @@ describe('rebroadcast rounds', () => {
     // Agave's limit for an unstaked peer: 20 streams per 100 ms.
     const { servers, client, t, slotAt } = threeLeaders(20);
     // Other transactions back up every connection: the writer waits for each leader's stream credit.
-    void client.sendMany(servers.map((x) => x.tpu), Array.from({ length: 300 }, () => randomBytes(100)));
+    // 600 each, 3 s at 20 streams per 100 ms: still waiting when round 1 looks, however late this
+    // thread gets to it (with 300, 1.5 s, a loaded machine once saw the backlog drain first).
+    void client.sendMany(servers.map((x) => x.tpu), Array.from({ length: 600 }, () => randomBytes(100)));
     await waitFor('every leader throttling us', () => (servers.every((x) => client.peerStats().some((p) => p.target === x.tpu && p.creditWaitMs != null)) ? true : undefined), 10_000);
     const wrote = await slots(t, slotAt, 11, 24);
     // Round 1, in slot 11: A has it in its window (the first send reached it while it led), B

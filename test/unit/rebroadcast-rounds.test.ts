@@ -158,7 +158,10 @@ describe('rebroadcast rounds', () => {
     // 600 each, 3 s at 20 streams per 100 ms: still waiting when round 1 looks, however late this
     // thread gets to it (with 300, 1.5 s, a loaded machine once saw the backlog drain first).
     void client.sendMany(servers.map((x) => x.tpu), Array.from({ length: 600 }, () => randomBytes(100)));
-    await waitFor('every leader throttling us', () => (servers.every((x) => client.peerStats().some((p) => p.target === x.tpu && p.creditWaitMs != null)) ? true : undefined), 10_000);
+    // Throttling, each with at least half its backlog still queued (1.5 s of it) at the moment
+    // the rounds start: one leader's slow handshake cannot leave another's queue nearly drained.
+    const throttled = (x: { tpu: string }) => client.peerStats().some((p) => p.target === x.tpu && p.creditWaitMs != null && p.queued >= 300);
+    await waitFor('every leader throttling us, its backlog still queued', () => (servers.every(throttled) ? true : undefined), 10_000);
     const wrote = await slots(t, slotAt, 11, 24);
     // Round 1, in slot 11: A has it in its window (the first send reached it while it led), B
     // only got a copy before its window began, which does not count: B alone. Round 2 (due in

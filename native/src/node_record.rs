@@ -74,92 +74,60 @@ pub fn record_accepted(
     sync: bool,
     mut value: BufferSlice,
 ) -> napi::Result<f64, JsCode> {
-    record(
-        fd,
-        key,
-        wire,
-        blockhash_offset,
-        names,
-        tip_lamports,
-        submitted_at,
-        submit_slot,
-        last_valid_block_height,
-        durable_nonce,
-        deadline_slot,
-        resend_options,
-        usage_index,
-        day,
-        sync,
-        &mut value,
-    )
-    .map_err(|e| to_js(&e))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn record(
-    fd: i32,
-    key: &[u8],
-    wire: &[u8],
-    blockhash_offset: u32,
-    names: &[u8],
-    tip_lamports: BigInt,
-    submitted_at: f64,
-    submit_slot: f64,
-    last_valid_block_height: f64,
-    durable_nonce: bool,
-    deadline_slot: f64,
-    resend_options: u32,
-    usage_index: u32,
-    day: u32,
-    sync: bool,
-    value: &mut [u8],
-) -> Result<f64, RecordError> {
-    if key.len() != KEY_BYTES {
-        return Err(RecordError::Invalid("key must be the signature's 64 bytes"));
-    }
-    if (usage_index as usize) >= usage::CAPACITY {
-        return Err(RecordError::Invalid("usage index out of range"));
-    }
-    let (negative, tip, lossless) = tip_lamports.get_u64();
-    if negative || !lossless {
-        return Err(RecordError::Invalid("tipLamports must be a u64"));
-    }
-    let bh = blockhash_offset as usize;
-    let blockhash = wire
-        .get(bh..bh + crate::record::BLOCKHASH_BYTES)
-        .ok_or(RecordError::Invalid("blockhash offset past the wire"))?;
-    let resend_options =
-        u8::try_from(resend_options).map_err(|_| RecordError::Invalid("resend options"))?;
-    let rec = Accepted {
-        blockhash,
-        names,
-        tip_lamports: tip,
-        submitted_at: whole(submitted_at, "submittedAt must be a safe integer")?,
-        submit_slot: whole(submit_slot, "submitSlot must be a safe integer")?,
-        last_valid_block_height: whole_or_none(
-            last_valid_block_height,
-            "lastValidBlockHeight must be a safe integer or -1",
-        )?,
-        durable_nonce,
-        deadline_slot: whole_or_none(deadline_slot, "deadlineSlot must be a safe integer or -1")?,
-        wire,
-        resend_options,
+    let value: &mut [u8] = &mut value;
+    // The fallible part returns the record's own error; it becomes a JS error in one place.
+    let mut record = || -> Result<f64, RecordError> {
+        if key.len() != KEY_BYTES {
+            return Err(RecordError::Invalid("key must be the signature's 64 bytes"));
+        }
+        if (usage_index as usize) >= usage::CAPACITY {
+            return Err(RecordError::Invalid("usage index out of range"));
+        }
+        let (negative, tip, lossless) = tip_lamports.get_u64();
+        if negative || !lossless {
+            return Err(RecordError::Invalid("tipLamports must be a u64"));
+        }
+        let bh = blockhash_offset as usize;
+        let blockhash = wire
+            .get(bh..bh + crate::record::BLOCKHASH_BYTES)
+            .ok_or(RecordError::Invalid("blockhash offset past the wire"))?;
+        let resend_options =
+            u8::try_from(resend_options).map_err(|_| RecordError::Invalid("resend options"))?;
+        let rec = Accepted {
+            blockhash,
+            names,
+            tip_lamports: tip,
+            submitted_at: whole(submitted_at, "submittedAt must be a safe integer")?,
+            submit_slot: whole(submit_slot, "submitSlot must be a safe integer")?,
+            last_valid_block_height: whole_or_none(
+                last_valid_block_height,
+                "lastValidBlockHeight must be a safe integer or -1",
+            )?,
+            durable_nonce,
+            deadline_slot: whole_or_none(
+                deadline_slot,
+                "deadlineSlot must be a safe integer or -1",
+            )?,
+            wire,
+            resend_options,
+        };
+        if rec.value_len() > overlay::MAX_VALUE {
+            return Err(RecordError::Invalid("value larger than the overlay holds"));
+        }
+        rec.encode_into(value)?;
+        append_frame(fd, key, value)?;
+        if sync {
+            sync_data(fd)?;
+        }
+        // Checked above (key 64 ≤ MAX_KEY, value ≤ MAX_VALUE), so neither call can fail now; the
+        // errors are mapped anyway rather than unwrapped.
+        let token = overlay::global()
+            .put(key, value)
+            .map_err(|_| RecordError::Invalid("overlay put"))?;
+        usage::TABLE
+            .add(usage_index, 1, day)
+            .map_err(|_| RecordError::Invalid("usage index out of range"))?;
+        Ok(token as f64)
     };
-    if rec.value_len() > overlay::MAX_VALUE {
-        return Err(RecordError::Invalid("value larger than the overlay holds"));
-    }
-    rec.encode_into(value)?;
-    append_frame(fd, key, value)?;
-    if sync {
-        sync_data(fd)?;
-    }
-    // Checked above (key 64 ≤ MAX_KEY, value ≤ MAX_VALUE), so neither call can fail now; the
-    // errors are mapped anyway rather than unwrapped.
-    let token = overlay::global()
-        .put(key, value)
-        .map_err(|_| RecordError::Invalid("overlay put"))?;
-    usage::TABLE
-        .add(usage_index, 1, day)
-        .map_err(|_| RecordError::Invalid("usage index out of range"))?;
-    Ok(token as f64)
+    record().map_err(|e| to_js(&e))
 }

@@ -15,6 +15,8 @@ export type { Inspection } from '../native/index.js';
 // the addon (`test/unit/imports.test.ts` holds that).
 export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons, RebroadcastFlights, rebroadcastRoundOffset, REBROADCAST_LANDED_PAUSE_SLOTS, REBROADCAST_UNTIL_EXPIRY_GAP } from '../native/index.js';
 export type { QuicFaults, ReceivedTransaction, ServerStats } from '../native/index.js';
+// The data directory's generation file and a thread's key table (`store/generations.ts`, `accounts/key-cache.ts`).
+export { GenerationFile, KeyTable } from '../native/index.js';
 
 /**
  * A transaction that passed framing, sanitize and signature verification: the addon's own object,

@@ -8,9 +8,9 @@
 //! The modules' layers, top first; each names only the ones below it (so there are no cycles),
 //! and `test/unit/native-layers.test.ts` holds the code to this list (the folders' own lists are
 //! in `quic/mod.rs` and `node_quic/mod.rs`):
-//!   `node_quic_server` → `node_quic` → `node`, `node_record` → `inspect`, `usage`, `quic` →
-//!   `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket`, `record` → `error`, `base58`,
-//!   `priority`, `memory`.
+//!   `node_quic_server` → `node_quic` → `node`, `node_record`, `node_keys` → `inspect`, `usage`,
+//!   `quic`, `keys` → `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket`, `record`,
+//!   `generations` → `error`, `base58`, `priority`, `memory`.
 //! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
 //!
 //! `npm test` runs clippy with warnings as errors and `cargo fmt --check` (`test:lint`).
@@ -19,7 +19,9 @@
 pub mod base58;
 pub mod bucket;
 pub mod error;
+pub mod generations;
 pub mod inspect;
+pub mod keys;
 pub mod memory;
 pub mod overlay;
 pub mod parse;
@@ -33,6 +35,8 @@ pub mod verify;
 
 #[cfg(feature = "node")]
 mod node;
+#[cfg(feature = "node")]
+mod node_keys;
 #[cfg(feature = "node")]
 mod node_quic;
 #[cfg(feature = "localnet")]

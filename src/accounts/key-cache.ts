@@ -1,34 +1,37 @@
 /**
  * API key → caller, cached per thread, for the request path.
  *
- * Fast path: one SHA-256 of the presented key (the cache is keyed by the hash, so no raw key is
- * ever held in memory), one Map lookup, two reads of small generation numbers and one look in the
- * process-wide overlay for a confirmation's credit not committed yet. Slow path, on a miss or
- * after any key change: the full `Accounts.authenticate` (hash lookup, name index, constant-time
- * comparison of the stored hash). The account record is read again (an LMDB read and a msgpack
- * decode, ~1.5 µs) only after some account changed.
+ * Fast path: one call into the addon (`KeyTable.lookup`, native/src/keys.rs) that hashes the
+ * presented key (SHA-256: the table is keyed by the hash, so no raw key is ever held in memory),
+ * looks it up, reads the data directory's generations (two atomic loads of the mapped
+ * `generations` file, `store/generations.ts`) and looks in the process-wide overlay for a
+ * confirmation's credit not committed yet; it answers a slot of this thread's array of resolved
+ * pairs. Slow path, on a miss or after any key change: the full `Accounts.authenticate` (hash
+ * lookup, name index, constant-time comparison of the stored hash) on a fresh LMDB snapshot. The
+ * account record is read again (an LMDB read and a msgpack decode, ~1.5 µs) only after some
+ * account changed.
  *
- * Invalidation: a key revocation bumps the key generation in the store's `meta` database, and
- * every write of an account record (a plan set by the CLI, the cluster's accounts bucket mirrored,
- * a confirmation's credit committed) bumps the account generation, each in the writing
- * transaction, in whichever process made it (the admin CLI included). A cached key is used only
- * while the key generation it was read under is current, its account only while the account
- * generation is, so a revocation or a plan change is seen by the very next request on every
- * thread of every process sharing the data directory. A credit not committed yet is read from the
- * overlay, as `Store.getAccount` reads it. (A new key needs no invalidation: unknown keys are
- * never cached.)
+ * Invalidation: every write that revokes a key bumps the key generation, and every write of an
+ * account record (a plan set by the CLI, the cluster's accounts bucket mirrored, a confirmation's
+ * credit committed) the account generation, once its LMDB commit is durable, in whichever process
+ * made it (the admin CLI included); the write is marked in progress from before its commit until
+ * then. A cached key is used only while the key generation it was read under is current, its
+ * account only while the account generation is, and nothing is used or cached while a write is
+ * in progress: so a revocation or a plan change is seen by the very next request on every thread
+ * of every process sharing the data directory. The generations are read before the slow path's
+ * LMDB reads, so an entry is never labelled newer than its data. A writer killed mid-write is
+ * recovered by the next reader (`native/src/generations.rs`). A credit not committed yet is read
+ * from the overlay, as `Store.getAccount` reads it. (A new key needs no invalidation: unknown
+ * keys are never cached.)
  */
-import { hash } from 'node:crypto';
+import type { KeyTable } from '../native.js';
 import { accountOverlayKey, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import type { Accounts } from './accounts.js';
 
-interface Entry {
+interface Slot {
   key: KeyRecord;
-  /** The key generation `key` was read under. */
-  generation: number;
-  /** The committed account record, read under `accountsGeneration` (undefined: there is none). */
+  /** The committed account record (undefined: there is none), as of the table's entry. */
   account: AccountRecord | undefined;
-  accountsGeneration: number;
   /** The account's overlay key, made once. */
   overlayKey: Buffer;
 }
@@ -39,58 +42,79 @@ export interface Resolved {
   account: AccountRecord;
 }
 
+/**
+ * Keys the table may enter: printable ASCII (every key Landfall issues is). Another string is
+ * still authenticated, only never cached, so no question of how a lone surrogate is encoded can
+ * arise between the addon's hash and `node:crypto`'s.
+ */
+const CACHEABLE = /^[\x21-\x7e]+$/;
+
+function resolved(key: KeyRecord, account: AccountRecord | undefined): Resolved | undefined {
+  return account === undefined ? undefined : { key, account };
+}
+
 export class KeyCache {
-  private readonly byHash = new Map<string, Entry>();
+  private readonly table: KeyTable;
+  /** The table's slots: what each entered key resolved to. */
+  private readonly slots: Slot[] = [];
 
   constructor(
     private readonly accounts: Accounts,
     private readonly store: Store,
-  ) {}
+  ) {
+    this.table = store.generations().file.keyTable();
+  }
 
-  /** The revocation generation, read on a fresh snapshot (it changes whenever a key is revoked). */
+  /** The revocation generation (it changes whenever a key is revoked, or a writer died mid-write). */
   generation(): number {
-    this.store.root.resetReadTxn();
     return this.store.keysGeneration();
+  }
+
+  /** Keys held by this thread's table (for tests). */
+  get size(): number {
+    return this.table.size;
   }
 
   /** The live key and its account, or undefined (→ 401). */
   authenticate(apiKey: string): Resolved | undefined {
     if (apiKey.length === 0 || apiKey.length > 256) return undefined;
-    const id = hash('sha256', apiKey, 'base64');
-    // lmdb-js keeps a thread's read snapshot until a setTimeout(0) fires, so a request handled in
-    // the same loop iteration as a revocation committed by another thread would still read the
-    // old generation. Each request starts on a fresh snapshot instead (one mdb_txn_renew).
-    this.store.root.resetReadTxn();
-    const generation = this.store.keysGeneration();
-    const cached = this.byHash.get(id);
-    if (cached !== undefined && cached.generation === generation) return this.withAccount(cached);
-    // Slow path: a new key, or keys changed somewhere since this entry was read.
-    const who = this.accounts.authenticate(apiKey);
-    if (!who) {
-      this.byHash.delete(id);
-      return undefined;
+    const r = this.table.lookup(apiKey);
+    if (r < 0) return this.miss(apiKey);
+    const s = this.slots[r >> 2]!;
+    switch (r & 3) {
+      case 0:
+        return resolved(s.key, s.account);
+      case 1: {
+        // A credit not committed yet: the overlay's record, as `Store.getAccount` reads it.
+        const held = this.store.heldAccount(s.overlayKey);
+        if (held !== undefined) return { key: s.key, account: held };
+        // Released since the lookup (its commit is durable): the committed record, uncached.
+        this.store.root.resetReadTxn();
+        return resolved(s.key, this.store.committedAccount(s.key.accountId));
+      }
+      default:
+        // The key is current, some account changed: read this one again on a fresh snapshot
+        // (lmdb-js keeps a thread's snapshot until a setTimeout(0) fires).
+        this.store.root.resetReadTxn();
+        s.account = this.store.committedAccount(s.key.accountId);
+        this.table.accountRead();
+        return resolved(s.key, s.account);
     }
-    if (this.byHash.size >= 100_000) this.byHash.clear(); // bounded: keys are few, this never churns
-    const entry: Entry = {
-      key: who.key,
-      generation,
-      account: undefined,
-      accountsGeneration: -1,
-      overlayKey: accountOverlayKey(who.key.accountId),
-    };
-    this.byHash.set(id, entry);
-    return this.withAccount(entry);
   }
 
-  /** The entry's key with its account as `Store.getAccount` would read it now (same snapshot). */
-  private withAccount(e: Entry): Resolved | undefined {
-    const held = this.store.heldAccount(e.overlayKey);
-    if (held !== undefined) return { key: e.key, account: held };
-    const generation = this.store.accountsGeneration();
-    if (e.accountsGeneration !== generation) {
-      e.account = this.store.committedAccount(e.key.accountId);
-      e.accountsGeneration = generation;
+  /** Not cached, not current, or a write in progress: the store's answer, entered if live. */
+  private miss(apiKey: string): Resolved | undefined {
+    // A fresh snapshot, taken after the lookup read the generations.
+    this.store.root.resetReadTxn();
+    const who = this.accounts.authenticate(apiKey);
+    if (!who) {
+      this.table.forget();
+      return undefined;
     }
-    return e.account === undefined ? undefined : { key: e.key, account: e.account };
+    const overlayKey = accountOverlayKey(who.key.accountId);
+    const account = this.store.committedAccount(who.key.accountId);
+    const slot = CACHEABLE.test(apiKey) ? this.table.insert(overlayKey) : -1;
+    if (slot >= 0) this.slots[slot] = { key: who.key, account, overlayKey };
+    return resolved(who.key, this.store.heldAccount(overlayKey) ?? account);
   }
 }

@@ -6,7 +6,8 @@
 import { overlay } from '../native.js';
 import type { DiskGuard } from './disk-guard.js';
 import type { AccountRecord, KeyRecord, UsageRecord } from './records.js';
-import { ACCOUNTS_GENERATION, KEYS_GENERATION, putAccount, type Tables } from './tables.js';
+import type { Changes, Generations } from './generations.js';
+import { putAccount, type Tables } from './tables.js';
 
 /** The overlay key of an account's credited record (never 64 bytes long, unlike a status key). */
 export function accountOverlayKey(id: string): Buffer {
@@ -39,12 +40,24 @@ export class AccountTables {
   }
 
   /**
-   * Bumped by every write of an account record, in the writing transaction (CLI, cluster mirror,
-   * a committed confirmation credit: `putAccount`), so a cached account (`KeyCache`) is trusted
-   * only while the generation it was read under is current.
+   * Bumped after every write of an account record commits (CLI, cluster mirror, a committed
+   * confirmation credit), so a cached account (`KeyCache`) is trusted only while the generation
+   * it was read under is current (`generations.ts`).
    */
   accountsGeneration(): number {
-    return (this.t.meta.get(ACCOUNTS_GENERATION) as number | undefined) ?? 0;
+    return this.generations().accounts();
+  }
+
+  /** The generation file; a read-only store opened where none was ever created has none. */
+  generations(): Generations {
+    const g = this.t.generations;
+    if (!g) throw new Error('this store has no generation file (opened read-only before any write)');
+    return g;
+  }
+
+  /** A synchronous write transaction, marked in the generation file (`Generations.writeSync`). */
+  private writeSync<T>(changes: Changes, txn: () => T): T {
+    return this.generations().writeSync(changes, () => this.t.root.transactionSync(txn));
   }
 
   listAccounts(): AccountRecord[] {
@@ -75,8 +88,8 @@ export class AccountTables {
   /** Create an account and its first key in one transaction. */
   createAccountSync(account: AccountRecord, keyHash: Buffer, key: KeyRecord): void {
     this.guard.assertWritable('createAccount');
-    const { root, accounts, apiKeys, keyNames } = this.t;
-    root.transactionSync(() => {
+    const { accounts, apiKeys, keyNames } = this.t;
+    this.writeSync({ accounts: true }, () => {
       if (accounts.get(account.id)) throw new Error(`account ${account.id} exists`);
       putAccount(this.t, account);
       apiKeys.putSync(keyHash, key);
@@ -99,14 +112,13 @@ export class AccountTables {
   /** Mark a key revoked; false if there is no such live key. */
   revokeKeySync(accountId: string, name: string, at: number): boolean {
     this.guard.assertWritable('revokeKey');
-    const { root, apiKeys, keyNames, meta } = this.t;
-    return root.transactionSync(() => {
+    const { apiKeys, keyNames } = this.t;
+    // Marked: once committed, every thread's and process's key cache drops what it holds.
+    return this.writeSync({ keys: true }, () => {
       const hash = keyNames.get([accountId, name]);
       const k = hash && apiKeys.get(hash);
       if (!hash || !k || k.revokedAt !== null) return false;
       apiKeys.putSync(hash, { ...k, revokedAt: at });
-      // In the same transaction: every thread's and process's key cache drops what it holds.
-      meta.putSync(KEYS_GENERATION, this.keysGeneration() + 1);
       return true;
     });
   }
@@ -119,8 +131,8 @@ export class AccountTables {
    */
   mirrorAccountSync(a: Pick<AccountRecord, 'id' | 'name' | 'plan' | 'memberSince' | 'planUpgradedAt'>, revision: number): boolean {
     this.guard.assertWritable('mirrorAccount');
-    const { root, accounts, meta } = this.t;
-    return root.transactionSync(() => {
+    const { accounts, meta } = this.t;
+    return this.writeSync({ accounts: true }, () => {
       const revKey = `kv-rev:acc.${a.id}`;
       const newPlan = revision > ((meta.get(revKey) as number | undefined) ?? 0);
       if (newPlan) meta.putSync(revKey, revision);
@@ -136,25 +148,27 @@ export class AccountTables {
 
   /**
    * Mirror a key of the cluster's accounts bucket: the record under its hash and its name. A key
-   * revoked by it bumps the key generation in the same transaction, as `revokeKeySync` does.
+   * revoked by it bumps the key generation once committed, as `revokeKeySync` does (a new key
+   * needs no invalidation: unknown keys are never cached).
    */
   mirrorKeySync(keyHash: Buffer, key: KeyRecord): void {
     this.guard.assertWritable('mirrorKey');
-    const { root, apiKeys, keyNames, meta } = this.t;
-    root.transactionSync(() => {
+    const { apiKeys, keyNames } = this.t;
+    const changes = { keys: false }; // set by the transaction, read when its commit is durable
+    this.writeSync(changes, () => {
       const cur = apiKeys.get(keyHash);
       apiKeys.putSync(keyHash, key);
       keyNames.putSync([key.accountId, key.name], keyHash);
-      if (key.revokedAt !== null && cur?.revokedAt == null) meta.putSync(KEYS_GENERATION, this.keysGeneration() + 1);
+      changes.keys = key.revokedAt !== null && cur?.revokedAt == null;
     });
   }
 
   /**
-   * Bumped by every key revocation, in the revoking transaction; a key cache (`KeyCache`) trusts
-   * an entry only while the generation it was read under is current.
+   * Bumped after every key revocation commits; a key cache (`KeyCache`) trusts an entry only
+   * while the generation it was read under is current (`generations.ts`).
    */
   keysGeneration(): number {
-    return (this.t.meta.get(KEYS_GENERATION) as number | undefined) ?? 0;
+    return this.generations().keys();
   }
 
   /**
@@ -163,13 +177,15 @@ export class AccountTables {
    * or undefined to leave it unchanged.
    */
   updateAccount(id: string, update: (a: AccountRecord) => AccountRecord | undefined): Promise<AccountRecord | undefined> {
-    return this.guard.guarded('account update', () => this.t.root.transaction(() => this.applyAccountUpdate(id, update)));
+    return this.guard.guarded('account update', () =>
+      this.generations().write({ accounts: true }, () => this.t.root.transaction(() => this.applyAccountUpdate(id, update))),
+    );
   }
 
   /** Synchronous variant of `updateAccount` for the CLI. */
   updateAccountSync(id: string, update: (a: AccountRecord) => AccountRecord | undefined): AccountRecord | undefined {
     this.guard.assertWritable('updateAccount');
-    return this.t.root.transactionSync(() => this.applyAccountUpdate(id, update));
+    return this.writeSync({ accounts: true }, () => this.applyAccountUpdate(id, update));
   }
 
   /** The body of both account updates; must run inside a write transaction. */

@@ -144,19 +144,27 @@ export class CommitWindow {
     }
     // One lmdb-js transaction, whose promise is ours to handle (see the open options).
     let committed: Promise<unknown>;
+    // A window that credits an account marks the write in the generation file (from inside its
+    // transaction, before the commit) and bumps the account generation once the commit settles.
+    const credited = { mark: -1 };
     try {
       // (Promise.resolve: inside another write transaction lmdb-js runs the callback at once.)
-      committed = Promise.resolve(this.t.root.transaction(() => this.writeWindow(writes)));
+      committed = Promise.resolve(this.t.root.transaction(() => this.writeWindow(writes, credited)));
     } catch (e) {
       committed = Promise.reject(e as Error);
     }
+    const ended = (): void => {
+      if (credited.mark >= 0) this.t.generations?.end(credited.mark, { accounts: true });
+    };
     const settled = committed.then(
       () => {
+        ended();
         this.holdForRelease(writes);
         for (const w of writes) if (w.logged) this.acks?.committed(w.logged);
         for (const g of groups) g.resolve(true);
       },
       (e: unknown) => {
+        ended();
         this.retain(groups);
         this.guard.writeFailed('status records', e);
       },
@@ -172,7 +180,7 @@ export class CommitWindow {
    * counts once in its account's usage. So a restart, a replayed log or a second writer never
    * counts or credits anything twice.
    */
-  private writeWindow(writes: QueuedWrite[]): void {
+  private writeWindow(writes: QueuedWrite[], credited: { mark: number }): void {
     const { status, traces, accounts, accountTxs } = this.t;
     const usage = new UsageDelta();
     for (const w of writes) {
@@ -188,7 +196,10 @@ export class CommitWindow {
       }
       if (w.credit && w.owner && (cur === undefined || !isConfirmedValue(cur))) {
         const a = accounts.get(w.owner.accountId);
-        if (a) putAccount(this.t, w.credit(a));
+        if (a) {
+          if (credited.mark < 0 && this.t.generations) credited.mark = this.t.generations.begin();
+          putAccount(this.t, w.credit(a));
+        }
       }
       status.putSync(w.key, w.value);
     }

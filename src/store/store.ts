@@ -19,6 +19,7 @@ import { mkdirSync } from 'node:fs';
 import type { Database, RootDatabase } from 'lmdb';
 import { AccountTables } from './account-tables.js';
 import { CommitWindow, COMMIT_WINDOW_MS } from './commit-window.js';
+import type { Generations } from './generations.js';
 import { DiskGuard, STDERR_LOG, StoreUnavailableError, type StoreLog } from './disk-guard.js';
 import { migrateOldLayout } from './migration.js';
 import type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRecord, Trace, UsageRecord } from './records.js';
@@ -150,6 +151,10 @@ export class Store {
   }
   accountsGeneration(): number {
     return this.accountTables.accountsGeneration();
+  }
+  /** The data directory's generation file (`generations.ts`); throws for a read-only store without one. */
+  generations(): Generations {
+    return this.accountTables.generations();
   }
   committedAccount(id: string): AccountRecord | undefined {
     return this.accountTables.committedAccount(id);

@@ -12,6 +12,9 @@
  * | account_txs      | account id, 0, submittedAt u64 BE, signature | empty (an index)     |
  * | meta             | string                       | any                                 |
  *
+ * Beside them, the `generations` file: the key and account generations a key cache checks
+ * (`generations.ts`).
+ *
  * There is no pending table and no time index: a record is pending while `status === 'sent' &&
  * !expired` (one flags byte, read without decoding the rest). Sizes and the reasons behind the
  * layout: docs/store.md.
@@ -19,24 +22,21 @@
 import { chmodSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type DatabaseOptions, type RootDatabase, type RootDatabaseOptionsWithPath } from 'lmdb';
+import { Generations } from './generations.js';
 import type { AccountRecord, KeyRecord, UsageRecord } from './records.js';
 
 export const DIR_MODE = 0o700;
 const FILE_MODE = 0o600;
 const LMDB_FILES = ['data.mdb', 'lock.mdb'];
 
-/** `meta` key of the key-revocation generation (`AccountTables.keysGeneration`). */
-export const KEYS_GENERATION = 'keys_generation';
-/** `meta` key of the account generation (`AccountTables.accountsGeneration`). */
-export const ACCOUNTS_GENERATION = 'accounts_generation';
-
 /**
- * Write an account record and bump the account generation, so every key cache (`KeyCache`)
- * re-reads it; must run inside a write transaction (CLI, cluster mirror, committed credit).
+ * Write an account record; must run inside a write transaction marked in the generation file
+ * as changing accounts (`Generations.writeSync`/`write`, or the commit window's own mark), so
+ * every key cache (`KeyCache`) re-reads it once the commit is durable. (The generations were
+ * `meta` entries written here until the generation file replaced them: nothing reads those.)
  */
-export function putAccount(t: Pick<Tables, 'accounts' | 'meta'>, a: AccountRecord): void {
+export function putAccount(t: Pick<Tables, 'accounts'>, a: AccountRecord): void {
   t.accounts.putSync(a.id, a);
-  t.meta.putSync(ACCOUNTS_GENERATION, ((t.meta.get(ACCOUNTS_GENERATION) as number | undefined) ?? 0) + 1);
 }
 
 /**
@@ -68,6 +68,8 @@ export interface Tables {
    */
   readonly accountTxs: Database<Buffer, Buffer>;
   readonly meta: Database<unknown, string>;
+  /** The generation file (`generations.ts`); undefined only for a read-only store without one. */
+  readonly generations: Generations | undefined;
 }
 
 /** The value of every `account_txs` entry: the key says it all. */
@@ -112,6 +114,8 @@ export function openTables(path: string, readOnly: boolean): Tables {
   };
   const root = open(options);
   if (!readOnly) restrictFiles(path);
+  // After the LMDB files: a directory the store cannot be created in fails there first, clearly.
+  const generations = Generations.open(path, !readOnly);
   const scanOptions: DatabaseOptions & { name: string; encoder: typeof BORROW } = { name: 'status_records', keyEncoding: 'binary', encoder: BORROW };
   return {
     root,
@@ -124,6 +128,7 @@ export function openTables(path: string, readOnly: boolean): Tables {
     traces: root.openDB({ name: 'status_traces', keyEncoding: 'binary', encoding: 'binary' }),
     accountTxs: root.openDB({ name: 'account_txs', keyEncoding: 'binary', encoding: 'binary' }),
     meta: root.openDB({ name: 'meta' }),
+    generations,
   };
 }
 

@@ -1,0 +1,252 @@
+//! A thread's key table: SHA-256 of a presented API key → what the thread's JavaScript resolved
+//! it to (a slot of its array of `{ key, account }`), with the generations it was read under.
+//!
+//! One lookup does what the key cache did in five crossings: the hash (no raw key is kept: the
+//! table is keyed by it), the generations (`generations.rs`, two atomic loads instead of a fresh
+//! LMDB snapshot and two `meta` reads), and the look for the account's credit not committed yet
+//! (the caller's `held`, the process-wide overlay). The rules are `src/accounts/key-cache.ts`'s:
+//! an entry is used only while the key generation it was read under is current, its account
+//! only while the account generation is; nothing is trusted or filled while a write is in
+//! progress anywhere in the data directory; unknown keys are never entered (only the caller's
+//! `insert`, after its slow path found the key live, enters one).
+
+use crate::generations::{Generations, Snapshot};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// Entries at which the table starts over (keys are few: this never churns in practice).
+pub const MAX_ENTRIES: usize = 100_000;
+
+struct Entry {
+    slot: u32,
+    keys: u64,
+    /// The account generation its account was read under; `None`: not read yet.
+    accounts: Option<u64>,
+    overlay_key: Box<[u8]>,
+}
+
+/// The answer to one presented key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The key and its committed account are current: the slot's pair is the answer.
+    Hit(u32),
+    /// The key is current and the account has a credit not committed yet: the caller reads it
+    /// from the overlay.
+    Held(u32),
+    /// The key is current, its account changed since: the caller reads the committed account
+    /// and calls `account_read`.
+    Account(u32),
+    /// Not cached (or not current, or a write in progress): the caller's slow path, then
+    /// `insert` if the key is live.
+    Miss,
+}
+
+impl Answer {
+    /// As one number for JavaScript: `slot * 4 + kind` (kind 0 hit, 1 held, 2 account), or -1.
+    pub fn code(self) -> f64 {
+        let (slot, kind) = match self {
+            Answer::Hit(s) => (s, 0),
+            Answer::Held(s) => (s, 1),
+            Answer::Account(s) => (s, 2),
+            Answer::Miss => return -1.0,
+        };
+        f64::from(slot) * 4.0 + f64::from(kind)
+    }
+}
+
+/// What the last lookup read, for the `insert` or `account_read` that follows it.
+struct Last {
+    hash: [u8; 32],
+    at: Snapshot,
+}
+
+#[derive(Default)]
+pub struct KeyTable {
+    entries: HashMap<[u8; 32], Entry>,
+    /// The slot the next new entry gets (slots are never reused while the table lives: an entry
+    /// forgotten leaves its slot unused, so no two entries ever share one).
+    next_slot: u32,
+    last: Option<Last>,
+}
+
+impl KeyTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Look `key` up. The generations are read here, before the caller's own reads of the store
+    /// on a miss, so what it enters next is labelled with generations no newer than its data.
+    pub fn lookup(
+        &mut self,
+        key: &[u8],
+        gens: &Generations,
+        held: impl Fn(&[u8]) -> bool,
+    ) -> Answer {
+        let hash: [u8; 32] = Sha256::digest(key).into();
+        let at = gens.read();
+        self.last = Some(Last { hash, at });
+        if !at.settled() {
+            return Answer::Miss;
+        }
+        let Some(e) = self.entries.get(&hash) else {
+            return Answer::Miss;
+        };
+        if e.keys != at.keys {
+            return Answer::Miss;
+        }
+        if held(&e.overlay_key) {
+            Answer::Held(e.slot)
+        } else if e.accounts != Some(at.accounts) {
+            Answer::Account(e.slot)
+        } else {
+            Answer::Hit(e.slot)
+        }
+    }
+
+    /// After a `Miss` whose slow path found the key live: enter it under the last lookup's hash
+    /// and generations, its committed account read on a snapshot taken after that lookup. The
+    /// slot the caller stores the pair in, or None (not entered: a write was in progress, or no
+    /// lookup came before).
+    pub fn insert(&mut self, overlay_key: &[u8]) -> Option<u32> {
+        let last = self.last.take()?;
+        if !last.at.settled() {
+            return None;
+        }
+        let slot = match self.entries.get(&last.hash) {
+            Some(e) => e.slot,
+            None => {
+                if self.next_slot as usize >= MAX_ENTRIES {
+                    self.entries.clear();
+                    self.next_slot = 0;
+                }
+                self.next_slot += 1;
+                self.next_slot - 1
+            }
+        };
+        self.entries.insert(
+            last.hash,
+            Entry {
+                slot,
+                keys: last.at.keys,
+                accounts: Some(last.at.accounts),
+                overlay_key: overlay_key.into(),
+            },
+        );
+        Some(slot)
+    }
+
+    /// After an `Account` answer: the caller has read the committed account on a snapshot
+    /// taken after the lookup; the entry's account is current under the lookup's generation.
+    pub fn account_read(&mut self) -> bool {
+        let Some(last) = self.last.take() else {
+            return false;
+        };
+        match self.entries.get_mut(&last.hash) {
+            Some(e) if last.at.settled() && e.keys == last.at.keys => {
+                e.accounts = Some(last.at.accounts);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// After a `Miss` whose slow path found no live key: drop any entry of the last lookup's
+    /// hash (a revoked key's), so nothing of it is kept.
+    pub fn forget(&mut self) {
+        if let Some(last) = self.last.take() {
+            self.entries.remove(&last.hash);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gens() -> (Generations, std::path::PathBuf) {
+        let d = std::env::temp_dir().join(format!(
+            "lf-keys-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        (Generations::open(&d, true).unwrap(), d)
+    }
+
+    const NONE: fn(&[u8]) -> bool = |_| false;
+
+    #[test]
+    fn a_key_is_entered_only_by_insert_and_answered_until_a_generation_moves() {
+        let (g, d) = gens();
+        let mut t = KeyTable::new();
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
+        assert_eq!(t.len(), 0, "a lookup alone enters nothing");
+        assert_eq!(t.insert(b"account:a"), Some(0));
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
+        assert_eq!(t.lookup(b"lf_b", &g, NONE), Answer::Miss);
+        assert_eq!(t.insert(b"account:b"), Some(1));
+        // An account written: the key stays, its account is read again.
+        let m = g.begin();
+        g.end(m, false, true);
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Account(0));
+        assert!(t.account_read());
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
+        // A credit in the overlay comes before the account generation.
+        assert_eq!(
+            t.lookup(b"lf_a", &g, |k| k == b"account:a"),
+            Answer::Held(0)
+        );
+        // A key revoked: every entry is read again, and the same hash keeps its slot.
+        let m = g.begin();
+        g.end(m, true, false);
+        assert_eq!(t.lookup(b"lf_b", &g, NONE), Answer::Miss);
+        assert_eq!(t.insert(b"account:b"), Some(1));
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
+        t.forget();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
+        // A slot forgotten is not given to another key.
+        assert_eq!(t.lookup(b"lf_c", &g, NONE), Answer::Miss);
+        assert_eq!(t.insert(b"account:c"), Some(2));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn nothing_is_trusted_or_entered_while_a_write_is_in_progress() {
+        let (g, d) = gens();
+        let mut t = KeyTable::new();
+        t.lookup(b"lf_a", &g, NONE);
+        t.insert(b"account:a");
+        let m = g.begin();
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
+        assert_eq!(t.insert(b"account:a"), None);
+        assert_eq!(t.lookup(b"lf_c", &g, NONE), Answer::Miss);
+        assert_eq!(t.insert(b"account:c"), None);
+        assert!(!t.account_read());
+        g.end(m, false, false);
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
+        assert_eq!(t.len(), 1);
+        // An insert without a lookup before it enters nothing.
+        assert_eq!(t.insert(b"account:x"), None);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_hash_is_sha256_of_the_bytes() {
+        let h: [u8; 32] = Sha256::digest(b"abc").into();
+        assert_eq!(h[..4], [0xba, 0x78, 0x16, 0xbf]);
+        assert_eq!(Answer::Held(3).code(), 13.0);
+        assert_eq!(Answer::Miss.code(), -1.0);
+    }
+}

@@ -224,7 +224,8 @@ const ENV_SETTINGS: Readonly<Record<string, string>> = {
  * `LANDFALL_*` variables that are not service settings, so the service leaves them alone: the
  * examples' and the client's (`LANDFALL_KEY`, `LANDFALL_URL`, `LANDFALL_URLS`, as their
  * documentation sets them in the same shell), the test tooling's binaries (`LANDFALL_NATS_SERVER`,
- * `LANDFALL_AGAVE_VALIDATOR`, `LANDFALL_CHROMIUM`, `LANDFALL_PROMETHEUS`, `LANDFALL_PROMTOOL`).
+ * `LANDFALL_AGAVE_VALIDATOR`, `LANDFALL_CHROMIUM`, `LANDFALL_PROMETHEUS`, `LANDFALL_PROMTOOL`),
+ * and the tests' fault hook `LANDFALL_TEST_KILL_AFTER_COMMIT` (`store/generations.ts`).
  */
 const OTHER_VARIABLES = [
   'LANDFALL_CONFIG',
@@ -236,6 +237,7 @@ const OTHER_VARIABLES = [
   'LANDFALL_CHROMIUM',
   'LANDFALL_PROMETHEUS',
   'LANDFALL_PROMTOOL',
+  'LANDFALL_TEST_KILL_AFTER_COMMIT',
 ];
 
 /**

@@ -92,23 +92,22 @@ impl KeyTable {
     ) -> Answer {
         let hash: [u8; 32] = Sha256::digest(key).into();
         let at = gens.read();
-        self.last = Some(Last { hash, at });
-        if !at.settled() {
-            return Answer::Miss;
-        }
-        let Some(e) = self.entries.get(&hash) else {
-            return Answer::Miss;
+        let answer = match self.entries.get(&hash) {
+            Some(e) if at.settled() && e.keys == at.keys => {
+                if held(&e.overlay_key) {
+                    Answer::Held(e.slot)
+                } else if e.accounts != Some(at.accounts) {
+                    Answer::Account(e.slot)
+                } else {
+                    Answer::Hit(e.slot)
+                }
+            }
+            _ => Answer::Miss,
         };
-        if e.keys != at.keys {
-            return Answer::Miss;
-        }
-        if held(&e.overlay_key) {
-            Answer::Held(e.slot)
-        } else if e.accounts != Some(at.accounts) {
-            Answer::Account(e.slot)
-        } else {
-            Answer::Hit(e.slot)
-        }
+        // Kept for the call that follows a miss or an account to read (none follows the others).
+        self.last =
+            matches!(answer, Answer::Miss | Answer::Account(_)).then_some(Last { hash, at });
+        answer
     }
 
     /// After a `Miss` whose slow path found the key live: enter it under the last lookup's hash
@@ -237,7 +236,7 @@ mod tests {
         g.end(m, false, false);
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
         assert_eq!(t.len(), 1);
-        // An insert without a lookup before it enters nothing.
+        // An insert with no miss before it enters nothing.
         assert_eq!(t.insert(b"account:x"), None);
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -4,10 +4,13 @@
  * (each committed by any handle of the data directory, as the admin CLI's process is), or a
  * confirmation's credit not committed yet — on the very next call.
  */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Accounts } from '../../src/accounts/accounts.js';
 import { KeyCache } from '../../src/accounts/key-cache.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
+import { GenerationFile } from '../../src/native.js';
 import { Store } from '../../src/store/store.js';
 import { statusRecord } from '../../harness/records.js';
 import { tempDir } from '../../harness/tmp.js';
@@ -61,5 +64,31 @@ describe('KeyCache', () => {
     accounts.setPlan(c.account_id, 'whale');
     expect(keys.authenticate(c.api_key)?.account.plan).toBe('whale');
     expect(keys.authenticate('lf_unknown')).toBeUndefined();
+  });
+
+  it('caches no unknown key, no bad key and no key read while a write is in progress', () => {
+    const c = accounts.createAccount('bot');
+    for (const bad of ['', 'lf_' + 'a'.repeat(254), 'lf_clé', 'lf_\ud800', 'lf_unknown']) expect(keys.authenticate(bad)).toBeUndefined();
+    expect(keys.size).toBe(0);
+    // A write marked in progress (another process's, between its begin and its end): answered
+    // from the store every time, cached only once the write has ended.
+    const gens = store.generations();
+    const mark = gens.begin();
+    expect(keys.authenticate(c.api_key)?.account.plan).toBe('starter');
+    expect(keys.size).toBe(0);
+    gens.end(mark, { accounts: true });
+    expect(keys.authenticate(c.api_key)?.account.plan).toBe('starter');
+    expect(keys.size).toBe(1);
+  });
+
+  it('keeps the generations in a 0600 file of the data directory that another handle shares', () => {
+    expect(statSync(join(tmp.dir, 'generations')).mode & 0o777).toBe(0o600);
+    const other = new GenerationFile(tmp.dir, false);
+    const before = store.keysGeneration();
+    const mark = other.begin();
+    expect(store.generations().active()).toBe(1);
+    other.end(mark, true, false);
+    expect(store.keysGeneration()).toBe(before + 1);
+    expect(store.generations().active()).toBe(0);
   });
 });

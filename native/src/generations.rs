@@ -117,6 +117,33 @@ impl Drop for Generations {
     }
 }
 
+/// Write a zeroed page with the magic into a temporary file of `dir` and link it as `path`;
+/// another process's file linked first wins (EEXIST is success).
+fn create_whole(dir: &Path, path: &Path) -> io::Result<()> {
+    use std::io::Write;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = dir.join(format!(".{FILE_NAME}.{}.{nanos}", std::process::id()));
+    let mut page = vec![0u8; SIZE];
+    page[..8].copy_from_slice(&MAGIC.to_ne_bytes());
+    let made = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(MODE)
+            .open(&tmp)?;
+        f.write_all(&page)?;
+        f.sync_all()?;
+        match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
+            _ => Ok(()),
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    made
+}
+
 fn pid() -> u64 {
     u64::from(std::process::id())
 }
@@ -132,26 +159,29 @@ fn gone(pid: u64) -> bool {
 }
 
 impl Generations {
-    /// Map `dir/generations`, creating it (mode 0600, zeroed) if `create` and absent. Two
-    /// processes opening it at once both extend it to the same size and agree on the magic.
+    /// Map `dir/generations`, creating it (mode 0600) if `create` and absent. The file is made
+    /// whole before it gets its name (a page written into a temporary file, then hard-linked):
+    /// two processes opening it at once never see a short file or clobber each other's words,
+    /// and a full filesystem fails the `write`, never a later store through the mapping
+    /// (SIGBUS, as LMDB's lock file does on a full tmpfs).
     pub fn open(dir: &Path, create: bool) -> Result<Generations, GenerationsError> {
         let path = dir.join(FILE_NAME);
+        if create && !path.exists() {
+            create_whole(dir, &path).map_err(GenerationsError::Io)?;
+        }
         let file: File = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(create)
-            .mode(MODE)
             .open(&path)
             .map_err(GenerationsError::Io)?;
         let meta = file.metadata().map_err(GenerationsError::Io)?;
-        // A file created by hand, or restored by a tool, with a wider mode: narrowed as the LMDB
-        // files are (the umask may also have taken bits away at creation, never added any).
+        // A file restored by a tool with a wider mode: narrowed as the LMDB files are.
         if meta.permissions().mode() & 0o777 != MODE {
             file.set_permissions(std::fs::Permissions::from_mode(MODE))
                 .map_err(GenerationsError::Io)?;
         }
         if meta.len() < SIZE as u64 {
-            file.set_len(SIZE as u64).map_err(GenerationsError::Io)?;
+            return Err(GenerationsError::Foreign);
         }
         use std::os::fd::AsRawFd;
         // SAFETY: a shared read-write mapping of SIZE bytes of a file at least that long; the fd
@@ -170,12 +200,10 @@ impl Generations {
             return Err(GenerationsError::Io(io::Error::last_os_error()));
         }
         let g = Generations { map: p.cast() };
-        let magic = &g.layout().magic;
-        match magic.compare_exchange(0, MAGIC, SeqCst, SeqCst) {
-            Ok(_) => Ok(g),
-            Err(m) if m == MAGIC => Ok(g),
-            Err(_) => Err(GenerationsError::Foreign),
+        if g.layout().magic.load(SeqCst) != MAGIC {
+            return Err(GenerationsError::Foreign);
         }
+        Ok(g)
     }
 
     fn layout(&self) -> &Layout {
@@ -342,6 +370,35 @@ mod tests {
             Generations::open(&d, true),
             Err(GenerationsError::Foreign)
         ));
+        std::fs::write(d.join(FILE_NAME), vec![0u8; 100]).unwrap();
+        assert!(matches!(
+            Generations::open(&d, true),
+            Err(GenerationsError::Foreign)
+        ));
+        // Nothing left behind by the creations that found the file there.
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn processes_creating_it_at_once_share_one_file() {
+        let d = dir();
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let d = d.clone();
+                std::thread::spawn(move || {
+                    let g = Generations::open(&d, true).unwrap();
+                    let m = g.begin();
+                    g.end(m, true, false);
+                    g
+                })
+            })
+            .collect();
+        let gens: Vec<Generations> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        for g in &gens {
+            assert_eq!(g.read().keys, 8);
+        }
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -31,12 +31,17 @@ const KILL_AFTER_COMMIT = 'LANDFALL_TEST_KILL_AFTER_COMMIT';
 export class Generations {
   private constructor(readonly file: GenerationFile) {}
 
-  /** Open `dir`'s generation file, creating it if `create`; undefined if absent and not `create`. */
+  /**
+   * Open `dir`'s generation file, creating it if `create` (a writable store: any failure throws).
+   * A read-only store (inspection tools, which never cache keys nor write) opens it if it can
+   * (it needs write access to the file: a read-only filesystem or another owner's file gives
+   * undefined, as does a missing one).
+   */
   static open(dir: string, create: boolean): Generations | undefined {
     try {
       return new Generations(new GenerationFile(dir, create));
     } catch (e) {
-      if (!create && (e as Error).message.includes('No such file')) return undefined;
+      if (!create) return undefined;
       throw e;
     }
   }

@@ -7,7 +7,7 @@ import * as addon from '../native/index.js';
 import type { Inspection } from '../native/index.js';
 import { LandfallError, type TransactionErrorCode } from './errors.js';
 
-export { TipSet } from '../native/index.js';
+export { TipSet, AdmissionView } from '../native/index.js';
 export type { Inspection } from '../native/index.js';
 // The QUIC endpoint's classes go through as they are: their shapes are already the service's
 // (results are plain objects, errors carry the stable `code`), and a wrapper would add a call on
@@ -71,6 +71,34 @@ export function inspectWire(bytes: Uint8Array, tips: addon.TipSet): InspectResul
 /** Inspect many transactions with one ed25519 batch; one result per input, in order. */
 export function inspectTransactions(base64: string[], tips: addon.TipSet): InspectResult[] {
   return addon.inspectBatch(base64, tips).map(toResult);
+}
+
+/** How many numbers `inspectAdmit` writes into its `out` (a `Float64Array` at least this long). */
+export const ADMIT_OUT_LEN: number = addon.ADMIT_OUT_LEN;
+
+/**
+ * The verdicts `inspectAdmit` writes into `out[0]`, in the order admission decides them
+ * (`admission::Verdict` in `native/src/admission.rs`; `test/unit/inspect-admit.test.ts` holds the two together).
+ */
+export const Admit = {
+  /** The inspection refused the transaction (its result says why). */
+  INVALID: -1,
+  ADMITTED: 0,
+  BLOCKHASH_EXPIRED: 1,
+  TIP_REQUIRED: 2,
+  TIP_INSUFFICIENT: 3,
+  STALE: 4,
+  RATE_LIMITED: 5,
+} as const;
+
+/**
+ * Inspect one base64 transaction and, if it is valid, admit it on `view` and take one token of
+ * bucket `sendSlot`: one call into the addon for what `inspectTransaction`, the chain facts' reads
+ * and `bucketTakeDetailed` did. Writes the verdict (`Admit`) and the numbers a refusal or the
+ * rate headers need into `out` (see `inspectAdmit` in `native/src/node_admission.rs`).
+ */
+export function inspectAdmit(base64: string, tips: addon.TipSet, view: addon.AdmissionView, minTipLamports: number, sendSlot: number, out: Float64Array): InspectResult {
+  return toResult(addon.inspectAdmit(base64, tips, view, minTipLamports, sendSlot, out));
 }
 
 /** `inspectTransactions` on a libuv pool thread: the caller's event loop stays free. */

@@ -1,21 +1,23 @@
 //! Landfall native core.
 //!
-//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, `record`, and the process-wide
-//! shared state `overlay`, `registry`, `usage`) know nothing of Node; the `node`, `node_quic` and
-//! `node_quic_server` modules map them to JavaScript and are the only places that do, each error
-//! through `error::to_js`.
+//! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, `record`, `keys`,
+//! `generations`, `admission`, and the process-wide shared state `overlay`, `registry`, `usage`)
+//! know nothing of Node; the `node`, `node_record`, `node_keys`, `node_admission`, `node_quic`
+//! and `node_quic_server` modules map them to JavaScript and are the only places that do, each error through
+//! `error::to_js`.
 //!
 //! The modules' layers, top first; each names only the ones below it (so there are no cycles),
 //! and `test/unit/native-layers.test.ts` holds the code to this list (the folders' own lists are
 //! in `quic/mod.rs` and `node_quic/mod.rs`):
-//!   `node_quic_server` → `node_quic` → `node`, `node_record`, `node_keys` → `inspect`, `usage`,
-//!   `quic`, `keys` → `verify`, `tip`, `registry`, `overlay` → `parse`, `bucket`, `record`,
-//!   `generations` → `error`, `base58`, `priority`, `memory`.
+//!   `node_quic_server` → `node_quic`, `node_admission` → `node`, `node_record`, `node_keys` →
+//!   `inspect`, `usage`, `quic`, `keys` → `verify`, `tip`, `registry`, `overlay`, `admission` →
+//!   `parse`, `bucket`, `record`, `generations` → `error`, `base58`, `priority`, `memory`.
 //! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
 //!
 //! `npm test` runs clippy with warnings as errors and `cargo fmt --check` (`test:lint`).
 #![deny(clippy::all)]
 
+pub mod admission;
 pub mod base58;
 pub mod bucket;
 pub mod error;
@@ -35,6 +37,8 @@ pub mod verify;
 
 #[cfg(feature = "node")]
 mod node;
+#[cfg(feature = "node")]
+mod node_admission;
 #[cfg(feature = "node")]
 mod node_keys;
 #[cfg(feature = "node")]

@@ -85,7 +85,7 @@ fn b58(bytes: &[u8]) -> String {
 }
 
 /// The one mapping from an inspection result to its JS shape.
-fn to_inspection(
+pub(crate) fn to_inspection(
     r: std::result::Result<Report, TxError>,
     tips: &tip::TipSet,
     wire: Option<&[u8]>,
@@ -137,7 +137,7 @@ fn to_inspection(
 /// The service's tip addresses, decoded once. Pass it to every `inspect*` call.
 #[napi]
 pub struct TipSet {
-    inner: Arc<tip::TipSet>,
+    pub(crate) inner: Arc<tip::TipSet>,
 }
 
 #[napi]

@@ -23,7 +23,8 @@ export interface RateDecision {
   resetMs: number;
 }
 
-interface Slots {
+/** An account's two bucket slots, configured for its plan (`RateLimiter.sendBucket`). */
+export interface Slots {
   /** The account's process-wide slot index (`accountSlot`). */
   index: number;
   send: number;
@@ -105,6 +106,19 @@ export class RateLimiter {
     const s = this.slots(a);
     if (budgetShares !== null) budgetShares.addDemand(s.index, SEND, n);
     return this.take(s.send, n, this.plans[a.plan].maxTps);
+  }
+
+  /**
+   * The account's slots, configured for its current plan, for a send token taken in the addon's
+   * send call (`inspectAdmit`, after admission); `sendDemand` then counts it, as `takeSend` does.
+   */
+  sendBucket(a: AccountRecord): Readonly<Slots> {
+    return this.slots(a);
+  }
+
+  /** Count `n` send tokens asked of `s` (clustered: the account's share follows its demand). */
+  sendDemand(s: Readonly<Slots>, n: number): void {
+    if (budgetShares !== null) budgetShares.addDemand(s.index, SEND, n);
   }
 
   /** Take one query token (status, account). */

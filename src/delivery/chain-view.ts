@@ -9,6 +9,8 @@
  * Everything here is decided per slot, not per transaction: who leads, who is blocked, which
  * TPU addresses to write to. A request only reads it.
  */
+import { AdmissionView } from '../native.js';
+
 /** Where a slot is in its epoch (`getEpochInfo`'s fields). */
 export interface EpochPosition {
   epoch: number;
@@ -77,6 +79,12 @@ export interface ChainSource {
   lastValidBlockHeight(blockhash: string): number | null;
   latestBlockhash(): LatestBlockhash | null;
   onSlot(listener: (slot: number) => void): () => void;
+  /**
+   * The same facts (slot, freshness, blockhashes) in native memory, where the send's one native
+   * call (`inspectAdmit`) admits on them; absent where the facts live only in JavaScript (the
+   * main thread's leader tracker, whose freshness also follows its resyncs).
+   */
+  readonly admission?: AdmissionView;
 }
 
 /** Agave's MAX_PROCESSING_AGE: a blockhash is valid for this many blocks after its own. */
@@ -84,11 +92,14 @@ export const BLOCKHASH_VALIDITY_BLOCKS = 150;
 
 /**
  * A thread's copy of the chain view: applies snapshots, answers the hot path's questions with a
- * field read or one Map lookup.
+ * field read or one lookup. Its blockhashes live in native memory only (`admission`), where the
+ * send's one native call reads them with the slot's freshness; `lastValidBlockHeight` and
+ * `isBlockhashExpired` (the batch, JSON-RPC) ask the same table.
  */
 export class ChainViewReplica implements ChainSource {
   private snap: ChainSnapshot | null = null;
-  private readonly blockhashes = new Map<string, number>();
+  /** The blockhashes (and a copy of the slot's freshness) as `inspectAdmit` reads them. */
+  readonly admission = new AdmissionView();
   /** The newest blockhash seen, with its last valid block height. */
   private latest: [hash: string, lastValidBlockHeight: number] | null = null;
   private readonly slotListeners = new Set<(slot: number) => void>();
@@ -96,20 +107,21 @@ export class ChainViewReplica implements ChainSource {
   apply(s: ChainSnapshot): void {
     const previous = this.snap?.slot;
     // A slot lower than the last one only comes after a resync onto a restarted chain (or
-    // another node): the blockhashes known so far belong to the chain that is gone.
-    if (this.snap !== null && s.slot < this.snap.slot) {
-      this.blockhashes.clear();
-      this.latest = null;
-    }
+    // another node): the blockhashes known so far belong to the chain that is gone (the native
+    // table forgets its own on the same rule, and those dead for BLOCKHASH_VALIDITY_BLOCKS).
+    if (this.snap !== null && s.slot < this.snap.slot) this.latest = null;
     this.snap = s;
-    for (const [h, lv] of s.blockhashes) this.blockhashes.set(h, lv);
+    this.admission.apply(
+      s.slot,
+      s.seenAtMs,
+      s.staleMs,
+      s.leader !== null,
+      s.blockHeight,
+      s.blockhashes.map((b) => b[0]),
+      s.blockhashes.map((b) => b[1]),
+    );
     this.latest = s.blockhashes.at(-1) ?? this.latest;
     if (s.slot !== previous) for (const l of this.slotListeners) l(s.slot);
-    // Forget hashes long dead (Map iterates in insertion order: oldest first).
-    for (const [h, lv] of this.blockhashes) {
-      if (lv >= s.blockHeight - BLOCKHASH_VALIDITY_BLOCKS) break;
-      this.blockhashes.delete(h);
-    }
   }
 
   get snapshot(): ChainSnapshot | null {
@@ -124,6 +136,7 @@ export class ChainViewReplica implements ChainSource {
     return this.snap ? Date.now() - this.snap.seenAtMs : Infinity;
   }
 
+  /** Fresh enough to send on (`health` in `native/src/admission.rs` is the same rule, on the same snapshot's numbers). */
   synced(): boolean {
     return this.snap !== null && this.snap.leader !== null && this.slotAgeMs() <= this.snap.staleMs;
   }
@@ -138,7 +151,7 @@ export class ChainViewReplica implements ChainSource {
   }
 
   lastValidBlockHeight(blockhash: string): number | null {
-    return this.blockhashes.get(blockhash) ?? null;
+    return this.admission.lastValid(blockhash) ?? null;
   }
 
   /**
@@ -158,7 +171,6 @@ export class ChainViewReplica implements ChainSource {
   }
 
   isBlockhashExpired(blockhash: string): boolean {
-    const lv = this.blockhashes.get(blockhash);
-    return lv !== undefined && this.snap !== null && this.snap.blockHeight > lv;
+    return this.admission.expired(blockhash);
   }
 }

@@ -15,6 +15,7 @@
 import type { SimulationResult } from '../chain/rpc.js';
 import { SEND_OPTIONS, type SendOptionValues } from '../client/wire.js';
 import type { ChainHealth, LatestBlockhash } from './chain-view.js';
+import type { AdmissionView } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import type { PackedAttempts } from './trace.js';
 
@@ -100,6 +101,12 @@ export type HandoffSink = (a: Accepted) => Promise<void> | undefined;
 
 /** What the submission core sees of delivery: three calls a send, and a simulation when asked. */
 export interface SendPath {
+  /**
+   * The thread's chain facts in native memory (an ingress thread's replica), for `POST /v1/send`'s
+   * one native call that inspects, admits and takes the send token (`inspectAdmit`); null or
+   * absent: the core reads `chainFacts` instead.
+   */
+  readonly admission?: AdmissionView | null;
   /** The chain facts for a transaction with `blockhash` (null: a durable nonce, no blockhash lifetime). */
   chainFacts(blockhash: string | null): ChainFacts;
   /**

@@ -13,17 +13,23 @@
  * front ends read the chain through it (`latestBlockhash`, `watchSlots`, `health`).
  */
 import type { Rpc, SimulationResult } from '../chain/rpc.js';
+import type { AdmissionView } from '../native.js';
 import type { LatestBlockhash } from './chain-view.js';
 import type { Accepted, ChainFacts, ChainHealth, ChainSource, Delivery, FirstSend, HandoffSink, SendOptions } from './delivery.js';
 import type { FirstSender } from './first-send.js';
 
 export class ThreadDelivery implements Delivery {
+  /** The chain's facts in native memory, where it keeps them (`SendPath.admission`). */
+  readonly admission: AdmissionView | null;
+
   constructor(
     private readonly chain: ChainSource,
     private readonly first: Pick<FirstSender, 'send'>,
     private readonly rpc: Pick<Rpc, 'simulationFailure'>,
     private readonly sink: HandoffSink,
-  ) {}
+  ) {
+    this.admission = chain.admission ?? null;
+  }
 
   chainFacts(blockhash: string | null): ChainFacts {
     const { chain } = this;

@@ -15,7 +15,7 @@ import { describeTransactionError } from '../chain/tx-error.js';
 import type { BatchBody, DeliveryTrace, SendBody, StatusRecord as StatusJson, StreamStatus, TransactionPage } from '../client/wire.js';
 import type { ChainHealth } from '../delivery/delivery.js';
 import { finalState, leadersReached } from '../delivery/trace.js';
-import { base58DecodeShared, inspectTransaction, inspectTransactionsAsync } from '../native.js';
+import { base58DecodeShared, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord, Trace } from '../store/records.js';
 import type { TxCursor } from '../store/store.js';
 import type { StoreHealthView } from '../store/store-health.js';
@@ -107,9 +107,7 @@ function sendHandler(s: Wired): Handler {
     const { transaction, options } = body as Record<string, unknown>;
     if (typeof transaction !== 'string') throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
     const opts = parseSendOptions(options);
-    const r = inspectTransaction(transaction, s.tips);
-    if (r.ok) ctx.signature = r.tx.signature;
-    const sent = await s.core.send(who, r, opts, ctx.receivedAt);
+    const sent = await s.core.sendBase64(who, transaction, s.tips, opts, ctx.receivedAt, (signature) => (ctx.signature = signature));
     return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot } satisfies SendBody, headers: rateHeaders(sent.rate) };
   };
 }

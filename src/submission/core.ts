@@ -22,11 +22,11 @@
 import type { Accounts } from '../accounts/accounts.js';
 import type { BatchItem, SendResult } from '../client/wire.js';
 import type { InFlight } from '../accounts/in-flight.js';
-import { minTipLamports, pointsForTip, type PlanName, type PlanTable } from '../accounts/plans.js';
+import { minTipLamports, pointsForTip, type Plan, type PlanName, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
 import { DeliveryError, type ChainFacts, type SendOptions, type SendPath } from '../delivery/delivery.js';
 import { StaleViewError } from '../delivery/first-send.js';
-import type { InspectResult, VerifiedTransaction } from '../native.js';
+import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, type InspectResult, type TipSet, type VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
 import { acceptedNames, recordBytesIn, resendOptionsByte } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
@@ -98,6 +98,62 @@ export class SubmissionCore {
   }
 
   /**
+   * `POST /v1/send`'s transaction as the client sent it (base64 text). On a thread whose chain
+   * view keeps its facts in native memory (an ingress thread: `SendPath.admission`), inspection,
+   * admission and the send token are one call into the addon (`inspectAdmit`), which answers
+   * the verified transaction, a verdict and the numbers below; elsewhere (the main thread, over
+   * the leader tracker) the same steps as `send`. The same refusals in the same order either way
+   * (an invalid transaction; blockhash expired; no tip; tip below the plan's minimum; stale view;
+   * the send budget), their messages made here from the same numbers, and a refusal before the
+   * budget takes no token.
+   * @param verified told the signature once the transaction verified (before any refusal of its admission)
+   */
+  async sendBase64(
+    who: Caller,
+    base64: string,
+    tips: TipSet,
+    options: SendOptions,
+    receivedAt: bigint,
+    verified?: (signature: string) => void,
+  ): Promise<Sent & { rate: RateDecision }> {
+    const view = this.d.delivery.admission;
+    if (view === undefined || view === null) {
+      const r = inspectTransaction(base64, tips);
+      if (r.ok) verified?.(r.tx.signature);
+      return this.send(who, r, options, receivedAt);
+    }
+    const { account } = who;
+    const plan = this.d.plans[account.plan];
+    // The JavaScript keeps choosing the bucket (a plan change reconfigures it first; clustered,
+    // its share follows the demand counted below).
+    const bucket = this.d.limiter.sendBucket(account);
+    const out = ADMIT_OUT;
+    const r = inspectAdmit(base64, tips, view, plan.minTipBp * this.d.lamportsPerPoint, bucket.send, out);
+    if (!r.ok) throw invalidTransaction(r.error.code, r.error.message);
+    const { tx } = r;
+    verified?.(tx.signature);
+    const verdict = out[0]!;
+    if (verdict === Admit.BLOCKHASH_EXPIRED) throw blockhashExpired(tx);
+    if (verdict === Admit.TIP_REQUIRED) throw tipRequired(tx);
+    if (verdict === Admit.TIP_INSUFFICIENT) throw tipInsufficient(tx, account, plan, this.d.lamportsPerPoint);
+    if (verdict === Admit.STALE) throw deliveryRefusal(new StaleViewError(out[1]!, out[2]!));
+    this.d.limiter.sendDemand(bucket, 1);
+    const rate: RateDecision = { granted: verdict === Admit.ADMITTED, limit: plan.maxTps, remaining: out[4]!, retryAfterMs: out[5]!, resetMs: out[6]! };
+    if (!rate.granted) {
+      this.d.onRateLimited?.('send', account.plan);
+      throw rateRefusal(rate, 'send');
+    }
+    const lastValid = out[3]!;
+    const facts: ChainFacts = {
+      health: { synced: true, slot: out[1]!, slotAgeMs: out[2]! },
+      blockhashExpired: false,
+      lastValidBlockHeight: lastValid < 0 ? null : lastValid,
+    };
+    const slot = await this.deliver(who, tx, facts, options, receivedAt);
+    return { signature: tx.signature, slot, rate };
+  }
+
+  /**
    * A batch: N send tokens at once (all or nothing, spec §8) before anything is verified, then
    * each verified transaction through the single path; a refused item fails alone (spec §4.2
    * rule 2).
@@ -138,25 +194,10 @@ export class SubmissionCore {
    */
   private admit(tx: VerifiedTransaction, account: AccountRecord): ChainFacts {
     const facts = this.d.delivery.chainFacts(tx.durableNonce ? null : tx.recentBlockhash);
-    if (facts.blockhashExpired) {
-      throw new Refusal('TX_BLOCKHASH_EXPIRED', `blockhash ${tx.recentBlockhash} has expired; sign with a recent blockhash`);
-    }
-    if (tx.tipLamports === 0n) {
-      throw new Refusal(
-        'TIP_REQUIRED',
-        tx.transfersViaLookup > 0
-          ? 'a transfer destination is loaded from an address lookup table; tip addresses must be static account keys'
-          : 'no System transfer to a tip address (GET /v1/tip-addresses)',
-      );
-    }
+    if (facts.blockhashExpired) throw blockhashExpired(tx);
+    if (tx.tipLamports === 0n) throw tipRequired(tx);
     const plan = this.d.plans[account.plan];
-    const min = minTipLamports(plan, this.d.lamportsPerPoint);
-    if (tx.tipLamports < min) {
-      throw new Refusal(
-        'TIP_INSUFFICIENT',
-        `tip of ${tx.tipLamports} lamports (${pointsForTip(tx.tipLamports, this.d.lamportsPerPoint)} BP) is below the ${account.plan} minimum of ${plan.minTipBp} BP (${min} lamports)`,
-      );
-    }
+    if (tx.tipLamports < minTipLamports(plan, this.d.lamportsPerPoint)) throw tipInsufficient(tx, account, plan, this.d.lamportsPerPoint);
     return facts;
   }
 
@@ -279,6 +320,30 @@ export class SubmissionCore {
     }
     return first.slot;
   }
+}
+
+/** Where this thread's `inspectAdmit` writes its verdict and numbers (read at once, before any await). */
+const ADMIT_OUT = new Float64Array(ADMIT_OUT_LEN);
+
+/** The admission refusals, one message each whichever path decided them (`admit`, `inspectAdmit`). */
+function blockhashExpired(tx: VerifiedTransaction): Refusal {
+  return new Refusal('TX_BLOCKHASH_EXPIRED', `blockhash ${tx.recentBlockhash} has expired; sign with a recent blockhash`);
+}
+
+function tipRequired(tx: VerifiedTransaction): Refusal {
+  return new Refusal(
+    'TIP_REQUIRED',
+    tx.transfersViaLookup > 0
+      ? 'a transfer destination is loaded from an address lookup table; tip addresses must be static account keys'
+      : 'no System transfer to a tip address (GET /v1/tip-addresses)',
+  );
+}
+
+function tipInsufficient(tx: VerifiedTransaction, account: AccountRecord, plan: Plan, lamportsPerPoint: number): Refusal {
+  return new Refusal(
+    'TIP_INSUFFICIENT',
+    `tip of ${tx.tipLamports} lamports (${pointsForTip(tx.tipLamports, lamportsPerPoint)} BP) is below the ${account.plan} minimum of ${plan.minTipBp} BP (${minTipLamports(plan, lamportsPerPoint)} lamports)`,
+  );
 }
 
 /**

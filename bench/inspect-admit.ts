@@ -1,0 +1,176 @@
+/**
+ * `POST /v1/send`'s inspection, admission and send token: the JavaScript steps against the one
+ * native call (`inspectAdmit`), in one process:
+ *
+ *   node --import tsx bench/inspect-admit.ts [calls per block] [blocks]
+ *
+ * - **old**: what an ingress thread did until issue 35's admission step — `inspectTransaction`
+ *   (the addon's `inspect`, its result reshaped by `toResult`), the chain facts of the thread's
+ *   replica (`health()` and two `Map` lookups by the base58 blockhash, as `ThreadDelivery.chainFacts`
+ *   read them), the tip and plan-minimum checks, the stale check, and `RateLimiter.takeSend`
+ *   (`bucketTakeDetailed`, the decision reshaped);
+ * - **new**: `RateLimiter.sendBucket`, `inspectAdmit` on the replica's native facts, the verdict
+ *   and numbers read from the `Float64Array`, the demand counted, the decision and the facts the
+ *   rest of the path reads built (as `SubmissionCore.sendBase64` does).
+ * Real web3.js-signed transactions (a pool reused across blocks: inspection keeps no memory of
+ * them), every one admitted (a budget that never runs out). CPU time of the process
+ * (`process.cpuUsage`, user + system) per call, blocks alternated, medians. A last pair of lines
+ * runs both on transactions whose signature fails (inspection's verdict, then nothing: what is
+ * left is the calls' own difference). Each pair also runs the inspection alone
+ * (`inspectTransaction`), rotated with the two, so what each spends beyond it can be read.
+ */
+import { Keypair } from '@solana/web3.js';
+import { loadavg } from 'node:os';
+import { DEFAULT_PLANS, minTipLamports, type PlanTable } from '../src/accounts/plans.js';
+import { RateLimiter, type RateDecision } from '../src/accounts/rate-limiter.js';
+import { ChainViewReplica, type ChainSnapshot } from '../src/delivery/chain-view.js';
+import type { ChainFacts } from '../src/delivery/delivery.js';
+import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, TipSet } from '../src/native.js';
+import type { AccountRecord } from '../src/store/store.js';
+import { randomBlockhash } from '../harness/records.js';
+import { legacyTx, makeTipAddresses, transfer } from '../harness/transactions.js';
+
+const calls = Number(process.argv[2] ?? 100_000);
+const blocks = Number(process.argv[3] ?? 11);
+const LPP = 1000;
+const PLANS: PlanTable = { ...DEFAULT_PLANS, starter: { ...DEFAULT_PLANS.starter, maxTps: 1_000_000 } };
+const account = { id: 'acc_bench_inspect_admit', plan: 'starter' } as AccountRecord;
+const limiter = new RateLimiter(PLANS);
+const tips = makeTipAddresses(8);
+const tipSet = new TipSet(tips.map((t) => t.toBase58()));
+
+// The chain view: 150 live blockhashes, as a replica holds them a minute into a run.
+const hashes = Array.from({ length: 150 }, () => randomBlockhash());
+const snapshot: ChainSnapshot = {
+  slot: 301_234_567,
+  seenAtMs: Date.now(),
+  blockHeight: 280_000_000,
+  leader: 'Leader1111111111111111111111111111111111111',
+  plain: { first: [], next: [], hold: false },
+  antiMev: { first: [], next: [], hold: false },
+  blockhashes: hashes.map((h, i) => [h, 280_000_001 + i]),
+  staleMs: 1e12,
+  epoch: null,
+};
+/** The new replica (its blockhashes native) and, for the old steps, the replica as it was: a Map. */
+const view = new ChainViewReplica();
+view.apply(snapshot);
+const oldHashes = new Map<string, number>(snapshot.blockhashes);
+const oldChain = {
+  health: () => view.health(),
+  isBlockhashExpired: (h: string) => {
+    const lv = oldHashes.get(h);
+    return lv !== undefined && snapshot.blockHeight > lv;
+  },
+  lastValidBlockHeight: (h: string) => oldHashes.get(h) ?? null,
+};
+
+const POOL = 2048;
+const payer = Keypair.generate();
+const pool = Array.from(
+  { length: POOL },
+  (_, i) =>
+    legacyTx([transfer(payer.publicKey, payer.publicKey, i + 1), transfer(payer.publicKey, tips[i % 8]!, 1_000_000)], {
+      feePayer: payer,
+      blockhash: hashes[i % 150]!,
+    }).base64,
+);
+const broken = pool.map((b) => {
+  const w = Buffer.from(b, 'base64');
+  w[w.length - 1]! ^= 0xff;
+  return w.toString('base64');
+});
+
+let sink = 0;
+function oldBlock(txs: string[]): void {
+  for (let i = 0; i < calls; i++) {
+    const r = inspectTransaction(txs[i % POOL]!, tipSet);
+    if (!r.ok) {
+      sink++;
+      continue;
+    }
+    const tx = r.tx;
+    const blockhash = tx.durableNonce ? null : tx.recentBlockhash;
+    const facts: ChainFacts = {
+      health: oldChain.health(),
+      blockhashExpired: blockhash !== null && oldChain.isBlockhashExpired(blockhash),
+      lastValidBlockHeight: blockhash === null ? null : oldChain.lastValidBlockHeight(blockhash),
+    };
+    if (facts.blockhashExpired || tx.tipLamports === 0n) throw new Error('refused');
+    if (tx.tipLamports < minTipLamports(PLANS[account.plan], LPP)) throw new Error('refused');
+    if (!facts.health.synced) throw new Error('stale');
+    const rate = limiter.takeSend(account, 1);
+    if (!rate.granted) throw new Error('limited');
+    sink += facts.health.slot + rate.remaining;
+  }
+}
+
+const out = new Float64Array(ADMIT_OUT_LEN);
+function newBlock(txs: string[]): void {
+  for (let i = 0; i < calls; i++) {
+    const plan = PLANS[account.plan];
+    const bucket = limiter.sendBucket(account);
+    const r = inspectAdmit(txs[i % POOL]!, tipSet, view.admission, plan.minTipBp * LPP, bucket.send, out);
+    if (!r.ok) {
+      sink++;
+      continue;
+    }
+    const verdict = out[0]!;
+    if (verdict !== Admit.ADMITTED && verdict !== Admit.RATE_LIMITED) throw new Error('refused');
+    limiter.sendDemand(bucket, 1);
+    const rate: RateDecision = { granted: verdict === Admit.ADMITTED, limit: plan.maxTps, remaining: out[4]!, retryAfterMs: out[5]!, resetMs: out[6]! };
+    if (!rate.granted) throw new Error('limited');
+    const lastValid = out[3]!;
+    const facts: ChainFacts = { health: { synced: true, slot: out[1]!, slotAgeMs: out[2]! }, blockhashExpired: false, lastValidBlockHeight: lastValid < 0 ? null : lastValid };
+    sink += facts.health.slot + rate.remaining;
+  }
+}
+
+/** The inspection alone (`inspectTransaction`), to show what the two spend beyond it. */
+function bareBlock(txs: string[]): void {
+  for (let i = 0; i < calls; i++) {
+    const r = inspectTransaction(txs[i % POOL]!, tipSet);
+    sink += r.ok ? 1 : 0;
+  }
+}
+
+function measure(run: (txs: string[]) => void, txs: string[]): number {
+  const before = process.cpuUsage();
+  run(txs);
+  const d = process.cpuUsage(before);
+  return (d.user + d.system) / calls;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+
+function pair(txs: string[], label: string): void {
+  const loadStart = loadavg()[0]!;
+  measure(oldBlock, txs); // warm-up (JIT), not counted
+  measure(newBlock, txs);
+  measure(bareBlock, txs);
+  const old: number[] = [];
+  const neu: number[] = [];
+  const bare: number[] = [];
+  // Rotated: each variant runs first, second and third in turn.
+  const runs: Array<[(t: string[]) => void, number[]]> = [
+    [oldBlock, old],
+    [newBlock, neu],
+    [bareBlock, bare],
+  ];
+  for (let b = 0; b < blocks; b++) {
+    for (let k = 0; k < 3; k++) {
+      const [run, into] = runs[(b + k) % 3]!;
+      into.push(measure(run, txs));
+    }
+  }
+  console.log(`${label}: CPU µs per call (process.cpuUsage), ${calls} calls a block, ${blocks} alternated blocks; load ${loadStart.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}`);
+  console.log(`  old (inspect + chain facts + checks + takeSend): median ${median(old).toFixed(2)} [${fmt(old)}]`);
+  console.log(`  new (inspectAdmit):                              median ${median(neu).toFixed(2)} [${fmt(neu)}]`);
+  console.log(`  inspection alone:                                median ${median(bare).toFixed(2)} [${fmt(bare)}]`);
+  console.log(`  saved: ${(median(old) - median(neu)).toFixed(2)} µs a send (${((1 - median(neu) / median(old)) * 100).toFixed(1)} %); beyond the inspection alone: old ${(median(old) - median(bare)).toFixed(2)}, new ${(median(neu) - median(bare)).toFixed(2)}`);
+}
+
+pair(pool, 'admitted sends');
+pair(broken, 'signature refused (no admission: the difference left is the calls themselves)');
+if (sink === 0) console.log('');

@@ -168,9 +168,44 @@ function pair(txs: string[], label: string): void {
   console.log(`  old (inspect + chain facts + checks + takeSend): median ${median(old).toFixed(2)} [${fmt(old)}]`);
   console.log(`  new (inspectAdmit):                              median ${median(neu).toFixed(2)} [${fmt(neu)}]`);
   console.log(`  inspection alone:                                median ${median(bare).toFixed(2)} [${fmt(bare)}]`);
+  // Paired within each rotation (the three blocks ran back to back): the machine's drift cancels.
+  const paired = old.map((o, i) => o - neu[i]!);
+  console.log(`  old − new, paired by rotation: median ${median(paired).toFixed(2)} µs [${fmt(paired)}]`);
   console.log(`  saved: ${(median(old) - median(neu)).toFixed(2)} µs a send (${((1 - median(neu) / median(old)) * 100).toFixed(1)} %); beyond the inspection alone: old ${(median(old) - median(bare)).toFixed(2)}, new ${(median(neu) - median(bare)).toFixed(2)}`);
 }
 
+/**
+ * The old steps without the inspection, on transactions inspected beforehand: what the JavaScript
+ * admission and take cost a send (the most the one call can save), free of ed25519's spread.
+ */
+function admissionAlone(): void {
+  const inspected = pool.map((b) => inspectTransaction(b, tipSet)).flatMap((r) => (r.ok ? [r.tx] : []));
+  const run = (): number => {
+    const before = process.cpuUsage();
+    for (let i = 0; i < calls; i++) {
+      const tx = inspected[i % inspected.length]!;
+      const blockhash = tx.durableNonce ? null : tx.recentBlockhash;
+      const facts: ChainFacts = {
+        health: oldChain.health(),
+        blockhashExpired: blockhash !== null && oldChain.isBlockhashExpired(blockhash),
+        lastValidBlockHeight: blockhash === null ? null : oldChain.lastValidBlockHeight(blockhash),
+      };
+      if (facts.blockhashExpired || tx.tipLamports === 0n) throw new Error('refused');
+      if (tx.tipLamports < minTipLamports(PLANS[account.plan], LPP)) throw new Error('refused');
+      if (!facts.health.synced) throw new Error('stale');
+      const rate = limiter.takeSend(account, 1);
+      if (!rate.granted) throw new Error('limited');
+      sink += facts.health.slot + rate.remaining;
+    }
+    const d = process.cpuUsage(before);
+    return (d.user + d.system) / calls;
+  };
+  run();
+  const xs = Array.from({ length: blocks }, run);
+  console.log(`the old steps after the inspection alone (chain facts, checks, takeSend): median ${median(xs).toFixed(2)} µs [${fmt(xs)}]; load ${loadavg()[0]!.toFixed(2)}`);
+}
+
+admissionAlone();
 pair(pool, 'admitted sends');
 pair(broken, 'signature refused (no admission: the difference left is the calls themselves)');
 if (sink === 0) console.log('');

@@ -82,7 +82,7 @@ beforeEach(() => {
   view = new ChainViewReplica();
   view.apply(snapshot(500));
   firstSends = 0;
-  const delivery = new ThreadDelivery(view, { send: async () => ({ slot: 500 + firstSends++, reached: 1, held: false }) }, new Rpc('http://127.0.0.1:9'), () => null);
+  const delivery = new ThreadDelivery(view, { send: async () => ({ slot: 500 + firstSends++, reached: 1, held: false }) }, new Rpc('http://127.0.0.1:9'), () => undefined);
   const jsPath: SendPath = {
     chainFacts: (h) => delivery.chainFacts(h),
     simulate: (w) => delivery.simulate(w),

@@ -23,6 +23,9 @@ import { sentRecord, type Resend, type StatusRecord } from '../src/store/records
 import { acceptedNames, acceptedValueBytes, encodeStatus, resendOptionsByte } from '../src/store/status-codec.js';
 import { tempDir } from '../harness/tmp.js';
 
+/** No hand-off queue (`handoffQueue` 0): the record call pushes nothing. */
+const NO_TAIL = new Uint8Array(0);
+
 const calls = Number(process.argv[2] ?? 100_000);
 const blocks = Number(process.argv[3] ?? 11);
 const tmp = tempDir('landfall-accepted-record-');
@@ -89,6 +92,8 @@ function newBlock(held: Held[]): void {
       utcDay(Date.now()),
       log.syncEach,
       value,
+      0,
+      NO_TAIL,
     );
     log.appended(seg, FRAME_HEADER_BYTES + t.key.length + value.length);
     held.push({ key: t.key, token, seg });

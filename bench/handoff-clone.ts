@@ -11,18 +11,24 @@
  * a `postMessage`: V8's ValueSerializer, which structured clone is) and `v8.deserialize` (the main
  * thread's side). CPU µs per accepted transaction (`process.cpuUsage`), blocks alternated between
  * the two sides, medians. Beside them, the native queue's shape (docs/native.md, the hand-off),
- * emulated in JavaScript (see `push` and `rebuild` below), and the parts of its main side. It leaves out what a message costs beyond its payload (the port, the
+ * emulated in JavaScript (see `push` and `rebuild` below), and the parts of its main side; and the
+ * built queue (`src/delivery/handoff-queue.ts`): on the ingress side what the record call with the
+ * queue costs beyond the record call without it (the tail, the entry's copy, plus the batch
+ * message's sequence numbers serialized), on the main side the drain and the rebuild (plus the
+ * message's numbers deserialized). It leaves out what a message costs beyond its payload (the port, the
  * main thread's wake-up: ~13 µs a message on the main thread, ~7 on the ingress one, by the
  * handoff's own comment), which a native queue would still pay once per drain.
  */
 import { randomBytes } from 'node:crypto';
+import { closeSync, openSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { deserialize, serialize } from 'node:v8';
-import { base58Encode } from '../src/native.js';
+import { accountSlot, base58Encode, handoffClose, handoffOpen, overlay, recordAccepted, usage, utcDay } from '../src/native.js';
+import { decodeHandoff, drainHandoff, HandoffQueue } from '../src/delivery/handoff-queue.js';
 import { DEFAULT_SEND_OPTIONS, type Accepted } from '../src/delivery/delivery.js';
 import type { PackedAttempts } from '../src/delivery/trace.js';
 import { sentRecord } from '../src/store/records.js';
-import { decodeStatus, encodeStatus, resendOf } from '../src/store/status-codec.js';
+import { acceptedNames, acceptedValueBytes, decodeStatus, encodeStatus, resendOf, resendOptionsByte } from '../src/store/status-codec.js';
 
 const batch = Number(process.argv[2] ?? 30);
 const perBlock = Number(process.argv[3] ?? 2000);
@@ -207,6 +213,113 @@ console.log(`ingress side (serialize):  median ${median(send).toFixed(2)} µs a 
 console.log(`main side (deserialize):   median ${median(receive).toFixed(2)} µs a send [${receive.map((x) => x.toFixed(2)).join(', ')}]`);
 console.log(`queue, ingress side (tail + entry copy, emulated):  median ${median(qpush).toFixed(2)} µs a send [${qpush.map((x) => x.toFixed(2)).join(', ')}]`);
 console.log(`queue, main side (drain copy + rebuild with decodeStatus): median ${median(qdrain).toFixed(2)} µs a send [${qdrain.map((x) => x.toFixed(2)).join(', ')}]`);
+
+/*
+ * The built queue. Ingress side: `recordAccepted` as `StatusTables.insertAccepted` calls it, onto
+ * /dev/null (its write is the same `writev(2)` a segment gets, without the disk), with the queue
+ * and the tail (`HandoffQueue.tail`) against without them, blocks alternated: the difference is
+ * what the hand-off adds to the record call; the batch message's numbers (`v8.serialize` of the
+ * batch's sequence numbers) are added to it. Main side: the drain and the rebuild of batches
+ * pushed before the timing (`drainHandoff`), plus the message's numbers deserialized.
+ */
+const nullFd = openSync('/dev/null', 'w');
+const index = accountSlot('acc_7YzZ5xkWQ3rPm2hT9vLn');
+usage.init(index, 0, utcDay(), 0);
+const queue2 = new HandoffQueue(handoffOpen());
+const names = acceptedNames('acc_7YzZ5xkWQ3rPm2hT9vLn', 'default');
+function recordBatch(b: Accepted[], q: HandoffQueue | null): void {
+  const day = utcDay();
+  for (const a of b) {
+    const r = a.record;
+    const value = Buffer.allocUnsafe(acceptedValueBytes(names, a.wire.length, r.deadlineSlot !== undefined));
+    const key = a.wire.subarray(1, 65);
+    const token = recordAccepted(
+      nullFd,
+      key,
+      a.wire,
+      300,
+      names,
+      r.tipLamports,
+      r.submittedAt,
+      r.submitSlot,
+      r.lastValidBlockHeight ?? -1,
+      r.durableNonce,
+      r.deadlineSlot ?? -1,
+      resendOptionsByte(a.options.antiMev, a.options.maxRetries, a.options.rebroadcastUntilExpiry),
+      index,
+      day,
+      false,
+      value,
+      q?.id ?? 0,
+      q === null ? noTail : q.tail(a),
+    );
+    if (q !== null) a.handoffSeq = q.next();
+    overlay.release(key, token);
+  }
+}
+const noTail = new Uint8Array(0);
+/** The batch message's numbers, as the ingress thread posts them. */
+const seqsOf = (b: Accepted[]) => b.map((a) => a.handoffSeq!);
+const recordOnly = () =>
+  cpu(() => {
+    for (let i = 0; i < perBlock; i++) recordBatch(batches[i % batches.length]!, null);
+  });
+const recordQueued = () => {
+  const t = cpu(() => {
+    for (let i = 0; i < perBlock; i++) {
+      const b = batches[i % batches.length]!;
+      recordBatch(b, queue2);
+      serialize(seqsOf(b));
+    }
+  });
+  // What was pushed goes, outside the timing.
+  drainHandoff(queue2.id, [batches[(perBlock - 1) % batches.length]!.at(-1)!.handoffSeq!]);
+  return t;
+};
+/**
+ * As on the main thread, a batch is drained while the queue holds little more than that batch:
+ * each batch is pushed outside the timing and its drain timed alone (`process.cpuUsage` around
+ * each drain, summed; its own cost, ~0.5 µs a batch, is in the figure).
+ */
+const drainSide = () => {
+  let us = 0;
+  for (let i = 0; i < perBlock; i++) {
+    const b = batches[i % batches.length]!;
+    recordBatch(b, queue2);
+    const m = serialize(seqsOf(b));
+    const before = process.cpuUsage();
+    drainHandoff(queue2.id, deserialize(m) as number[]);
+    const d = process.cpuUsage(before);
+    us += d.user + d.system;
+  }
+  return us / (perBlock * batch);
+};
+{
+  // The rebuilt batch must be what was handed off.
+  const b = batches[1]!;
+  recordBatch(b, queue2);
+  const back = drainHandoff(queue2.id, seqsOf(b));
+  const same = (x: unknown, y: unknown) => JSON.stringify(x, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) === JSON.stringify(y, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  if (back.length !== b.length || !back.every((a, i) => same({ ...a, handoffSeq: b[i]!.handoffSeq }, b[i]))) throw new Error('the built queue does not rebuild the batch');
+  void decodeHandoff;
+}
+recordOnly();
+recordQueued();
+drainSide();
+const rOnly: number[] = [];
+const rQueued: number[] = [];
+const drains: number[] = [];
+for (let b = 0; b < blocks; b++) {
+  rOnly.push(recordOnly());
+  rQueued.push(recordQueued());
+  drains.push(drainSide());
+}
+const added = rQueued.map((x, i) => x - rOnly[i]!);
+console.log(`built queue, ingress side (record call with the queue and tail − without, + the message's numbers): median ${median(added).toFixed(2)} µs a send [${added.map((x) => x.toFixed(2)).join(', ')}] (record alone ${median(rOnly).toFixed(2)})`);
+console.log(`built queue, main side (the message's numbers + drain + rebuild): median ${median(drains).toFixed(2)} µs a send [${drains.map((x) => x.toFixed(2)).join(', ')}]`);
+console.log(`load after: ${loadavg()[0]!.toFixed(2)}`);
+handoffClose(queue2.id);
+closeSync(nullFd);
 
 // Where the queue's main side goes: its parts alone, on one entry, 5 × a block's sends in a row.
 {

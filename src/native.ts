@@ -293,7 +293,8 @@ export const usage: {
  * value encoded into `value` (byte for byte `encodeStatus`'s, with the resend tail), the
  * acknowledgement log's frame around it written to the segment `fd` with one `writev(2)`
  * (`fdatasync`ed first with `sync`), the value put in the overlay, one send counted in usage.
- * Returns the overlay token. Throws `RECORD_INVALID` (nothing done) for a field that does not
+ * With `handoffQueue` (not 0), the value and `handoffTail` are pushed onto that hand-off queue
+ * as the last step (`src/delivery/handoff-queue.ts`). Returns the overlay token. Throws `RECORD_INVALID` (nothing done) for a field that does not
  * fit, or the errno's name (`ENOSPC`, `EIO`, …) for a failed or short write or sync (the caller
  * cuts the segment back; the overlay and the usage are untouched). Called by
  * `StatusTables.insertAccepted` only.
@@ -315,7 +316,20 @@ export const recordAccepted: (
   day: number,
   sync: boolean,
   value: Buffer,
+  handoffQueue: number,
+  handoffTail: Uint8Array,
 ) => number = addon.recordAccepted;
+
+/**
+ * The hand-off queues (`native/src/handoff.rs`, `src/delivery/handoff-queue.ts`): the main thread
+ * opens one per ingress thread (`handoffOpen`, an id, never 0), whose `recordAccepted` pushes its
+ * accepted sends onto it; `handoffDrain` takes the entries a batch message names (ascending
+ * sequence numbers; an earlier entry never named is dropped) as one buffer; `handoffClose` drops
+ * the queue when its thread exits.
+ */
+export const handoffOpen: () => number = addon.handoffOpen;
+export const handoffClose: (queue: number) => boolean = addon.handoffClose;
+export const handoffDrain: (queue: number, seqs: number[]) => Buffer = addon.handoffDrain;
 
 /** Results of the QUIC client's sends (`QuicClient` from native/index.js). */
 export type { FirstSend, OutcomeCount, SendResult } from '../native/index.js';

@@ -1,16 +1,17 @@
 //! Landfall native core.
 //!
 //! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, `record`, `keys`,
-//! `generations`, `admission`, and the process-wide shared state `overlay`, `registry`, `usage`)
-//! know nothing of Node; the `node`, `node_record`, `node_keys`, `node_admission`, `node_quic`
-//! and `node_quic_server` modules map them to JavaScript and are the only places that do, each error through
-//! `error::to_js`.
+//! `generations`, `admission`, and the process-wide shared state `overlay`, `registry`, `usage`,
+//! `handoff`) know nothing of Node; the `node`, `node_record`, `node_keys`, `node_admission`,
+//! `node_handoff`, `node_quic` and `node_quic_server` modules map them to JavaScript and are the
+//! only places that do, each error through `error::to_js`.
 //!
 //! The modules' layers, top first; each names only the ones below it (so there are no cycles),
 //! and `test/unit/native-layers.test.ts` holds the code to this list (the folders' own lists are
 //! in `quic/mod.rs` and `node_quic/mod.rs`):
-//!   `node_quic_server` → `node_quic`, `node_admission` → `node`, `node_record`, `node_keys` →
-//!   `inspect`, `usage`, `quic`, `keys` → `verify`, `tip`, `registry`, `overlay`, `admission` →
+//!   `node_quic_server` → `node_quic`, `node_admission` → `node`, `node_record`, `node_keys`,
+//!   `node_handoff` → `inspect`, `usage`, `quic`, `keys` → `verify`, `tip`, `registry`, `overlay`,
+//!   `admission`, `handoff` →
 //!   `parse`, `bucket`, `record`, `generations` → `error`, `base58`, `priority`, `memory`.
 //! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
 //!
@@ -22,6 +23,7 @@ pub mod base58;
 pub mod bucket;
 pub mod error;
 pub mod generations;
+pub mod handoff;
 pub mod inspect;
 pub mod keys;
 pub mod memory;
@@ -39,6 +41,8 @@ pub mod verify;
 mod node;
 #[cfg(feature = "node")]
 mod node_admission;
+#[cfg(feature = "node")]
+mod node_handoff;
 #[cfg(feature = "node")]
 mod node_keys;
 #[cfg(feature = "node")]

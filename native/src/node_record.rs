@@ -4,7 +4,7 @@
 
 use crate::error::{to_js, JsCode};
 use crate::record::{append_frame, Accepted, RecordError, KEY_BYTES};
-use crate::{overlay, usage};
+use crate::{handoff, overlay, usage};
 use napi::bindgen_prelude::{BigInt, BufferSlice};
 use napi_derive::napi;
 
@@ -54,6 +54,11 @@ fn sync_data(fd: i32) -> Result<(), RecordError> {
 /// except a failed or short write, or a failed sync: `error.code` is then the errno's name
 /// (`ENOSPC` for a short write), the segment may hold a torn tail the caller must cut back, and
 /// neither the overlay nor the usage was touched.
+///
+/// With `handoffQueue` (an open queue's id; 0: none, the main thread's own sends), the value and
+/// `handoffTail` are pushed onto that hand-off queue as the last step (`handoff.rs`): an ingress
+/// thread's accepted send on its way to the main thread. The push cannot fail, so a return means
+/// exactly one push, numbered one past the queue's last.
 #[napi(js_name = "recordAccepted")]
 #[allow(clippy::too_many_arguments)]
 pub fn record_accepted(
@@ -73,6 +78,8 @@ pub fn record_accepted(
     day: u32,
     sync: bool,
     mut value: BufferSlice,
+    handoff_queue: u32,
+    handoff_tail: &[u8],
 ) -> napi::Result<f64, JsCode> {
     let value: &mut [u8] = &mut value;
     // The fallible part returns the record's own error; it becomes a JS error in one place.
@@ -127,6 +134,9 @@ pub fn record_accepted(
         usage::TABLE
             .add(usage_index, 1, day)
             .map_err(|_| RecordError::Invalid("usage index out of range"))?;
+        if handoff_queue != 0 {
+            handoff::global().push(handoff_queue, value, handoff_tail);
+        }
         Ok(token as f64)
     };
     record().map_err(|e| to_js(&e))

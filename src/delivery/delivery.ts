@@ -17,6 +17,7 @@ import { SEND_OPTIONS, type SendOptionValues } from '../client/wire.js';
 import type { ChainHealth, LatestBlockhash } from './chain-view.js';
 import type { AdmissionView } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
+import type { HandoffTarget } from '../store/status-tables.js';
 import type { PackedAttempts } from './trace.js';
 
 export type { ChainHealth, ChainSource } from './chain-view.js';
@@ -73,6 +74,11 @@ export interface Accepted {
    */
   signatureOffset?: number;
   blockhashOffset?: number;
+  /**
+   * Its entry's number on the thread's native hand-off queue (`handoff-queue.ts`), when its
+   * record call pushed one (an ingress thread's send); the batch message names these.
+   */
+  handoffSeq?: number;
 }
 
 /** Raised by `firstSend` when it reached no leader at all (→ 500 Delivery failed). */
@@ -98,6 +104,14 @@ export interface ChainFacts {
  * the wait's timeout); otherwise nothing, and nothing is awaited.
  */
 export type HandoffSink = (a: Accepted) => Promise<void> | undefined;
+
+/**
+ * A thread's native hand-off queue as the send path sees it (`handoff-queue.ts`): its id, the
+ * tail of an accepted send (what its status value lacks), and the number of each push.
+ */
+export interface HandoffQueue extends HandoffTarget {
+  tail(a: Accepted): Uint8Array;
+}
 
 /** What the submission core sees of delivery: three calls a send, and a simulation when asked. */
 export interface SendPath {
@@ -125,6 +139,11 @@ export interface SendPath {
    * `HandoffSink`); returns the replication wait under `ackReplication: quorum`, else null.
    */
   accepted(a: Accepted): Promise<void> | null;
+  /**
+   * The thread's native hand-off queue (an ingress thread's; none on the main thread): the
+   * record call pushes the accepted send onto it, with the tail this gives (`handoff-queue.ts`).
+   */
+  readonly handoffQueue?: HandoffQueue | null;
 }
 
 /** A thread's delivery as the front ends see it: the send path, and the chain facts they answer. */

@@ -7,7 +7,9 @@
  * - the chain node's RPC, for a preflight simulation when one is asked;
  * - the hand-off sink: where an accepted transaction goes (the engine's own hand-over on the main
  *   thread, the batched hand-off to the main thread on an ingress thread), and what the answer
- *   waits for under `ackReplication: quorum`.
+ *   waits for under `ackReplication: quorum`;
+ * - on an ingress thread, its native hand-off queue (`handoff-queue.ts`), which the record call
+ *   feeds: the sink then hands over only the entry's number.
  *
  * The submission core calls it three times a send (`chainFacts`, `firstSend`, `accepted`); the
  * front ends read the chain through it (`latestBlockhash`, `watchSlots`, `health`).
@@ -15,7 +17,7 @@
 import type { Rpc, SimulationResult } from '../chain/rpc.js';
 import type { AdmissionView } from '../native.js';
 import type { LatestBlockhash } from './chain-view.js';
-import type { Accepted, ChainFacts, ChainHealth, ChainSource, Delivery, FirstSend, HandoffSink, SendOptions } from './delivery.js';
+import type { Accepted, ChainFacts, ChainHealth, ChainSource, Delivery, FirstSend, HandoffQueue, HandoffSink, SendOptions } from './delivery.js';
 import type { FirstSender } from './first-send.js';
 
 export class ThreadDelivery implements Delivery {
@@ -27,6 +29,7 @@ export class ThreadDelivery implements Delivery {
     private readonly first: Pick<FirstSender, 'send'>,
     private readonly rpc: Pick<Rpc, 'simulationFailure'>,
     private readonly sink: HandoffSink,
+    readonly handoffQueue: HandoffQueue | null = null,
   ) {
     this.admission = chain.admission ?? null;
   }

@@ -11,16 +11,18 @@
  * before its `watch`, and cluster status events linger 50 ms for company anyway. What the
  * linger delays is another thread's `/v1/stream` push and the main thread's live trace, so a
  * trace request flushes first (`flush`, then the request on the same port: it arrives after).
+ *
+ * What a batch carries is the caller's: an ingress thread's are the numbers of the sends' entries
+ * on its native hand-off queue (`src/delivery/handoff-queue.ts`), whose payload the main thread
+ * drains on the message.
  */
-import type { Accepted } from '../delivery/delivery.js';
-
 /** How long the first transaction of a hand-off waits for company, ms. */
 export const HANDOFF_LINGER_MS = 10;
 /** A hand-off this large goes at once. */
 export const HANDOFF_MAX = 256;
 
-export class AcceptedHandoff {
-  private batch: Accepted[] = [];
+export class AcceptedHandoff<T> {
+  private batch: T[] = [];
   private timer: NodeJS.Timeout | null = null;
 
   private immediate: NodeJS.Immediate | null = null;
@@ -31,11 +33,11 @@ export class AcceptedHandoff {
    *   not after the linger
    */
   constructor(
-    private readonly post: (batch: Accepted[]) => void,
+    private readonly post: (batch: T[]) => void,
     private readonly prompt = false,
   ) {}
 
-  add(a: Accepted): void {
+  add(a: T): void {
     this.batch.push(a);
     if (this.batch.length >= HANDOFF_MAX) this.flush();
     else if (this.prompt) this.immediate ??= setImmediate(() => this.flush());

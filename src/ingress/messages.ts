@@ -6,7 +6,6 @@
 import type { AnalyticsView, AnalyticsWindow } from '../tracker/landing-analytics.js';
 import type { Config } from '../config.js';
 import type { ChainSnapshot } from '../delivery/chain-view.js';
-import type { Accepted } from '../delivery/delivery.js';
 import type { Trace } from '../delivery/trace.js';
 import type { StatusRecord } from '../store/records.js';
 import type { MetricsJson } from '../telemetry/metrics.js';
@@ -33,6 +32,8 @@ export interface IngressInit {
   logHealth: SharedArrayBuffer;
   /** Requests answered (`RequestCount`), shared by every thread: the main thread tells a quiet service by it. */
   requestCount: SharedArrayBuffer;
+  /** This thread's native hand-off queue (`handoffOpen`), which its record calls feed. */
+  handoffQueue: number;
   /** Multi-node only: this node's per-account budget shares (`BudgetShares`), else null. */
   budgetShares?: SharedArrayBuffer | null;
 }
@@ -60,8 +61,12 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'listening'; port: number }
   | { type: 'failed'; message: string }
-  /** `stored` (`ackReplication: quorum`): answer with `replicated` once the cluster stored them. */
-  | { type: 'accepted'; batch: Accepted[]; stored?: true }
+  /**
+   * Accepted transactions: the numbers of their entries on the thread's native hand-off queue
+   * (ascending; `src/delivery/handoff-queue.ts`), drained on receipt. `stored`
+   * (`ackReplication: quorum`): answer with `replicated` once the cluster stored them.
+   */
+  | { type: 'accepted'; seqs: number[]; stored?: true }
   /** Open streams per account on this worker (sent whenever a stream opens or closes). */
   | { type: 'streams'; streams: Array<[string, number]>; seq: number }
   /** A `/metrics` request on the worker: the main thread answers with the aggregated text. */

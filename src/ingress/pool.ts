@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Engine } from '../delivery/engine.js';
 import type { Accepted } from '../delivery/delivery.js';
+import { drainHandoff } from '../delivery/handoff-queue.js';
+import { handoffClose, handoffOpen } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import type { ClusterHealth } from '../cluster/health.js';
 import type { Metrics, MetricsJson } from '../telemetry/metrics.js';
@@ -33,13 +35,15 @@ function workerFile(): string {
 
 interface Thread {
   worker: Worker;
+  /** Its native hand-off queue (`handoff-queue.ts`), closed when the thread exits. */
+  handoffQueue: number;
   /** Open streams per account on this thread. */
   streams: Map<string, number>;
 }
 
 export interface IngressPoolOptions {
   threads: number;
-  init: Omit<IngressInit, 'index' | 'port'>;
+  init: Omit<IngressInit, 'index' | 'port' | 'handoffQueue'>;
   port: number;
   engine: Engine;
   metrics: Metrics;
@@ -82,9 +86,10 @@ export class IngressPool {
   }
 
   private spawn(index: number, port: number): Promise<number> {
-    const init: IngressInit = { ...this.opts.init, index, port };
+    const handoffQueue = handoffOpen();
+    const init: IngressInit = { ...this.opts.init, index, port, handoffQueue };
     const worker = new Worker(workerFile(), { workerData: init, name: `landfall-ingress-${index}` });
-    const thread: Thread = { worker, streams: new Map() };
+    const thread: Thread = { worker, handoffQueue, streams: new Map() };
     this.threads[index] = thread;
     // The chain view before the first request can arrive.
     const current = this.opts.engine.view.snapshot;
@@ -93,6 +98,8 @@ export class IngressPool {
       let listening = false;
       worker.on('error', (e) => reject(e));
       worker.on('exit', (code) => {
+        // Its messages were all delivered before this: what it pushed and never named goes.
+        handoffClose(handoffQueue);
         reject(new Error(`ingress thread ${index} exited with code ${code}`));
         // A worker that served and died (a bug: no request can throw out of a handler) is
         // replaced on the same port; its connections are lost, the other threads carry on.
@@ -120,14 +127,10 @@ export class IngressPool {
   private onMessage(from: Thread, m: FromWorker): void {
     switch (m.type) {
       case 'accepted': {
-        // The clone is this thread's own: its wire bytes arrive as a Uint8Array, made a Buffer in place.
-        const batch = m.batch;
+        // The payload is on the thread's native queue: the message names its entries.
+        const batch = drainHandoff(from.handoffQueue, m.seqs);
         const records: StatusRecord[] = new Array(batch.length);
-        for (let i = 0; i < batch.length; i++) {
-          const a = batch[i]!;
-          a.wire = Buffer.from(a.wire.buffer, a.wire.byteOffset, a.wire.byteLength);
-          records[i] = a.record;
-        }
+        for (let i = 0; i < batch.length; i++) records[i] = batch[i]!.record;
         // Before the engine: its tracker may settle one at once (a landing seen before this
         // message), and the hooks (a cluster's status events) must hear the acceptance first.
         const stored = this.opts.onAccepted?.(records, batch, m.stored === true);

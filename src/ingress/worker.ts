@@ -20,6 +20,7 @@ import { Rpc } from '../chain/rpc.js';
 import { ChainViewReplica } from '../delivery/chain-view.js';
 import { QUIC_QUEUE_PER_PEER } from '../delivery/engine.js';
 import { FirstSender } from '../delivery/first-send.js';
+import { HandoffQueue } from '../delivery/handoff-queue.js';
 import { ThreadDelivery } from '../delivery/thread-delivery.js';
 import { buildApp } from '../http/api.js';
 import { listen, type RunningServer } from '../http/server.js';
@@ -58,19 +59,30 @@ const client = new QuicClient({ identity: init.identity, maxQueuePerPeer: QUIC_Q
 const view = new ChainViewReplica();
 const first = new FirstSender(client, view);
 const hub = new StatusHub();
-/** Accepted transactions on their way to the main thread's one rebroadcast scheduler and tracker. */
+/**
+ * Accepted transactions on their way to the main thread's one rebroadcast scheduler and tracker:
+ * their record calls push them onto this thread's native queue (`handoff-queue.ts`); a batch's
+ * message names their entries.
+ */
+const handoffQueue = new HandoffQueue(init.handoffQueue);
 const handoff = quorum
-  ? new AcceptedHandoff((batch) => post({ type: 'accepted', batch, stored: true }), true)
-  : new AcceptedHandoff((batch) => post({ type: 'accepted', batch }));
+  ? new AcceptedHandoff<number>((seqs) => post({ type: 'accepted', seqs, stored: true }), true)
+  : new AcceptedHandoff<number>((seqs) => post({ type: 'accepted', seqs }));
 /** `ackReplication: quorum`: the responses waiting for the main thread's `replicated`. */
 const waits = quorum ? new ReplicationWaits() : null;
 // This thread's `Delivery`: the replica answers, the first send is written from here, and what is
 // accepted goes to this thread's streams at once and to the others through the main thread.
-const delivery = new ThreadDelivery(view, first, new Rpc(init.rpcUrl), (a) => {
-  hub.publish(a.record);
-  handoff.add(a);
-  return waits?.wait(a.record.signature);
-});
+const delivery = new ThreadDelivery(
+  view,
+  first,
+  new Rpc(init.rpcUrl),
+  (a) => {
+    hub.publish(a.record);
+    handoff.add(a.handoffSeq!);
+    return waits?.wait(a.record.signature);
+  },
+  handoffQueue,
+);
 /** The tip floor the main thread last sent (it computes it from the tracker's landings). */
 let tipFloor: TipFloorView = emptyTipFloor(config.lamportsPerPoint);
 /** The cluster state the main thread last sent (null: a single node, or none received yet). */

@@ -317,8 +317,10 @@ function checkResend(r: Resend): void {
  * The resend tail of a value (a copy of the wire bytes: scans hand out borrowed buffers), or
  * null when it has none (settled, expired, migrated from the old layout, or written before the
  * tail existed).
+ * @param copy false: the wire is a view into `value` (a value the caller owns, as a drained
+ *   hand-off batch: `src/delivery/handoff-queue.ts`)
  */
-export function resendOf(value: Uint8Array): Resend | null {
+export function resendOf(value: Uint8Array, copy = true): Resend | null {
   if (((value[OFF_FLAGS] ?? 0) & FLAG_RESEND) === 0) return null;
   const b = asBuffer(value);
   let off = OFF_STRINGS;
@@ -330,7 +332,7 @@ export function resendOf(value: Uint8Array): Resend | null {
   off += RESEND_HEADER_BYTES;
   if (length === 0 || off + length > b.length) return null;
   return {
-    wire: Buffer.from(b.subarray(off, off + length)),
+    wire: copy ? Buffer.from(b.subarray(off, off + length)) : b.subarray(off, off + length),
     antiMev: (options & RESEND_ANTI_MEV) !== 0,
     maxRetries: options >> RESEND_RETRIES_SHIFT,
     ...((options & RESEND_UNTIL_EXPIRY) !== 0 && { untilExpiry: true }),

@@ -16,6 +16,16 @@ import { accountTxKey, INDEX_VALUE, type Tables } from './tables.js';
 import { decodeTrace, encodeTrace } from './trace-codec.js';
 import { UsageDelta } from './usage-delta.js';
 
+/** No hand-off tail (no queue: the main thread's own sends). */
+const NO_TAIL = new Uint8Array(0);
+
+/** An ingress thread's native hand-off queue, as the record call sees it (`src/delivery/handoff-queue.ts`). */
+export interface HandoffTarget {
+  readonly id: number;
+  /** The number of the entry just pushed (one a successful record call). */
+  next(): number;
+}
+
 /** Where a page of `listAccountTransactions` ends: its last record's submission time and signature bytes. */
 export interface TxCursor {
   submittedAt: number;
@@ -111,6 +121,9 @@ export class StatusTables {
    * @param names `acceptedNames(rec.accountId, rec.keyName)`, kept by the caller
    * @param resendOptions `resendOptionsByte(…)` of the send's options
    * @param usageIndex the account's process-wide usage index (`Accounts.usageIndex`), `day` the UTC day to count it on
+   * @param handoff an ingress thread's hand-off queue, onto which the value and `handoffTail` are
+   *   pushed once everything else is done (`src/delivery/handoff-queue.ts`); `next` numbers the push
+   * @returns the pushed entry's number (0: no queue)
    */
   insertAccepted(
     rec: StatusRecord,
@@ -121,12 +134,15 @@ export class StatusTables {
     resendOptions: number,
     usageIndex: number,
     day: number,
-  ): void {
+    handoff: HandoffTarget | null = null,
+    handoffTail: Uint8Array = NO_TAIL,
+  ): number {
     if (this.guard.closed) throw new StoreUnavailableError(`status record ${rec.signature} not written: store is closed`);
     const value = Buffer.allocUnsafe(acceptedValueBytes(names, wire.length, rec.deadlineSlot !== undefined));
     let log: AckLog | undefined;
     let seg: Segment | undefined;
     let token: number;
+    let seq = 0;
     try {
       log = this.window.ackLog();
       seg = log.writer();
@@ -147,7 +163,11 @@ export class StatusTables {
         day,
         log.syncEach,
         value,
+        handoff?.id ?? 0,
+        handoffTail,
       );
+      // Numbered at once: a return of the call is exactly one push.
+      if (handoff !== null) seq = handoff.next();
     } catch (e) {
       if ((e as { code?: unknown }).code === RECORD_INVALID) throw new RangeError(`status record ${rec.signature}: ${(e as Error).message}`);
       if (seg) log!.failed(seg);
@@ -157,6 +177,7 @@ export class StatusTables {
     }
     log.appended(seg, FRAME_HEADER_BYTES + key.length + value.length);
     void this.window.queue({ key, value, token, logged: seg, owner: rec });
+    return seq;
   }
 
   /**

@@ -24,7 +24,7 @@ import { DiskGuard, STDERR_LOG, StoreUnavailableError, type StoreLog } from './d
 import { migrateOldLayout } from './migration.js';
 import type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRecord, Trace, UsageRecord } from './records.js';
 import type { RecordBytes } from './status-codec.js';
-import { StatusTables, type PruneSlice, type TxCursor } from './status-tables.js';
+import { StatusTables, type HandoffTarget, type PruneSlice, type TxCursor } from './status-tables.js';
 import { StoreHealth } from './store-health.js';
 import { DIR_MODE, hasEnvironment, openTables, type Tables } from './tables.js';
 
@@ -183,8 +183,8 @@ export class Store {
   insertStatus(rec: StatusRecord, resend?: Resend, bytes?: RecordBytes): void {
     this.statusTables.insertStatus(rec, resend, bytes);
   }
-  insertAccepted(rec: StatusRecord, key: Buffer, wire: Buffer, blockhashOffset: number, names: Buffer, resendOptions: number, usageIndex: number, day: number): void {
-    this.statusTables.insertAccepted(rec, key, wire, blockhashOffset, names, resendOptions, usageIndex, day);
+  insertAccepted(rec: StatusRecord, key: Buffer, wire: Buffer, blockhashOffset: number, names: Buffer, resendOptions: number, usageIndex: number, day: number, handoff?: HandoffTarget | null, handoffTail?: Uint8Array): number {
+    return this.statusTables.insertAccepted(rec, key, wire, blockhashOffset, names, resendOptions, usageIndex, day, handoff, handoffTail);
   }
   updateStatus(rec: StatusRecord, resend?: Resend | null, credit?: Credit): Promise<boolean> {
     return this.statusTables.updateStatus(rec, resend, credit);

@@ -24,7 +24,7 @@ import type { BatchItem, SendResult } from '../client/wire.js';
 import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type Plan, type PlanName, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
-import { DeliveryError, type ChainFacts, type SendOptions, type SendPath } from '../delivery/delivery.js';
+import { DeliveryError, type Accepted, type ChainFacts, type SendOptions, type SendPath } from '../delivery/delivery.js';
 import { StaleViewError } from '../delivery/first-send.js';
 import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, type InspectResult, type TipSet, type VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
@@ -274,28 +274,7 @@ export class SubmissionCore {
         lastValidBlockHeight: facts.lastValidBlockHeight,
         deadlineSlot: options.deadlineSlot ?? undefined,
       });
-      // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
-      // before the answer (a process crash cannot lose it), or refused (`unrecorded`). One
-      // native call encodes, logs, shows (the overlay) and counts it (the account's usage).
-      const { accounts } = this.d;
-      try {
-        store.insertAccepted(
-          record,
-          bytes.signature,
-          wire,
-          tx.blockhashOffset,
-          namesOf(who),
-          resendOptionsByte(options.antiMev, options.maxRetries, options.rebroadcastUntilExpiry),
-          accounts.usageIndex(who.account.id),
-          accounts.today(),
-        );
-      } catch (e) {
-        this.d.inFlight?.release(who.account.id);
-        if (e instanceof StoreUnavailableError) throw unrecorded(e);
-        throw e;
-      }
-      this.d.onAccepted?.(who.account.plan);
-      const stored = delivery.accepted({
+      const accepted: Accepted = {
         record,
         wire,
         options,
@@ -307,7 +286,34 @@ export class SubmissionCore {
         computeUnitPrice: microLamports(tx.computeUnitPrice),
         signatureOffset: tx.signatureOffset,
         blockhashOffset: tx.blockhashOffset,
-      });
+        handoffSeq: 0,
+      };
+      // The wire bytes ride in the record while it is pending: a restart sends it again. Logged
+      // before the answer (a process crash cannot lose it), or refused (`unrecorded`). One
+      // native call encodes, logs, shows (the overlay) and counts it (the account's usage), and
+      // on an ingress thread puts it on the thread's hand-off queue to the main thread.
+      const { accounts } = this.d;
+      const queue = delivery.handoffQueue ?? null;
+      try {
+        accepted.handoffSeq = store.insertAccepted(
+          record,
+          bytes.signature,
+          wire,
+          tx.blockhashOffset,
+          namesOf(who),
+          resendOptionsByte(options.antiMev, options.maxRetries, options.rebroadcastUntilExpiry),
+          accounts.usageIndex(who.account.id),
+          accounts.today(),
+          queue,
+          queue?.tail(accepted),
+        );
+      } catch (e) {
+        this.d.inFlight?.release(who.account.id);
+        if (e instanceof StoreUnavailableError) throw unrecorded(e);
+        throw e;
+      }
+      this.d.onAccepted?.(who.account.plan);
+      const stored = delivery.accepted(accepted);
       // `ackReplication: quorum`: answered only once the cluster stored the record (the first
       // send is out already); under `local` the hand-over returns null and nothing is awaited.
       if (stored !== null) {

@@ -5,9 +5,12 @@
  * the tests check that both threads really served, then assert the shared invariants:
  * - an account's budgets hold across threads and keys (never more than capacity + rate × time);
  * - a revoked key is refused by the very next request on every thread;
- * - status pushes reach the account's streams on every thread.
+ * - status pushes reach the account's streams on every thread;
+ * - what each thread accepts reaches the main thread whole and in order (the native hand-off
+ *   queue: `src/delivery/handoff-queue.ts`).
  */
 import { randomBytes } from 'node:crypto';
+import { ComputeBudgetProgram } from '@solana/web3.js';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +18,9 @@ import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
 import { waitFor } from '../../harness/localnet.js';
 import { threadNices } from '../../harness/thread-nice.mjs';
 import { account, payer, startStack, tipped, type Stack } from '../../harness/stack.js';
-import { web3Base58 } from '../../harness/transactions.js';
+import { web3Base58, web3Base58Decode } from '../../harness/transactions.js';
+import type { Accepted } from '../../src/delivery/delivery.js';
+import { sentRecord } from '../../src/store/records.js';
 
 const CONNECTIONS = 16;
 const INGRESS_NICE = 7;
@@ -139,5 +144,99 @@ describe('two ingress threads', () => {
       await waitFor('confirmed pushed', () => (messages.some((m) => m.signature === tx.signature && m.status === 'confirmed') ? true : undefined), 20_000);
     }
     for (const { ws } of streams) ws.close();
+  });
+
+  it("hand every thread's accepted sends to the main thread whole and in each thread's order, resends not again", async () => {
+    const a = account(s, 'whale');
+    // Two connections the kernel gave different threads.
+    const byThread = new Map<number, Agent>();
+    for (const agent of agents) {
+      byThread.set((await call(agent, 'GET', `/v1/status/${randomSignature()}`, a.key)).thread, agent);
+      if (byThread.size === 2) break;
+    }
+    expect(byThread.size).toBe(2);
+    // What the main thread's engine is handed, in the order it is handed (recorded, then passed on).
+    const handed: Accepted[] = [];
+    const engine = s.svc.engine;
+    const acceptedBatch = engine.acceptedBatch.bind(engine);
+    engine.acceptedBatch = (batch) => {
+      handed.push(...batch);
+      acceptedBatch(batch);
+    };
+    try {
+      const from = await payer(s);
+      const PER_THREAD = 12;
+      // Each thread's sends one after another (its order), both threads at once; the options vary.
+      const sent = await Promise.all(
+        [...byThread].map(async ([thread, agent], t) => {
+          const mine: Array<{ signature: string; wire: Buffer; options: Record<string, unknown>; price: number; thread: number }> = [];
+          for (let i = 0; i < PER_THREAD; i++) {
+            const price = i % 3 === 0 ? 0 : 1_000 * (i + 1) + t;
+            const tx = await tipped(s, from, 1_000_000 + i, price === 0 ? {} : { extra: [ComputeBudgetProgram.setComputeUnitPrice({ microLamports: price })] });
+            const options = {
+              skip_preflight: true,
+              max_retries: i % 11,
+              anti_mev: i % 2 === 0,
+              rebroadcast_until_expiry: i % 4 === 1,
+              ...(i % 5 === 2 && { deadline_slot: 1_000_000_000 + i }),
+            };
+            const r = await call(agent, 'POST', '/v1/send', a.key, { transaction: tx.base64, options });
+            expect(r.status, r.body).toBe(200);
+            expect(r.thread).toBe(thread);
+            mine.push({ signature: tx.signature, wire: Buffer.from(tx.base64, 'base64'), options, price, thread });
+          }
+          // A resend of a known signature is answered, but neither recorded nor handed off again.
+          const again = await call(agent, 'POST', '/v1/send', a.key, { transaction: mine[0]!.wire.toString('base64') });
+          expect(again.status, again.body).toBe(200);
+          return mine;
+        }),
+      );
+      const all = sent.flat();
+      await waitFor('all handed off', () => (all.every((x) => handed.some((h) => h.record.signature === x.signature)) ? true : undefined));
+      const ours = handed.filter((h) => all.some((x) => x.signature === h.record.signature));
+      // Exactly once each (the resends pushed nothing), each thread's in its own order.
+      expect(ours.map((h) => h.record.signature).sort()).toEqual(all.map((x) => x.signature).sort());
+      for (const mine of sent) {
+        const sigs = new Set(mine.map((x) => x.signature));
+        expect(ours.filter((h) => sigs.has(h.record.signature)).map((h) => h.record.signature)).toEqual(mine.map((x) => x.signature));
+      }
+      // Whole: every field as the accepting thread had it.
+      for (const x of all) {
+        const h = ours.find((o) => o.record.signature === x.signature)!;
+        // The record as it was accepted (the store's may have moved on to confirmed since).
+        const stored = s.svc.store.getStatus(x.signature)!;
+        const { signature, accountId, keyName, tipLamports, recentBlockhash, durableNonce, submittedAt, submitSlot, lastValidBlockHeight, deadlineSlot } = stored;
+        expect(h.record).toEqual(sentRecord({ signature, accountId, keyName, tipLamports, recentBlockhash, durableNonce, submittedAt, submitSlot, lastValidBlockHeight, deadlineSlot }));
+        expect(h.record).toMatchObject({ signature: x.signature, accountId: a.id, status: 'sent', tipLamports: 1_000_000n + BigInt(all.filter((y) => y.thread === x.thread).indexOf(x)) });
+        expect(h.record.deadlineSlot).toBe(x.options.deadline_slot);
+        expect(Buffer.compare(h.wire, x.wire)).toBe(0);
+        expect(h.options).toEqual({
+          skipPreflight: true,
+          maxRetries: x.options.max_retries,
+          antiMev: x.options.anti_mev,
+          rebroadcastUntilExpiry: x.options.rebroadcast_until_expiry,
+          deadlineSlot: x.options.deadline_slot ?? null,
+        });
+        expect(h.computeUnitPrice).toBe(x.price);
+        expect(h.signatureOffset).toBe(1);
+        expect(Buffer.compare(h.wire.subarray(1, 65), Buffer.from(web3Base58Decode(x.signature)))).toBe(0);
+        expect(h.blockhashOffset).toBeGreaterThan(65);
+        expect(web3Base58(h.wire.subarray(h.blockhashOffset!, h.blockhashOffset! + 32))).toBe(h.record.recentBlockhash);
+        expect(typeof h.receivedAt).toBe('bigint');
+        expect(h.held).toBe(false);
+        expect(h.sentSlot).toBe(h.record.submitSlot);
+        expect(h.nonceAccount).toBeUndefined();
+        // The first send's attempts, packed: (target, outcome, close code, µs, reason) each.
+        expect(h.firstAttempts!.length).toBeGreaterThan(0);
+        expect(h.firstAttempts!.length % 5).toBe(0);
+        for (let i = 0; i < h.firstAttempts!.length; i += 5) {
+          expect(h.firstAttempts![i]).toMatch(/^127\.0\.0\.1:\d+$/);
+          expect(h.firstAttempts!.slice(i + 1, i + 4).every((n) => typeof n === 'number')).toBe(true);
+          expect(typeof h.firstAttempts![i + 4]).toBe('string');
+        }
+      }
+    } finally {
+      engine.acceptedBatch = acceptedBatch;
+    }
   });
 });

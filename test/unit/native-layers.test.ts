@@ -26,9 +26,9 @@ const LAYERS: Record<string, readonly (readonly string[])[]> = {
     ['lib.rs'],
     ['node_quic_server.rs'], // napi: the QUIC server (feature `localnet`)
     ['node_quic/', 'node_admission.rs'], // napi: the QUIC client, and the argument checks the server shares; a send's inspection and admission in one call
-    ['node.rs', 'node_record.rs', 'node_keys.rs'], // napi: everything else; the accepted send's record; the key table
+    ['node.rs', 'node_record.rs', 'node_keys.rs', 'node_handoff.rs'], // napi: everything else; the accepted send's record; the key table; the hand-off queues
     ['inspect.rs', 'usage.rs', 'quic/', 'keys.rs'],
-    ['verify.rs', 'tip.rs', 'registry.rs', 'overlay.rs', 'admission.rs'],
+    ['verify.rs', 'tip.rs', 'registry.rs', 'overlay.rs', 'admission.rs', 'handoff.rs'],
     ['parse.rs', 'bucket.rs', 'record.rs', 'generations.rs'],
     ['error.rs', 'base58.rs', 'priority.rs', 'memory.rs'], // the bottom: error names nothing above it
   ],

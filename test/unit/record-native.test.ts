@@ -19,6 +19,9 @@ import { Store } from '../../src/store/store.js';
 import { statusRecord } from '../../harness/records.js';
 import { tempDir } from '../../harness/tmp.js';
 
+/** No hand-off queue (`handoffQueue` 0): the record call pushes nothing. */
+const NO_TAIL = new Uint8Array(0);
+
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
   tmp = tempDir();
@@ -87,6 +90,8 @@ function record(fd: number, rec: StatusRecord, resend: Resend, wire: Buffer, key
     utcDay(),
     sync,
     value,
+    0,
+    NO_TAIL,
   );
   return { value, token };
 }
@@ -161,17 +166,17 @@ describe('recordAccepted', () => {
           'a value buffer of the wrong length',
           () => {
             const names = acceptedNames(rec.accountId, rec.keyName);
-            return recordAccepted(fd, key, wire, bhOff, names, rec.tipLamports, 1, 1, -1, false, -1, 0, index, 1, false, Buffer.alloc(10));
+            return recordAccepted(fd, key, wire, bhOff, names, rec.tipLamports, 1, 1, -1, false, -1, 0, index, 1, false, Buffer.alloc(10), 0, NO_TAIL);
           },
         ],
         [
           'names that do not frame',
           () => {
             const value = Buffer.alloc(acceptedValueBytes(Buffer.alloc(5), wire.length, false));
-            return recordAccepted(fd, key, wire, bhOff, Buffer.from([9, 1, 1, 0, 0]), rec.tipLamports, 1, 1, -1, false, -1, 0, index, 1, false, value);
+            return recordAccepted(fd, key, wire, bhOff, Buffer.from([9, 1, 1, 0, 0]), rec.tipLamports, 1, 1, -1, false, -1, 0, index, 1, false, value, 0, NO_TAIL);
           },
         ],
-        ['undefined resend option bits', () => recordAccepted(fd, key, wire, bhOff, acceptedNames('a', 'b'), 1n, 1, 1, -1, false, -1, 0b100, index, 1, false, Buffer.alloc(acceptedValueBytes(acceptedNames('a', 'b'), wire.length, false)))],
+        ['undefined resend option bits', () => recordAccepted(fd, key, wire, bhOff, acceptedNames('a', 'b'), 1n, 1, 1, -1, false, -1, 0b100, index, 1, false, Buffer.alloc(acceptedValueBytes(acceptedNames('a', 'b'), wire.length, false)), 0, NO_TAIL)],
       ];
       for (const [what, f] of bad) expect(code(f), what).toBe('RECORD_INVALID');
       // The file descriptor of no file: the errno's name, as node:fs names it.

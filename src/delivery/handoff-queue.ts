@@ -27,7 +27,7 @@
  * `test/unit/handoff-queue.test.ts` fails until it is.
  */
 import { base58Encode, handoffDrain } from '../native.js';
-import { decodeStatus, resendOf } from '../store/status-codec.js';
+import { decodeSent, resendOf } from '../store/status-codec.js';
 import type { Accepted, HandoffQueue as QueueEnd } from './delivery.js';
 import { PACKED_STRIDE, type PackedAttempts } from './trace.js';
 
@@ -122,17 +122,6 @@ function writeString(out: Buffer, off: number, s: string): number {
   return off + 2 + bytes;
 }
 
-/** The UTF-8 string of `t[from, to)`; a short ASCII one without a call into C++ (see `writeString`). */
-function readString(t: Buffer, from: number, to: number): string {
-  if (to - from > 64) return t.toString('utf8', from, to);
-  let s = '';
-  for (let i = from; i < to; i++) {
-    const c = t[i]!;
-    if (c >= 0x80) return t.toString('utf8', from, to);
-    s += String.fromCharCode(c);
-  }
-  return s;
-}
 
 /** Drain `seqs` of queue `queue` and rebuild each `Accepted` as the ingress thread handed it over. */
 export function drainHandoff(queue: number, seqs: number[]): Accepted[] {
@@ -155,23 +144,23 @@ export function decodeHandoff(bytes: Buffer): Accepted[] {
     const bhOff = t.readUInt16LE(26);
     const flags = t[28]!;
     const wire = resend.wire;
-    const record = decodeStatus(base58Encode(wire.subarray(sigOff, sigOff + 64)), value);
+    const record = decodeSent(base58Encode(wire.subarray(sigOff, sigOff + 64)), value);
     let off = FIXED;
     const nonceLength = t[29]!;
-    const nonceAccount = nonceLength === 0 ? undefined : readString(t, off, off + nonceLength);
+    const nonceAccount = nonceLength === 0 ? undefined : t.toString('latin1', off, off + nonceLength);
     off += nonceLength;
     let firstAttempts: PackedAttempts | undefined;
     if ((flags & ATTEMPTS) !== 0) {
       firstAttempts = [];
       for (let n = t[off++]!; n > 0; n--) {
         const tl = t.readUInt16LE(off);
-        const target = readString(t, off + 2, off + 2 + tl);
+        const target = t.toString('utf8', off + 2, off + 2 + tl);
         off += 2 + tl;
         const outcome = t.readDoubleLE(off);
         const closeCode = t.readDoubleLE(off + 8);
         const atUs = t.readDoubleLE(off + 16);
         const rl = t.readUInt16LE(off + 24);
-        firstAttempts.push(target, outcome, closeCode, atUs, readString(t, off + 26, off + 26 + rl));
+        firstAttempts.push(target, outcome, closeCode, atUs, rl === 0 ? '' : t.toString('utf8', off + 26, off + 26 + rl));
         off += 26 + rl;
       }
     }

@@ -52,7 +52,7 @@
  * u32 halves (no BigInt on the hot path) and must be non-negative safe integers; `NULL_U64`
  * (2^64 − 1) is never one, so it cannot be confused with a value.
  */
-import type { Resend, StatusRecord, TxStatus } from './records.js';
+import { sentRecord, type Resend, type StatusRecord, type TxStatus } from './records.js';
 import { base58DecodeShared, base58Encode } from '../native.js';
 
 export const STATUS_CODEC_VERSION = 1;
@@ -378,6 +378,35 @@ export function decodeStatus(signature: string, value: Uint8Array): StatusRecord
     ...(deadlineSlot !== undefined && { deadlineSlot }),
     ...((flags & FLAG_DEADLINE_PASSED) !== 0 && { deadlinePassed: true as const }),
   };
+}
+
+/**
+ * A fresh acceptance's record from its value (as `recordAccepted` writes it), built by
+ * `sentRecord` so it has the very shape the send path's records have (`decodeStatus` builds
+ * another, with spreads): for the main thread's rebuild of a hand-off (`handoff-queue.ts`).
+ */
+export function decodeSent(signature: string, value: Uint8Array): StatusRecord {
+  const b = asBuffer(value);
+  const v = viewOf(b);
+  const flags = v.getUint8(OFF_FLAGS);
+  let off = OFF_STRINGS;
+  const accountEnd = off + 1 + b[off]!;
+  const accountId = b.toString('utf8', off + 1, accountEnd);
+  off = accountEnd;
+  const keyNameEnd = off + 1 + b[off]!;
+  const keyName = b.toString('utf8', off + 1, keyNameEnd);
+  return sentRecord({
+    signature,
+    accountId,
+    keyName,
+    tipLamports: v.getBigUint64(OFF_TIP),
+    recentBlockhash: base58Encode(b.subarray(OFF_BLOCKHASH, OFF_BLOCKHASH + BLOCKHASH_BYTES)),
+    durableNonce: (flags & FLAG_DURABLE_NONCE) !== 0,
+    submittedAt: readU64(v, OFF_SUBMITTED_AT),
+    submitSlot: readU64(v, OFF_SUBMIT_SLOT),
+    lastValidBlockHeight: readU64OrNull(v, OFF_LAST_VALID),
+    deadlineSlot: (flags & FLAG_DEADLINE) !== 0 ? readU64(v, b.length - DEADLINE_BYTES) : undefined,
+  });
 }
 
 /** `status === 'sent' && !expired`, read from the flags byte alone. */

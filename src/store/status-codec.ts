@@ -383,9 +383,10 @@ export function decodeStatus(signature: string, value: Uint8Array): StatusRecord
 /**
  * A fresh acceptance's record from its value (as `recordAccepted` writes it), built by
  * `sentRecord` so it has the very shape the send path's records have (`decodeStatus` builds
- * another, with spreads): for the main thread's rebuild of a hand-off (`handoff-queue.ts`).
+ * another, with spreads): for the main thread's rebuild of a hand-off (`handoff-queue.ts`),
+ * which also passes the blockhash's base58 as the ingress thread had it (else it is encoded here).
  */
-export function decodeSent(signature: string, value: Uint8Array): StatusRecord {
+export function decodeSent(signature: string, value: Uint8Array, recentBlockhash?: string): StatusRecord {
   const b = asBuffer(value);
   const v = viewOf(b);
   const flags = v.getUint8(OFF_FLAGS);
@@ -400,7 +401,7 @@ export function decodeSent(signature: string, value: Uint8Array): StatusRecord {
     accountId,
     keyName,
     tipLamports: v.getBigUint64(OFF_TIP),
-    recentBlockhash: base58Encode(b.subarray(OFF_BLOCKHASH, OFF_BLOCKHASH + BLOCKHASH_BYTES)),
+    recentBlockhash: recentBlockhash ?? base58Encode(b.subarray(OFF_BLOCKHASH, OFF_BLOCKHASH + BLOCKHASH_BYTES)),
     durableNonce: (flags & FLAG_DURABLE_NONCE) !== 0,
     submittedAt: readU64(v, OFF_SUBMITTED_AT),
     submitSlot: readU64(v, OFF_SUBMIT_SLOT),

@@ -25,7 +25,7 @@ import { DEFAULT_PLANS, minTipLamports, type PlanTable } from '../src/accounts/p
 import { RateLimiter, type RateDecision } from '../src/accounts/rate-limiter.js';
 import { ChainViewReplica, type ChainSnapshot } from '../src/delivery/chain-view.js';
 import type { ChainFacts } from '../src/delivery/delivery.js';
-import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, TipSet } from '../src/native.js';
+import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, TipSet, type VerifiedTransaction } from '../src/native.js';
 import type { AccountRecord } from '../src/store/store.js';
 import { randomBlockhash } from '../harness/records.js';
 import { legacyTx, makeTipAddresses, transfer } from '../harness/transactions.js';
@@ -89,20 +89,24 @@ function oldBlock(txs: string[]): void {
       sink++;
       continue;
     }
-    const tx = r.tx;
-    const blockhash = tx.durableNonce ? null : tx.recentBlockhash;
-    const facts: ChainFacts = {
-      health: oldChain.health(),
-      blockhashExpired: blockhash !== null && oldChain.isBlockhashExpired(blockhash),
-      lastValidBlockHeight: blockhash === null ? null : oldChain.lastValidBlockHeight(blockhash),
-    };
-    if (facts.blockhashExpired || tx.tipLamports === 0n) throw new Error('refused');
-    if (tx.tipLamports < minTipLamports(PLANS[account.plan], LPP)) throw new Error('refused');
-    if (!facts.health.synced) throw new Error('stale');
-    const rate = limiter.takeSend(account, 1);
-    if (!rate.granted) throw new Error('limited');
-    sink += facts.health.slot + rate.remaining;
+    sink += oldSteps(r.tx);
   }
+}
+
+/** Today's steps after the inspection: the chain facts, the checks, the send token. */
+function oldSteps(tx: VerifiedTransaction): number {
+  const blockhash = tx.durableNonce ? null : tx.recentBlockhash;
+  const facts: ChainFacts = {
+    health: oldChain.health(),
+    blockhashExpired: blockhash !== null && oldChain.isBlockhashExpired(blockhash),
+    lastValidBlockHeight: blockhash === null ? null : oldChain.lastValidBlockHeight(blockhash),
+  };
+  if (facts.blockhashExpired || tx.tipLamports === 0n) throw new Error('refused');
+  if (tx.tipLamports < minTipLamports(PLANS[account.plan], LPP)) throw new Error('refused');
+  if (!facts.health.synced) throw new Error('stale');
+  const rate = limiter.takeSend(account, 1);
+  if (!rate.granted) throw new Error('limited');
+  return facts.health.slot + rate.remaining;
 }
 
 const out = new Float64Array(ADMIT_OUT_LEN);
@@ -183,19 +187,7 @@ function admissionAlone(): void {
   const run = (): number => {
     const before = process.cpuUsage();
     for (let i = 0; i < calls; i++) {
-      const tx = inspected[i % inspected.length]!;
-      const blockhash = tx.durableNonce ? null : tx.recentBlockhash;
-      const facts: ChainFacts = {
-        health: oldChain.health(),
-        blockhashExpired: blockhash !== null && oldChain.isBlockhashExpired(blockhash),
-        lastValidBlockHeight: blockhash === null ? null : oldChain.lastValidBlockHeight(blockhash),
-      };
-      if (facts.blockhashExpired || tx.tipLamports === 0n) throw new Error('refused');
-      if (tx.tipLamports < minTipLamports(PLANS[account.plan], LPP)) throw new Error('refused');
-      if (!facts.health.synced) throw new Error('stale');
-      const rate = limiter.takeSend(account, 1);
-      if (!rate.granted) throw new Error('limited');
-      sink += facts.health.slot + rate.remaining;
+      sink += oldSteps(inspected[i % inspected.length]!);
     }
     const d = process.cpuUsage(before);
     return (d.user + d.system) / calls;

@@ -293,10 +293,11 @@ impl Generations {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn dir() -> std::path::PathBuf {
+    /// A fresh directory of its own under the system's temporary directory (also `keys.rs`'s).
+    pub(crate) fn dir() -> std::path::PathBuf {
         let d = std::env::temp_dir().join(format!(
             "lf-gen-{}-{}",
             std::process::id(),

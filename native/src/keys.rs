@@ -171,15 +171,7 @@ mod tests {
     use super::*;
 
     fn gens() -> (Generations, std::path::PathBuf) {
-        let d = std::env::temp_dir().join(format!(
-            "lf-keys-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
+        let d = crate::generations::tests::dir();
         (Generations::open(&d, true).unwrap(), d)
     }
 

@@ -292,22 +292,28 @@ impl Generations {
     }
 }
 
+/// Tests' fresh directory of their own under the system's temporary directory (this module's
+/// and `keys.rs`'s), named `<tag>-<pid>-<nanos>`.
 #[cfg(test)]
-pub(crate) mod tests {
+pub(crate) fn test_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[cfg(test)]
+mod tests {
     use super::*;
 
-    /// A fresh directory of its own under the system's temporary directory (also `keys.rs`'s).
-    pub(crate) fn dir() -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "lf-gen-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir() -> std::path::PathBuf {
+        test_dir("lf-gen")
     }
 
     #[test]

@@ -171,7 +171,7 @@ mod tests {
     use super::*;
 
     fn gens() -> (Generations, std::path::PathBuf) {
-        let d = crate::generations::tests::dir();
+        let d = crate::generations::test_dir("lf-keys");
         (Generations::open(&d, true).unwrap(), d)
     }
 

@@ -76,7 +76,11 @@ export class SubmissionCore {
 
   /** Take from an account's budget or throw its 429. */
   take(account: AccountRecord, budget: Budget, n = 1): RateDecision {
-    const dec = budget === 'send' ? this.d.limiter.takeSend(account, n) : this.d.limiter.takeQuery(account);
+    return this.granted(budget === 'send' ? this.d.limiter.takeSend(account, n) : this.d.limiter.takeQuery(account), account, budget);
+  }
+
+  /** A take's decision if granted; else counted as rate-limited and thrown as its 429. */
+  private granted(dec: RateDecision, account: AccountRecord, budget: Budget): RateDecision {
     if (!dec.granted) {
       this.d.onRateLimited?.(budget, account.plan);
       throw rateRefusal(dec, budget);
@@ -138,11 +142,11 @@ export class SubmissionCore {
     if (verdict === Admit.TIP_INSUFFICIENT) throw tipInsufficient(tx, account, plan, this.d.lamportsPerPoint);
     if (verdict === Admit.STALE) throw deliveryRefusal(new StaleViewError(out[1]!, out[2]!));
     this.d.limiter.sendDemand(bucket, 1);
-    const rate: RateDecision = { granted: verdict === Admit.ADMITTED, limit: plan.maxTps, remaining: out[4]!, retryAfterMs: out[5]!, resetMs: out[6]! };
-    if (!rate.granted) {
-      this.d.onRateLimited?.('send', account.plan);
-      throw rateRefusal(rate, 'send');
-    }
+    const rate = this.granted(
+      { granted: verdict === Admit.ADMITTED, limit: plan.maxTps, remaining: out[4]!, retryAfterMs: out[5]!, resetMs: out[6]! },
+      account,
+      'send',
+    );
     const lastValid = out[3]!;
     const facts: ChainFacts = {
       health: { synced: true, slot: out[1]!, slotAgeMs: out[2]! },

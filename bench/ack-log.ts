@@ -15,12 +15,13 @@
  * (`process.cpuUsage`: the calling thread, libuv's pool where lmdb-js commits and where the log is
  * synced) and of the calling thread alone (`/proc/self/task/<tid>/schedstat`).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Store } from '../src/store/store.js';
 import { statusRecord } from '../harness/records.js';
 import { finishMachineInfo, machineInfo, machineLine, mdTable, warnIfBusy, type MachineInfo, type Suite, type SuiteResult } from './lib/suite.js';
+import { threadCpuNs } from './lib/proc-cpu.js';
 
 const RECORDS = 3000;
 const RATE = 1000;
@@ -46,11 +47,6 @@ export interface AckLogResult extends SuiteResult {
   added: { callP50Us: number; callP99Us: number; processCpuUsPerRecord: number };
 }
 
-/** ns this thread has run (`schedstat`). */
-function threadNs(): number {
-  return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
-}
-
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -61,7 +57,7 @@ async function measure(variant: Variant): Promise<Sample> {
     const records = Array.from({ length: RECORDS }, () => statusRecord({ submittedAt: Date.now() }));
     const calls: number[] = [];
     const cpu0 = process.cpuUsage();
-    const t0 = threadNs();
+    const t0 = threadCpuNs();
     const gap = 1000 / RATE;
     const start = performance.now();
     for (let i = 0; i < RECORDS; i++) {
@@ -75,7 +71,7 @@ async function measure(variant: Variant): Promise<Sample> {
       calls.push((performance.now() - c0) * 1000);
     }
     await store.flushed();
-    const threadUs = (threadNs() - t0) / 1000;
+    const threadUs = (threadCpuNs() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     calls.sort((a, b) => a - b);
     return {

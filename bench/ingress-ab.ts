@@ -11,6 +11,8 @@
  * (an ablation of a setting: the same directory twice, e.g. '{"quicFirstSendNice":0}').
  * BENCH_AB_NODE_ARGS_A / BENCH_AB_NODE_ARGS_B=<flags> add Node/V8 flags to one variant's process
  * (space-separated, e.g. '--max-semi-space-size=32').
+ * BENCH_AB_HEAP=1 also prints, after each phase, the service's array buffers and V8 heap after a
+ * full collection, per send still in flight (what a send's state holds while it is in flight).
  * Each variant's service-added latency (whole and native part) is pooled over its phases: p50,
  * p99 (bucket bounds) and the share of first sends over 1 ms (exact: 1 ms is a bucket bound).
  */
@@ -143,6 +145,13 @@ for (let r = 0; r < rounds; r++) {
       latencies[v!]!.native.push(service.nativeLatency);
     }
     console.log(`${v} service-added: ${latencyLine(service?.serviceLatency ?? null)}; native part: ${latencyLine(service?.nativeLatency ?? null)}`);
+    if (process.env.BENCH_AB_HEAP === '1') {
+      // What the process holds per send still in flight (on the sink nothing lands: every flight
+      // runs until its blockhash dies), after a full collection: live objects, not garbage.
+      const h = await child!.call<{ arrayBuffersMiB: number; heapUsedMiB: number; inFlight: number; liveTraces: number }>('heap', { gc: true });
+      const kb = (mib: number): string => (h.inFlight > 0 ? ((mib * 1024) / h.inFlight).toFixed(2) : '-');
+      console.log(`${v} after a full GC: ${h.inFlight} in flight, ${h.liveTraces} live traces; array buffers ${h.arrayBuffersMiB} MiB (${kb(h.arrayBuffersMiB)} KB a send in flight), V8 heap used ${h.heapUsedMiB} MiB (${kb(h.heapUsedMiB)} KB)`);
+    }
   }
 }
 await (child as Child | null)?.close();

@@ -12,18 +12,14 @@
  *   node --import tsx bench/ingress-path.ts <dirA> <dirB> [blocks] [sendsPerBlock]
  * (each tree needs its native addon's `native/index.js` and `.node` in place).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Keypair } from '@solana/web3.js';
 import { benchPlans, TIP_LAMPORTS } from './lib/stack.js';
 import { TxSigner } from './lib/signed.js';
-
-/** ns this thread ran on a CPU (exact, not in 10 ms ticks). */
-function threadNs(): number {
-  return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
-}
+import { threadCpuNs } from './lib/proc-cpu.js';
 
 interface Variant {
   /** Inspect the next `n` bodies; returns the results. */
@@ -118,11 +114,11 @@ const variants: Record<'A' | 'B', Variant> = { A: await variant(dirA, bodiesA, t
 const samples: Record<'A' | 'B', { inspect: number[]; book: number[] }> = { A: { inspect: [], book: [] }, B: { inspect: [], book: [] } };
 for (let b = 0; b < blocks + WARM_BLOCKS; b++) {
   for (const v of (b % 2 === 0 ? ['A', 'B'] : ['B', 'A']) as ('A' | 'B')[]) {
-    const t0 = threadNs();
+    const t0 = threadCpuNs();
     const results = variants[v].inspect(per);
-    const t1 = threadNs();
+    const t1 = threadCpuNs();
     await variants[v].send(results);
-    const t2 = threadNs();
+    const t2 = threadCpuNs();
     if (b < WARM_BLOCKS) continue;
     samples[v].inspect.push((t1 - t0) / 1000 / per);
     samples[v].book.push((t2 - t1) / 1000 / per);

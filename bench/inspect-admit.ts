@@ -19,42 +19,19 @@
  * left is the calls' own difference). Each pair also runs the inspection alone
  * (`inspectTransaction`), rotated with the two, so what each spends beyond it can be read.
  */
-import { Keypair } from '@solana/web3.js';
 import { loadavg } from 'node:os';
-import { DEFAULT_PLANS, minTipLamports, type PlanTable } from '../src/accounts/plans.js';
-import { RateLimiter, type RateDecision } from '../src/accounts/rate-limiter.js';
-import { ChainViewReplica, type ChainSnapshot } from '../src/delivery/chain-view.js';
+import { minTipLamports } from '../src/accounts/plans.js';
+import type { RateDecision } from '../src/accounts/rate-limiter.js';
 import type { ChainFacts } from '../src/delivery/delivery.js';
-import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, TipSet, type VerifiedTransaction } from '../src/native.js';
-import type { AccountRecord } from '../src/store/store.js';
-import { randomBlockhash } from '../harness/records.js';
-import { legacyTx, makeTipAddresses, transfer } from '../harness/transactions.js';
+import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, type VerifiedTransaction } from '../src/native.js';
+import { admissionFixture, brokenSignatures, fmt, inspectionAlone, median, pairHeader, rotatedBlocks, tippedPool } from './lib/admission.js';
 
 const calls = Number(process.argv[2] ?? 100_000);
 const blocks = Number(process.argv[3] ?? 11);
 const LPP = 1000;
-const PLANS: PlanTable = { ...DEFAULT_PLANS, starter: { ...DEFAULT_PLANS.starter, maxTps: 1_000_000 } };
-const account = { id: 'acc_bench_inspect_admit', plan: 'starter' } as AccountRecord;
-const limiter = new RateLimiter(PLANS);
-const tips = makeTipAddresses(8);
-const tipSet = new TipSet(tips.map((t) => t.toBase58()));
-
-// The chain view: 150 live blockhashes, as a replica holds them a minute into a run.
-const hashes = Array.from({ length: 150 }, () => randomBlockhash());
-const snapshot: ChainSnapshot = {
-  slot: 301_234_567,
-  seenAtMs: Date.now(),
-  blockHeight: 280_000_000,
-  leader: 'Leader1111111111111111111111111111111111111',
-  plain: { first: [], next: [], hold: false },
-  antiMev: { first: [], next: [], hold: false },
-  blockhashes: hashes.map((h, i) => [h, 280_000_001 + i]),
-  staleMs: 1e12,
-  epoch: null,
-};
-/** The new replica (its blockhashes native) and, for the old steps, the replica as it was: a Map. */
-const view = new ChainViewReplica();
-view.apply(snapshot);
+// The chain view: 150 live blockhashes, as a replica holds them a minute into a run; the new
+// replica (its blockhashes native) and, for the old steps, the replica as it was: a Map.
+const { plans: PLANS, account, limiter, tips, tipSet, hashes, snapshot, view } = admissionFixture('acc_bench_inspect_admit');
 const oldHashes = new Map<string, number>(snapshot.blockhashes);
 const oldChain = {
   health: () => view.health(),
@@ -66,20 +43,8 @@ const oldChain = {
 };
 
 const POOL = 2048;
-const payer = Keypair.generate();
-const pool = Array.from(
-  { length: POOL },
-  (_, i) =>
-    legacyTx([transfer(payer.publicKey, payer.publicKey, i + 1), transfer(payer.publicKey, tips[i % 8]!, 1_000_000)], {
-      feePayer: payer,
-      blockhash: hashes[i % 150]!,
-    }).base64,
-);
-const broken = pool.map((b) => {
-  const w = Buffer.from(b, 'base64');
-  w[w.length - 1]! ^= 0xff;
-  return w.toString('base64');
-});
+const pool = tippedPool(POOL, tips, hashes);
+const broken = brokenSignatures(pool);
 
 let sink = 0;
 function oldBlock(txs: string[]): void {
@@ -130,45 +95,12 @@ function newBlock(txs: string[]): void {
   }
 }
 
-/** The inspection alone (`inspectTransaction`), to show what the two spend beyond it. */
-function bareBlock(txs: string[]): void {
-  for (let i = 0; i < calls; i++) {
-    const r = inspectTransaction(txs[i % POOL]!, tipSet);
-    sink += r.ok ? 1 : 0;
-  }
-}
-
-function measure(run: (txs: string[]) => void, txs: string[]): number {
-  const before = process.cpuUsage();
-  run(txs);
-  const d = process.cpuUsage(before);
-  return (d.user + d.system) / calls;
-}
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const fmt = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+const bareBlock = inspectionAlone(tipSet, calls);
 
 function pair(txs: string[], label: string): void {
   const loadStart = loadavg()[0]!;
-  measure(oldBlock, txs); // warm-up (JIT), not counted
-  measure(newBlock, txs);
-  measure(bareBlock, txs);
-  const old: number[] = [];
-  const neu: number[] = [];
-  const bare: number[] = [];
-  // Rotated: each variant runs first, second and third in turn.
-  const runs: Array<[(t: string[]) => void, number[]]> = [
-    [oldBlock, old],
-    [newBlock, neu],
-    [bareBlock, bare],
-  ];
-  for (let b = 0; b < blocks; b++) {
-    for (let k = 0; k < 3; k++) {
-      const [run, into] = runs[(b + k) % 3]!;
-      into.push(measure(run, txs));
-    }
-  }
-  console.log(`${label}: CPU µs per call (process.cpuUsage), ${calls} calls a block, ${blocks} alternated blocks; load ${loadStart.toFixed(2)} → ${loadavg()[0]!.toFixed(2)}`);
+  const [old, neu, bare] = rotatedBlocks([oldBlock, newBlock, bareBlock], txs, calls, blocks) as [number[], number[], number[]];
+  console.log(pairHeader(label, calls, blocks, loadStart));
   console.log(`  old (inspect + chain facts + checks + takeSend): median ${median(old).toFixed(2)} [${fmt(old)}]`);
   console.log(`  new (inspectAdmit):                              median ${median(neu).toFixed(2)} [${fmt(neu)}]`);
   console.log(`  inspection alone:                                median ${median(bare).toFixed(2)} [${fmt(bare)}]`);

@@ -17,10 +17,10 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { processCpuUs, threadCpuNs } from './lib/proc-cpu.js';
 
 interface Tree {
   name: string;
@@ -41,15 +41,6 @@ async function load(dir: string, name: string): Promise<Tree> {
   return { name, Rebroadcaster, TraceBook, statusRecord, DEFAULT_SEND_OPTIONS, client: new QuicClient({ identity: randomBytes(32) }) };
 }
 
-function mainThreadNs(): number {
-  return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-}
-
-function processUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -64,16 +55,16 @@ async function block(tree: Tree, tpu: string, identity: string, n: number, idle 
     const firstAttempts = [tpu, 0, -1, 150, ''];
     return { record, wire: randomBytes(200), options: { ...tree.DEFAULT_SEND_OPTIONS, maxRetries: 3, antiMev: false }, receivedAt: process.hrtime.bigint(), sentSlot: 10, held: false, firstAttempts };
   });
-  const main0 = mainThreadNs();
-  const proc0 = processUs();
+  const main0 = threadCpuNs();
+  const proc0 = processCpuUs();
   if (idle.main >= 0) for (const a of txs) r.add(a, book.open(a, null), tpu);
   for (let slot = 11; slot <= 170; slot++) {
     const route = { first: [{ slot, identity, tpuQuic: tpu }], next: [], hold: false };
     r.onSlot(slot, 100 + slot - 10, { plain: route, antiMev: route });
     await sleep(2);
   }
-  const mainUs = ((mainThreadNs() - main0) / 1000 - Math.max(0, idle.main)) / n;
-  const processUsPer = (processUs() - proc0 - Math.max(0, idle.proc)) / n;
+  const mainUs = ((threadCpuNs() - main0) / 1000 - Math.max(0, idle.main)) / n;
+  const processUsPer = (processCpuUs() - proc0 - Math.max(0, idle.proc)) / n;
   if (r.size > 0 || book.size > 0) throw new Error(`${tree.name}: ${r.size} flights, ${book.size} traces left`);
   return { mainUs, processUs: processUsPer };
 }

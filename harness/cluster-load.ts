@@ -9,6 +9,7 @@ import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { startChildLocalnet, type ChildLocalnet } from './child-localnet.js';
 import { startClusterNodes, type ClusterNode, type ClusterNodes, type ClusterNodesOptions } from './cluster-nodes.js';
 import { fundedKeypair, waitFor } from './localnet.js';
+import { logLines } from './log-lines.js';
 import { startNatsCluster, type NatsCluster } from './nats-cluster.js';
 import { legacyTx, makeTipAddresses, transfer, web3Base58 } from './transactions.js';
 
@@ -125,7 +126,12 @@ let unique = 0;
 export class SendLoad {
   readonly acks: Ack[] = [];
   readonly refused = new Map<number, number>();
+  /** The first refusal's body of each status, for a failing test's message. */
+  private readonly firstRefusal = new Map<number, string>();
   errors = 0;
+  private firstError = '';
+  /** Requests unanswered now: node and when each was sent (a hung node shows here). */
+  private readonly open = new Set<{ node: string; at: number }>();
   private running = true;
   private readonly loops: Promise<void>[] = [];
   private blockhash = '';
@@ -139,6 +145,32 @@ export class SendLoad {
     // Keys are dealt to the loops in turn (two keys of one account: one budget).
     const keys = o.keys ?? [env.key];
     for (const n of nodes) for (let w = 0; w < (o.workers ?? 2); w++) this.loops.push(this.loop(n, o.gapMs ?? 20, keys[this.loops.length % keys.length]!));
+  }
+
+  /** What the load saw so far, per node and per refusal, for a failing test's message. */
+  summary(): string {
+    const per = new Map<string, number>();
+    for (const a of this.acks) per.set(a.node, (per.get(a.node) ?? 0) + 1);
+    const refused = [...this.refused].map(([s, n]) => `${n} × ${s} (first ${this.firstRefusal.get(s)})`);
+    const now = Date.now();
+    const open = [...this.open].map((o) => `${o.node} ${now - o.at} ms`);
+    return (
+      `acknowledged ${[...per].map(([n, c]) => `${c} on ${n}`).join(', ') || 'none'}; refused ${refused.join('; ') || 'none'}; ` +
+      `errors ${this.errors}${this.errors > 0 ? ` (first ${this.firstError})` : ''}; unanswered now ${open.join(', ') || 'none'}`
+    );
+  }
+
+  /**
+   * Wait (bounded) until `node` has acknowledged `count` sends; the timeout's message says what
+   * the load saw and the node's last warnings.
+   */
+  async waitAcks(node: ClusterNode, count: number, timeoutMs: number): Promise<void> {
+    const acked = () => (this.acks.filter((x) => x.node === node.name).length >= count ? true : undefined);
+    await waitFor(`${count} sends acknowledged by ${node.name}`, acked, timeoutMs).catch((e: Error) => {
+      // The service logs its levels by name (`"level":"warn"`).
+      const warnings = logLines(node.output()).filter((l) => l.level === 'warn' || l.level === 'error' || l.level === 'fatal');
+      throw new Error(`${e.message}: ${this.summary()}; its last warnings: ${warnings.slice(-10).map((l) => JSON.stringify(l)).join('\n') || 'none'}`);
+    });
   }
 
   /** Stop sending; resolves once every request in flight has answered. */
@@ -157,6 +189,9 @@ export class SendLoad {
 
   private async loop(node: ClusterNode, gapMs: number, key: string): Promise<void> {
     while (this.running) {
+      // What this loop waits on now (a hung node or chain RPC shows in `summary`).
+      const waiting = { node: `${node.name} (blockhash)`, at: Date.now() };
+      this.open.add(waiting);
       try {
         const { payer, tips } = this.env;
         const tip = tips[unique % tips.length]!;
@@ -165,16 +200,23 @@ export class SendLoad {
           blockhash: await this.freshBlockhash(),
         });
         const sentAt = Date.now();
+        waiting.node = node.name;
+        waiting.at = sentAt;
         const r = await fetch(`${node.url}/v1/send`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
           body: JSON.stringify({ transaction: tx.base64 }),
         });
-        await r.arrayBuffer();
+        const body = await r.text();
         if (r.status === 200) this.acks.push({ signature: web3Base58(tx.signatures[0]!), node: node.name, at: Date.now(), sentAt });
-        else this.refused.set(r.status, (this.refused.get(r.status) ?? 0) + 1);
-      } catch {
-        this.errors++;
+        else {
+          this.refused.set(r.status, (this.refused.get(r.status) ?? 0) + 1);
+          if (!this.firstRefusal.has(r.status)) this.firstRefusal.set(r.status, `${node.name}: ${body.slice(0, 300)}`);
+        }
+      } catch (e) {
+        if (this.errors++ === 0) this.firstError = `${node.name}: ${String(e)}`;
+      } finally {
+        this.open.delete(waiting);
       }
       await new Promise((r) => setTimeout(r, gapMs));
     }

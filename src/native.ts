@@ -13,7 +13,7 @@ export type { Inspection } from '../native/index.js';
 // (results are plain objects, errors carry the stable `code`), and a wrapper would add a call on
 // the hot path for nothing. They are re-exported here so this stays the one module that loads
 // the addon (`test/unit/imports.test.ts` holds that).
-export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons, RebroadcastFlights, rebroadcastRoundOffset, REBROADCAST_LANDED_PAUSE_SLOTS, REBROADCAST_UNTIL_EXPIRY_GAP } from '../native/index.js';
+export { QuicClient, QuicServer, TpuTargets, sendOutcomeReasons, firstAttemptOutcomes, RebroadcastFlights, rebroadcastRoundOffset, REBROADCAST_LANDED_PAUSE_SLOTS, REBROADCAST_UNTIL_EXPIRY_GAP } from '../native/index.js';
 export type { QuicFaults, ReceivedTransaction, ServerStats } from '../native/index.js';
 // The data directory's generation file and a thread's key table (`store/generations.ts`, `accounts/key-cache.ts`).
 export { GenerationFile, KeyTable } from '../native/index.js';
@@ -99,6 +99,21 @@ export const Admit = {
  */
 export function inspectAdmit(base64: string, tips: addon.TipSet, view: addon.AdmissionView, minTipLamports: number, sendSlot: number, out: Float64Array): InspectResult {
   return toResult(addon.inspectAdmit(base64, tips, view, minTipLamports, sendSlot, out));
+}
+
+/** How many numbers `inspectAdmitKey` writes into its `out`: `inspectAdmit`'s, then the key's slot. */
+export const ADMIT_KEY_OUT_LEN: number = addon.ADMIT_KEY_OUT_LEN;
+
+/**
+ * `POST /v1/send`'s one call on an ingress thread: `apiKey` looked up in `table` (the thread's key
+ * table) and, only on a current hit whose entry holds its account's plan facts (the minimum tip
+ * and the send bucket the key cache wrote with the account), `inspectAdmit` on those facts, with
+ * the entry's slot in `out[8]`. Null for anything else, having done nothing: the caller resolves
+ * the key its own way and calls `inspectAdmit` (see `native/src/node_admit_key.rs`).
+ */
+export function inspectAdmitKey(apiKey: string, base64: string, tips: addon.TipSet, view: addon.AdmissionView, table: addon.KeyTable, out: Float64Array): InspectResult | null {
+  const i = addon.inspectAdmitKey(apiKey, base64, tips, view, table, out);
+  return i == null ? null : toResult(i);
 }
 
 /** `inspectTransactions` on a libuv pool thread: the caller's event loop stays free. */
@@ -236,6 +251,28 @@ export const overlay: {
   release: addon.overlayRelease,
   size: addon.overlaySize,
 };
+
+/**
+ * The process-wide filter of signatures that have a status record (`native/src/known.rs`): fed
+ * by every `overlay.put` of a 64-byte key (before the put) and, at start, by
+ * `store/known-load.ts`; read by `inspectAdmit` (`out[7]`: certainly new) and the store's
+ * `hasStatus` (`knownCertainlyNew`). Until a load has
+ * ended, and while any runs, it answers "maybe known" for every signature.
+ */
+/** A load begins (the store's record count sizes the first layer if nothing was added yet). */
+export const knownBeginLoad: (expected: number) => void = addon.knownBeginLoad;
+/** Add 64-byte keys back to back; returns how many. */
+export const knownAddBatch: (keys: Uint8Array) => number = addon.knownAddBatch;
+/** The load begun last has added every key (or was stopped with its store). */
+export const knownEndLoad: () => void = addon.knownEndLoad;
+/** Whether the filter answers: a load has ended and none runs. */
+export const knownReady: () => boolean = addon.knownReady;
+/** Whether the filter has `key` (false before a load has ended does not mean no record). */
+export const knownContains: (key: Uint8Array) => boolean = addon.knownContains;
+/** True only if no status record of `key` can exist: the filter is ready and never had it. */
+export const knownCertainlyNew: (key: Uint8Array) => boolean = addon.knownCertainlyNew;
+/** `[layers, keys added, bytes held]`. */
+export const knownStats: () => number[] = addon.knownStats;
 
 /** Distinct keys `accountSlot` accepts (half the bucket table: `2 * index + 1` is a bucket slot). */
 export const ACCOUNT_SLOTS: number = addon.ACCOUNT_SLOTS;

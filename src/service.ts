@@ -17,6 +17,7 @@ import { LandfallError } from './errors.js';
 import type { Accepted } from './delivery/delivery.js';
 import { Engine } from './delivery/engine.js';
 import { loadIdentity } from './delivery/identity.js';
+import { rearmWatched } from './delivery/rearm.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/api.js';
 import { ensurePortFree, isLoopback, listen, urlHost, type RunningServer } from './http/server.js';
@@ -118,6 +119,11 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // Before anything reads what is pending: what an earlier process acknowledged and never
     // committed (a kill -9, an OOM kill) is written now, from its acknowledgement log.
     store.recoverAcknowledged();
+    // Then, in the background, every status key into the process's filter of known signatures
+    // (`store/known-load.ts`): until it is loaded the send path asks the store, as without it.
+    void store.loadKnownSignatures().done.then((n) => {
+      if (n >= 0) telemetry.log.info({ signatures: n }, 'known-signature filter loaded');
+    });
     const accounts = new Accounts(store, { plans: config.plans, lamportsPerPoint: config.lamportsPerPoint });
     const tipAddresses = loadTipAddresses(config.dataDir, config.tipAddresses);
     const tips = new TipSet(tipAddresses);
@@ -200,13 +206,7 @@ export async function startService(config: Config, opts: ServiceOptions = {}): P
     // to a node behind): what landed in the lost slots is gone, so every pending transaction this
     // node tracks goes out again, every slot until it lands, fails or expires (`Engine.rearm`).
     engine.onRollback = (from, to) => {
-      let rearmed = 0;
-      let pending = 0;
-      for (const rec of store.pendingEntries()) {
-        if (!tracker.isWatching(rec.signature)) continue;
-        pending++;
-        if (engine.rearm(rec)) rearmed++;
-      }
+      const { pending, rearmed } = rearmWatched({ tracker, store, engine });
       telemetry.log.warn({ from, to, pending, rearmed }, 'chain rolled back: pending transactions sent again');
     };
 

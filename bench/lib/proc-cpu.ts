@@ -13,6 +13,17 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
+/** ns the calling thread has run on a CPU (`/proc/thread-self/schedstat`: exact, not in ticks). */
+export function threadCpuNs(): number {
+  return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]);
+}
+
+/** µs of CPU the whole calling process has used, user and system (`process.cpuUsage`). */
+export function processCpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
 let clkTck: number | null = null;
 
 /** Clock ticks per second of utime/stime (`getconf CLK_TCK`; 100 if that cannot be run). */

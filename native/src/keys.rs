@@ -23,6 +23,24 @@ struct Entry {
     /// The account generation its account was read under; `None`: not read yet.
     accounts: Option<u64>,
     overlay_key: Box<[u8]>,
+    /// What admission needs of its account, as the caller computed them from the account it
+    /// entered (or read again) with this entry; `None`: none given (no account, or the caller
+    /// keeps admission), and `current` answers nothing for the entry.
+    facts: Option<PlanFacts>,
+}
+
+/// The plan facts a send of the entry's account is admitted on: the plan's minimum tip and the
+/// account's send bucket (its slot in `bucket.rs`'s table). They are written only together with
+/// the account they were computed from (`insert`, `account_read`), so a fact can never outlive
+/// its account: whatever changes the plan changes the account record, which moves the account
+/// generation, which makes the entry answer `Account` until the caller reads it again and gives
+/// new facts. (A bucket's rate and size are not facts here: they live in the bucket itself, which
+/// every reconfiguration — a plan, a cluster's budget share — rewrites in place, under the same
+/// slot.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanFacts {
+    pub min_tip_lamports: u64,
+    pub send_slot: u32,
 }
 
 /// The answer to one presented key.
@@ -110,11 +128,32 @@ impl KeyTable {
         answer
     }
 
+    /// The send path's lookup (`node_admit_key.rs`): the slot and its plan facts only when
+    /// `lookup` would answer `Hit` and the entry has facts; None for everything else (a miss, a
+    /// credit held, an account to read again, no facts), which the caller answers with its slow
+    /// path — `lookup` and what follows it — so this leaves the last lookup's state alone.
+    pub fn current(
+        &self,
+        key: &[u8],
+        gens: &Generations,
+        held: impl Fn(&[u8]) -> bool,
+    ) -> Option<(u32, PlanFacts)> {
+        let hash: [u8; 32] = Sha256::digest(key).into();
+        let at = gens.read();
+        let e = self.entries.get(&hash)?;
+        let current = at.settled() && e.keys == at.keys && e.accounts == Some(at.accounts);
+        if !current || held(&e.overlay_key) {
+            return None;
+        }
+        e.facts.map(|f| (e.slot, f))
+    }
+
     /// After a `Miss` whose slow path found the key live: enter it under the last lookup's hash
-    /// and generations, its committed account read on a snapshot taken after that lookup. The
+    /// and generations, its committed account read on a snapshot taken after that lookup, with
+    /// that account's plan facts (None: the account has none, or the caller gives none). The
     /// slot the caller stores the pair in, or None (not entered: a write was in progress, or no
     /// lookup came before).
-    pub fn insert(&mut self, overlay_key: &[u8]) -> Option<u32> {
+    pub fn insert(&mut self, overlay_key: &[u8], facts: Option<PlanFacts>) -> Option<u32> {
         let last = self.last.take()?;
         if !last.at.settled() {
             return None;
@@ -137,23 +176,31 @@ impl KeyTable {
                 keys: last.at.keys,
                 accounts: Some(last.at.accounts),
                 overlay_key: overlay_key.into(),
+                facts,
             },
         );
         Some(slot)
     }
 
     /// After an `Account` answer: the caller has read the committed account on a snapshot
-    /// taken after the lookup; the entry's account is current under the lookup's generation.
-    pub fn account_read(&mut self) -> bool {
+    /// taken after the lookup; the entry's account is current under the lookup's generation,
+    /// with that account's plan facts (None: it has none).
+    pub fn account_read(&mut self, facts: Option<PlanFacts>) -> bool {
         let Some(last) = self.last.take() else {
             return false;
         };
         match self.entries.get_mut(&last.hash) {
             Some(e) if last.at.settled() && e.keys == last.at.keys => {
                 e.accounts = Some(last.at.accounts);
+                e.facts = facts;
                 true
             }
-            _ => false,
+            Some(e) => {
+                // Not current after all: whatever facts it had belong to an account gone by.
+                e.facts = None;
+                false
+            }
+            None => false,
         }
     }
 
@@ -183,15 +230,15 @@ mod tests {
         let mut t = KeyTable::new();
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
         assert_eq!(t.len(), 0, "a lookup alone enters nothing");
-        assert_eq!(t.insert(b"account:a"), Some(0));
+        assert_eq!(t.insert(b"account:a", None), Some(0));
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
         assert_eq!(t.lookup(b"lf_b", &g, NONE), Answer::Miss);
-        assert_eq!(t.insert(b"account:b"), Some(1));
+        assert_eq!(t.insert(b"account:b", None), Some(1));
         // An account written: the key stays, its account is read again.
         let m = g.begin();
         g.end(m, false, true);
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Account(0));
-        assert!(t.account_read());
+        assert!(t.account_read(None));
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
         // A credit in the overlay comes before the account generation.
         assert_eq!(
@@ -202,14 +249,14 @@ mod tests {
         let m = g.begin();
         g.end(m, true, false);
         assert_eq!(t.lookup(b"lf_b", &g, NONE), Answer::Miss);
-        assert_eq!(t.insert(b"account:b"), Some(1));
+        assert_eq!(t.insert(b"account:b", None), Some(1));
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
         t.forget();
         assert_eq!(t.len(), 1);
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
         // A slot forgotten is not given to another key.
         assert_eq!(t.lookup(b"lf_c", &g, NONE), Answer::Miss);
-        assert_eq!(t.insert(b"account:c"), Some(2));
+        assert_eq!(t.insert(b"account:c", None), Some(2));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -218,18 +265,18 @@ mod tests {
         let (g, d) = gens();
         let mut t = KeyTable::new();
         t.lookup(b"lf_a", &g, NONE);
-        t.insert(b"account:a");
+        t.insert(b"account:a", None);
         let m = g.begin();
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
-        assert_eq!(t.insert(b"account:a"), None);
+        assert_eq!(t.insert(b"account:a", None), None);
         assert_eq!(t.lookup(b"lf_c", &g, NONE), Answer::Miss);
-        assert_eq!(t.insert(b"account:c"), None);
-        assert!(!t.account_read());
+        assert_eq!(t.insert(b"account:c", None), None);
+        assert!(!t.account_read(None));
         g.end(m, false, false);
         assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Hit(0));
         assert_eq!(t.len(), 1);
         // An insert with no miss before it enters nothing.
-        assert_eq!(t.insert(b"account:x"), None);
+        assert_eq!(t.insert(b"account:x", None), None);
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -239,5 +286,73 @@ mod tests {
         assert_eq!(h[..4], [0xba, 0x78, 0x16, 0xbf]);
         assert_eq!(Answer::Held(3).code(), 13.0);
         assert_eq!(Answer::Miss.code(), -1.0);
+    }
+
+    const F1: PlanFacts = PlanFacts {
+        min_tip_lamports: 100_000,
+        send_slot: 6,
+    };
+    const F2: PlanFacts = PlanFacts {
+        min_tip_lamports: 50_000,
+        send_slot: 6,
+    };
+
+    #[test]
+    fn current_answers_the_facts_only_of_a_hit_that_has_them() {
+        let (g, d) = gens();
+        let mut t = KeyTable::new();
+        assert_eq!(t.current(b"lf_a", &g, NONE), None, "not entered");
+        t.lookup(b"lf_a", &g, NONE);
+        t.insert(b"account:a", Some(F1));
+        assert_eq!(t.current(b"lf_a", &g, NONE), Some((0, F1)));
+        // An entry without facts (no account, or none given) is never answered.
+        t.lookup(b"lf_b", &g, NONE);
+        t.insert(b"account:b", None);
+        assert_eq!(t.lookup(b"lf_b", &g, NONE), Answer::Hit(1));
+        assert_eq!(t.current(b"lf_b", &g, NONE), None);
+        // A credit held: none (the caller reads the overlay's account).
+        assert_eq!(t.current(b"lf_a", &g, |k| k == b"account:a"), None);
+        // Some account written (a plan set, say): none until the caller read it again, then the
+        // facts it gave with it.
+        let m = g.begin();
+        assert_eq!(t.current(b"lf_a", &g, NONE), None, "a write in progress");
+        g.end(m, false, true);
+        assert_eq!(t.current(b"lf_a", &g, NONE), None);
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Account(0));
+        assert!(t.account_read(Some(F2)));
+        assert_eq!(t.current(b"lf_a", &g, NONE), Some((0, F2)));
+        // Read again and found with no facts (the account is gone): none.
+        let m = g.begin();
+        g.end(m, false, true);
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Account(0));
+        assert!(t.account_read(None));
+        assert_eq!(t.current(b"lf_a", &g, NONE), None);
+        // A key revoked: none, and the lookup's slow path decides.
+        let m = g.begin();
+        g.end(m, false, true);
+        t.lookup(b"lf_a", &g, NONE);
+        assert!(t.account_read(Some(F1)));
+        assert_eq!(t.current(b"lf_a", &g, NONE), Some((0, F1)));
+        let m = g.begin();
+        g.end(m, true, false);
+        assert_eq!(t.current(b"lf_a", &g, NONE), None);
+        assert_eq!(t.lookup(b"lf_a", &g, NONE), Answer::Miss);
+        t.forget();
+        assert_eq!(t.current(b"lf_a", &g, NONE), None);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn current_leaves_the_last_lookup_for_the_insert_that_follows_it() {
+        let (g, d) = gens();
+        let mut t = KeyTable::new();
+        t.lookup(b"lf_a", &g, NONE);
+        t.insert(b"account:a", Some(F1));
+        assert_eq!(t.lookup(b"lf_b", &g, NONE), Answer::Miss);
+        assert_eq!(t.current(b"lf_a", &g, NONE), Some((0, F1)));
+        // The insert still enters lf_b, the key its lookup missed.
+        assert_eq!(t.insert(b"account:b", Some(F2)), Some(1));
+        assert_eq!(t.current(b"lf_b", &g, NONE), Some((1, F2)));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

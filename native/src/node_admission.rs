@@ -5,6 +5,7 @@
 
 use crate::admission::{self, ChainFacts};
 use crate::inspect::{decode_base64, inspect_bytes};
+use crate::known;
 use crate::node::{to_inspection, Inspection, TipSet};
 use crate::parse::PACKET_DATA_SIZE;
 use napi::bindgen_prelude::*;
@@ -109,7 +110,7 @@ impl AdmissionView {
 
 /// Where `inspectAdmit` writes its numbers (a `Float64Array` of at least `ADMIT_OUT_LEN`).
 #[napi]
-pub const ADMIT_OUT_LEN: u32 = 7;
+pub const ADMIT_OUT_LEN: u32 = 8;
 
 /// Decode, frame, verify and scan one base64 transaction (as `inspect`), then, if it is valid,
 /// admit it on `view` in the submission core's order — blockhash not known-expired, a tip, at
@@ -121,7 +122,10 @@ pub const ADMIT_OUT_LEN: u32 = 7;
 /// `[1]` the view's slot, `[2]` its age in ms (Infinity before the first snapshot), `[3]` the
 /// blockhash's last valid block height (-1: unknown, or a durable nonce), and of the take (0
 /// without one) `[4]` tokens remaining, `[5]` ms until one is available (Infinity: never),
-/// `[6]` ms until the bucket is full.
+/// `[6]` ms until the bucket is full, and `[7]` 1 if the signature is certainly new (the
+/// process's filter of known signatures, `known.rs`, is ready and never had it: no status
+/// record of it can exist, so the duplicate check is answered), 0 if it may be known (the
+/// caller asks the store).
 #[napi(catch_unwind)]
 pub fn inspect_admit(
     transaction: String,
@@ -134,19 +138,55 @@ pub fn inspect_admit(
     // Safety: the view is this call's argument, on the thread that owns it; nothing else runs
     // on this thread while the call writes it.
     let out = unsafe { out.as_mut() };
-    if out.len() < ADMIT_OUT_LEN as usize {
+    check_out(out, ADMIT_OUT_LEN)?;
+    Ok(inspect_admit_into(
+        &transaction,
+        tips,
+        view,
+        whole(min_tip_lamports),
+        bucket_slot(send_slot),
+        out,
+    ))
+}
+
+/// Refuse an `out` shorter than `len` numbers, with a clear error.
+pub(crate) fn check_out(out: &[f64], len: u32) -> Result<()> {
+    if out.len() < len as usize {
         return Err(Error::new(
             Status::InvalidArg,
-            format!("out must hold {ADMIT_OUT_LEN} numbers"),
+            format!("out must hold {len} numbers"),
         ));
     }
+    Ok(())
+}
+
+/// A JS number as a bucket slot; out of range (negative, fractional, NaN): `u32::MAX`, a slot
+/// that does not exist and is never granted, as `bucketTakeDetailed` answers it.
+fn bucket_slot(send_slot: f64) -> u32 {
+    if send_slot.is_finite() && send_slot >= 0.0 && send_slot.fract() == 0.0 {
+        send_slot.min(f64::from(u32::MAX)) as u32
+    } else {
+        u32::MAX
+    }
+}
+
+/// `inspect_admit`'s work, for it and for the send's call that also resolves the key
+/// (`node_admit_key.rs`): writes `out[0..ADMIT_OUT_LEN]`.
+pub(crate) fn inspect_admit_into(
+    transaction: &str,
+    tips: &TipSet,
+    view: &AdmissionView,
+    min_tip_lamports: u64,
+    send_slot: u32,
+    out: &mut [f64],
+) -> Inspection {
     let tips = &tips.inner;
     let mut buf = [0u8; PACKET_DATA_SIZE];
     let n = match decode_base64(transaction.as_bytes(), &mut buf) {
         Ok(n) => n,
         Err(e) => {
             out[0] = -1.0;
-            return Ok(to_inspection(Err(e), tips, None));
+            return to_inspection(Err(e), tips, None);
         }
     };
     let wire = &buf[..n];
@@ -154,18 +194,13 @@ pub fn inspect_admit(
     match &r {
         Err(_) => out[0] = -1.0,
         Ok(rep) => {
-            let slot = if send_slot.is_finite() && send_slot >= 0.0 && send_slot.fract() == 0.0 {
-                send_slot.min(f64::from(u32::MAX)) as u32
-            } else {
-                u32::MAX // out of range: never granted, as `bucketTakeDetailed` answers it
-            };
             let a = admission::admit(
                 &view.facts,
                 now_ms(),
                 (!rep.scan.durable_nonce).then_some(&rep.recent_blockhash),
                 rep.scan.tip_lamports,
-                whole(min_tip_lamports),
-                slot,
+                min_tip_lamports,
+                send_slot,
             );
             out[0] = f64::from(a.verdict as u8);
             out[1] = a.health.slot as f64;
@@ -186,7 +221,12 @@ pub fn inspect_admit(
             out[4] = remaining;
             out[5] = retry;
             out[6] = reset;
+            out[7] = if known::global().certainly_new(&rep.signature) {
+                1.0
+            } else {
+                0.0
+            };
         }
     }
-    Ok(to_inspection(r, tips, Some(wire)))
+    to_inspection(r, tips, Some(wire))
 }

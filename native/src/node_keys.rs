@@ -2,7 +2,7 @@
 //! (`keys.rs`), for `src/store/generations.ts` and `src/accounts/key-cache.ts`.
 
 use crate::generations::{Generations, Mark, SLOTS};
-use crate::keys::KeyTable as Table;
+use crate::keys::{KeyTable as Table, PlanFacts};
 use crate::overlay;
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
@@ -54,6 +54,7 @@ impl GenerationFile {
         KeyTable {
             gens: Arc::clone(&self.inner),
             table: Table::new(),
+            lookups: 0,
         }
     }
 }
@@ -63,6 +64,32 @@ impl GenerationFile {
 pub struct KeyTable {
     gens: Arc<Generations>,
     table: Table,
+    /// Calls of `lookup` (for tests: the send's one call, `inspectAdmitKey`, is not one).
+    lookups: u32,
+}
+
+/// Whether the overlay holds a value under `k` (a confirmation's credit not committed yet).
+fn held(k: &[u8]) -> bool {
+    overlay::global().get(k).is_some()
+}
+
+/// The plan facts JavaScript gives with an account: none if `send_slot` is not a bucket slot
+/// (negative, fractional, NaN: the caller has none) or the minimum is not a whole number.
+fn facts(min_tip_lamports: f64, send_slot: f64) -> Option<PlanFacts> {
+    let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0;
+    let ok = whole(min_tip_lamports) && whole(send_slot) && send_slot <= f64::from(u32::MAX);
+    ok.then_some(PlanFacts {
+        min_tip_lamports: min_tip_lamports as u64,
+        send_slot: send_slot as u32,
+    })
+}
+
+impl KeyTable {
+    /// The send's lookup (`node_admit_key.rs`): the slot and its plan facts on a current hit
+    /// that has them, else None (`keys::KeyTable::current`).
+    pub(crate) fn current(&self, key: &str) -> Option<(u32, PlanFacts)> {
+        self.table.current(key.as_bytes(), &self.gens, held)
+    }
 }
 
 #[napi]
@@ -72,27 +99,27 @@ impl KeyTable {
     /// (miss: the slow path, then `insert` or `forget`).
     #[napi]
     pub fn lookup(&mut self, key: String) -> f64 {
-        self.table
-            .lookup(key.as_bytes(), &self.gens, |k| {
-                overlay::global().get(k).is_some()
-            })
-            .code()
+        self.lookups = self.lookups.wrapping_add(1);
+        self.table.lookup(key.as_bytes(), &self.gens, held).code()
     }
 
     /// After a miss whose slow path found the key live: the slot for its pair, or -1 (not
-    /// entered: a write was in progress during the lookup).
+    /// entered: a write was in progress during the lookup). With the plan facts of the account
+    /// read (its plan's minimum tip in lamports, its send bucket's slot; a `sendSlot` of -1: none,
+    /// and the send's one call answers "ask JavaScript" for this key).
     #[napi]
-    pub fn insert(&mut self, overlay_key: Buffer) -> i32 {
+    pub fn insert(&mut self, overlay_key: Buffer, min_tip_lamports: f64, send_slot: f64) -> i32 {
         self.table
-            .insert(&overlay_key)
+            .insert(&overlay_key, facts(min_tip_lamports, send_slot))
             .and_then(|s| i32::try_from(s).ok())
             .unwrap_or(-1)
     }
 
-    /// After an answer of kind 2: the account was read again; whether the entry now holds it.
+    /// After an answer of kind 2: the account was read again (with its plan facts, as
+    /// `insert`'s); whether the entry now holds it.
     #[napi]
-    pub fn account_read(&mut self) -> bool {
-        self.table.account_read()
+    pub fn account_read(&mut self, min_tip_lamports: f64, send_slot: f64) -> bool {
+        self.table.account_read(facts(min_tip_lamports, send_slot))
     }
 
     /// After a miss whose slow path found no live key: drop any entry of its hash.
@@ -105,5 +132,11 @@ impl KeyTable {
     #[napi(getter)]
     pub fn size(&self) -> u32 {
         self.table.len() as u32
+    }
+
+    /// Calls of `lookup` so far (tests count the crossings with it).
+    #[napi(getter)]
+    pub fn lookups(&self) -> u32 {
+        self.lookups
     }
 }

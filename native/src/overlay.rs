@@ -18,6 +18,7 @@
 //! lock-free map would buy nothing measurable here and cost a dependency.
 
 use crate::error::{Code, TxError};
+use crate::known::{self, Known};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,9 @@ pub struct Overlay {
     shards: [Mutex<Entries>; SHARDS],
     /// The next token. Starts at 1, so 0 never names an entry.
     next_token: AtomicU64,
+    /// The process's filter of known signatures (`known.rs`), told every 64-byte key before
+    /// its put; none for the tests' own instances.
+    known: Option<&'static Known>,
 }
 
 impl Default for Overlay {
@@ -61,6 +65,7 @@ impl Overlay {
             shards: std::array::from_fn(|_| Mutex::new(HashMap::with_hasher(hasher.clone()))),
             hasher,
             next_token: AtomicU64::new(1),
+            known: None,
         }
     }
 
@@ -75,6 +80,10 @@ impl Overlay {
     /// Put `value` under `key`, replacing any entry of the key, and return the entry's token.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<u64, TxError> {
         check(key, value)?;
+        // Before the entry exists: whoever can read the record can read that it is known.
+        if let Some(k) = self.known.filter(|_| key.len() == known::KEY_BYTES) {
+            k.add(key);
+        }
         let (key, value): (Box<[u8]>, Box<[u8]>) = (key.into(), value.into());
         let mut map = lock(self.shard(&key));
         // Taken under the shard lock, so for any one key, a later entry has a larger token.
@@ -140,7 +149,10 @@ fn check(key: &[u8], value: &[u8]) -> Result<(), TxError> {
 /// The process's overlay, shared by every thread.
 pub fn global() -> &'static Overlay {
     static OVERLAY: OnceLock<Overlay> = OnceLock::new();
-    OVERLAY.get_or_init(Overlay::new)
+    OVERLAY.get_or_init(|| Overlay {
+        known: Some(known::global()),
+        ..Overlay::new()
+    })
 }
 
 #[cfg(test)]

@@ -23,10 +23,32 @@
  * recovered by the next reader (`native/src/generations.rs`). A credit not committed yet is read
  * from the overlay, as `Store.getAccount` reads it. (A new key needs no invalidation: unknown
  * keys are never cached.)
+ *
+ * The send's one call (`admitSend`, on an ingress thread): each entry also holds what admission
+ * needs of its account — the plan's minimum tip and the account's send bucket (`PlanFacts`),
+ * computed by the submission core from the committed account whenever the entry's account is
+ * (re)read: a miss's insert, an "account changed" re-read. So `inspectAdmitKey` resolves the key
+ * and, on a current hit, inspects and admits in the same crossing. Nothing else can change those
+ * two facts of a current entry: a plan is changed only by writing the account record, which moves
+ * the account generation (the entry answers "account changed" and is read again, with new facts);
+ * the plans and the lamports per point are the process's configuration; an account's bucket slot
+ * is fixed for the process (`RateLimiter`), and a reconfiguration of it (a plan's rate, a
+ * cluster's budget share, `reweigh`) rewrites the native bucket in place, where the take reads it.
+ * A credit not committed yet (which may carry an upgrade) is never folded: the overlay's account
+ * is JavaScript's to read.
  */
-import type { KeyTable } from '../native.js';
+import { inspectAdmitKey, type AdmissionView, type InspectResult, type KeyTable, type TipSet } from '../native.js';
 import { accountOverlayKey, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import type { Accounts } from './accounts.js';
+import type { Slots } from './rate-limiter.js';
+
+/** What admission needs of an account, as the send's one call reads it from the key's entry. */
+export interface PlanFacts {
+  /** The plan's minimum tip (lamports). */
+  minTipLamports: number;
+  /** The account's send bucket, configured for its plan (`RateLimiter.sendBucket`). */
+  bucket: Readonly<Slots>;
+}
 
 interface Slot {
   key: KeyRecord;
@@ -34,6 +56,15 @@ interface Slot {
   account: AccountRecord | undefined;
   /** The account's overlay key, made once. */
   overlayKey: Buffer;
+  /** `account`'s plan facts as the table's entry holds them (undefined: none). */
+  facts: PlanFacts | undefined;
+}
+
+/** A send resolved and admitted in one call: its caller, bucket and inspection (`admitSend`). */
+export interface AdmittedSend {
+  who: Resolved;
+  bucket: Readonly<Slots>;
+  r: InspectResult;
 }
 
 /** The caller a key resolves to. */
@@ -48,6 +79,9 @@ export interface Resolved {
  * arise between the addon's hash and `node:crypto`'s.
  */
 const CACHEABLE = /^[\x21-\x7e]+$/;
+
+/** No plan facts: the table's entry is never answered by the send's one call. */
+const NO_FACTS: [undefined, number, number] = [undefined, -1, -1];
 
 function resolved(key: KeyRecord, account: AccountRecord | undefined): Resolved | undefined {
   return account === undefined ? undefined : { key, account };
@@ -75,6 +109,50 @@ export class KeyCache {
     return this.table.size;
   }
 
+  /** Calls of the table's own `lookup` so far (for tests: the send's one call is not one). */
+  get lookups(): number {
+    return this.table.lookups;
+  }
+
+  /** How an account's plan facts are computed (the submission core's); none: no send is folded. */
+  private planFacts: ((a: AccountRecord) => PlanFacts) | undefined;
+
+  /**
+   * Fold this cache's lookups into the sends of the core that computes `facts` (its plans and
+   * rate limiter). Entries made before keep no facts until their account is read again.
+   */
+  admitWith(facts: (a: AccountRecord) => PlanFacts): void {
+    this.planFacts = facts;
+  }
+
+  /**
+   * `POST /v1/send`'s one call on an ingress thread: the key resolved, the transaction inspected
+   * and admitted on the entry's facts and its send token taken (`inspectAdmitKey`), or null —
+   * anything but a current hit with facts — having done none of it: the caller then runs
+   * `authenticate` and `inspectAdmit`, the same answers as ever.
+   */
+  admitSend(apiKey: string, base64: string, tips: TipSet, view: AdmissionView, out: Float64Array): AdmittedSend | null {
+    if (apiKey.length === 0 || apiKey.length > 256) return null;
+    const r = inspectAdmitKey(apiKey, base64, tips, view, this.table, out);
+    if (r === null) return null;
+    const s = this.slots[out[8]!]!;
+    // An entry has facts only with an account (`factsOf`).
+    return { who: { key: s.key, account: s.account! }, bucket: s.facts!.bucket, r };
+  }
+
+  /** `account`'s plan facts and their numbers for the table ([-1, -1]: none). */
+  private factsOf(account: AccountRecord | undefined): [PlanFacts | undefined, number, number] {
+    if (account === undefined || this.planFacts === undefined) return NO_FACTS;
+    let f: PlanFacts;
+    try {
+      f = this.planFacts(account);
+    } catch {
+      // No bucket for it (the slots are spent, say): the send's own path throws that as before.
+      return NO_FACTS;
+    }
+    return [f, f.minTipLamports, f.bucket.send];
+  }
+
   /** The live key and its account, or undefined (→ 401). */
   authenticate(apiKey: string): Resolved | undefined {
     if (apiKey.length === 0 || apiKey.length > 256) return undefined;
@@ -97,7 +175,9 @@ export class KeyCache {
         // (lmdb-js keeps a thread's snapshot until a setTimeout(0) fires).
         this.store.root.resetReadTxn();
         s.account = this.store.committedAccount(s.key.accountId);
-        this.table.accountRead();
+        const [facts, minTip, sendSlot] = this.factsOf(s.account);
+        s.facts = facts;
+        this.table.accountRead(minTip, sendSlot);
         return resolved(s.key, s.account);
     }
   }
@@ -113,8 +193,16 @@ export class KeyCache {
     }
     const overlayKey = accountOverlayKey(who.key.accountId);
     const account = this.store.committedAccount(who.key.accountId);
-    const slot = CACHEABLE.test(apiKey) ? this.table.insert(overlayKey) : -1;
-    if (slot >= 0) this.slots[slot] = { key: who.key, account, overlayKey };
-    return resolved(who.key, this.store.heldAccount(overlayKey) ?? account);
+    const held = this.store.heldAccount(overlayKey);
+    if (CACHEABLE.test(apiKey)) {
+      // No facts while a credit is held: the entry answers "credit held" until the credit's
+      // commit has moved the account generation, and is read again (with facts) after it; the
+      // committed account's facts would only configure its bucket for the plan the credit may
+      // be leaving.
+      const [facts, minTip, sendSlot] = held === undefined ? this.factsOf(account) : NO_FACTS;
+      const slot = this.table.insert(overlayKey, minTip, sendSlot);
+      if (slot >= 0) this.slots[slot] = { key: who.key, account, overlayKey, facts };
+    }
+    return resolved(who.key, held ?? account);
   }
 }

@@ -20,7 +20,7 @@ export interface CoordinationOptions {
   shares: BudgetShares;
   plans: PlanTable;
   store: Pick<Store, 'getAccount'>;
-  tracker: Pick<Tracker, 'resume'>;
+  tracker: Pick<Tracker, 'resumeSignatures'>;
   engine: Pick<Engine, 'resume'>;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }

@@ -56,7 +56,7 @@ export class PendingOrigins {
 export interface TakeoverOptions {
   /** This node's name. */
   node: string;
-  tracker: Pick<Tracker, 'resume'>;
+  tracker: Pick<Tracker, 'resumeSignatures'>;
   engine: Pick<Engine, 'resume'>;
   origins: PendingOrigins;
   /** Who took over `node`'s current incarnation (`Leases.heirOf`; null: nobody, or live again). */
@@ -123,12 +123,12 @@ export class Takeover {
   private resume(sigs: Set<string>): { resumed: number; resent: number } {
     if (sigs.size === 0) return { resumed: 0, resent: 0 };
     let resent = 0;
-    const resumed = this.opts.tracker.resume(
-      (rec: PendingRecord) => {
-        if (this.opts.engine.resume(rec)) resent++;
-      },
-      (rec) => sigs.has(rec.signature),
-    );
+    // By signature, each read as `getStatus` reads it: a record applied a moment ago (a late
+    // event, or one just before the takeover) may not be committed yet, and a scan of what is
+    // committed would leave it pending here for good, tracked by nobody.
+    const resumed = this.opts.tracker.resumeSignatures(sigs, (rec: PendingRecord) => {
+      if (this.opts.engine.resume(rec)) resent++;
+    });
     this.resumed += resumed;
     return { resumed, resent };
   }

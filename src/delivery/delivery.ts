@@ -41,7 +41,7 @@ export interface FirstSend {
   reached: number;
   /** Held for anti-MEV: the current leader is blocked; released at the first permitted leader. */
   held: boolean;
-  /** The send's attempts, for the delivery trace (`trace.ts` `packAttempt`); absent when nothing was sent. */
+  /** The send's attempts, for the delivery trace (`trace.ts` `PackedAttempts`); absent when nothing was sent. */
   attempts?: PackedAttempts;
 }
 

@@ -1,9 +1,10 @@
 /**
  * The first send of a transaction, from the thread that took the request: no hand-off, no
  * message to another thread. The native QUIC client is asynchronous (its writes run on its own
- * tokio threads, shared by every thread of the process), and `sendFirst` resolves as soon as
- * one leader has the stream written, so a dead or slow leader never delays the answer; the other
- * targets' outcomes are counted natively and drained by the engine for the metrics.
+ * tokio threads, shared by every thread of the process), and `sendFirstRoute` (both rounds, one
+ * call) resolves as soon as one leader has the stream written, so a dead or slow leader never
+ * delays the answer; the other targets' outcomes are counted natively and drained by the engine
+ * for the metrics.
  *
  * Targets come from the thread's chain view (`Route`, computed once per slot): the current and
  * next leader(s); if none accepted the stream, the leaders after those get one more try; if that
@@ -16,10 +17,16 @@
  * belong to a chain that is gone.
  */
 import { Histogram } from 'prom-client';
-import { TpuTargets, type QuicClient } from '../native.js';
+import { sendOutcomeReasons, TpuTargets, type QuicClient } from '../native.js';
 import type { ChainViewReplica, Leader, Route } from './chain-view.js';
 import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
-import { outcomeOf, packAttempt, type PackedAttempts } from './trace.js';
+import { pushPacked, type PackedAttempts } from './trace.js';
+
+/** The send failure reasons by the index `sendFirstRoute` gives them. */
+const REASONS = sendOutcomeReasons();
+
+/** Numbers per attempt in `sendFirstRoute`'s result (after its two latencies). */
+const RESULT_STRIDE = 5;
 
 /**
  * The whole first send, both rounds, answers within this (ms), whatever the leaders do. A warm
@@ -93,8 +100,8 @@ export class FirstSender {
   private sentIn = new Set<string>();
   private sentSlot = -1;
   /**
-   * Targets by route (a slot snapshot's), built once, not per request: the texts (results name
-   * targets by them) and the native handle `sendFirst` takes, parsed once (fast path: a call with
+   * Targets by route (a slot snapshot's), built once, not per request: the texts (the attempts
+   * name targets by them) and the native handle `sendFirstRoute` takes, parsed once (a call with
    * it copies no strings out of V8 and parses no address).
    */
   private readonly targets = new WeakMap<Leader[], { texts: string[]; handle: TpuTargets }>();
@@ -116,52 +123,39 @@ export class FirstSender {
     }
     if (this.sentIn.has(signature)) return { slot, reached: 0, held: false };
     if (route.hold) return { slot, reached: 0, held: true };
-    const started = performance.now();
-    const failures: string[] = [];
-    const attempts: PackedAttempts = [];
-    if (
-      !(await this.round(route.first, wire, receivedAt, FIRST_ROUND_MS, failures, attempts)) &&
-      !(await this.round(route.next, wire, receivedAt, FIRST_SEND_BUDGET_MS - (performance.now() - started), failures, attempts))
-    ) {
-      const tried = failures.length > 0 ? failures.join(', ') : describe(route) || 'no leader with a TPU QUIC address';
+    // Both rounds in one native call (`sendFirstRoute`, native/src/quic/first_rounds.rs): round 1
+    // to `first` within FIRST_ROUND_MS, round 2 to `next` with the rest of the budget only if
+    // round 1 wrote to nobody. It resolves with numbers (or the failure text): the attempts
+    // become `PackedAttempts` here, the names put in from lists this thread holds.
+    const first = this.route(route.first);
+    const next = this.route(route.next);
+    const sinceUs = Number(process.hrtime.bigint() - receivedAt) / 1000;
+    const r = await this.client.sendFirstRoute(first.handle, next.handle, wire, FIRST_ROUND_MS, FIRST_SEND_BUDGET_MS, sinceUs);
+    if (typeof r === 'string') {
+      const tried = r !== '' ? r : describe(route) || 'no leader with a TPU QUIC address';
       throw new DeliveryError(`no leader accepted the transaction within ${FIRST_SEND_BUDGET_MS} ms (tried ${tried})`);
     }
+    this.serviceLatency.observe(r[0]! / 1e6);
+    this.nativeLatency.observe(r[1]! / 1e6);
     this.sentIn.add(signature);
+    const attempts: PackedAttempts = [];
+    const n = first.texts.length;
+    for (let i = 2; i + RESULT_STRIDE <= r.length; i += RESULT_STRIDE) {
+      const t = r[i]!;
+      const reason = r[i + 4]!;
+      pushPacked(attempts, t < n ? first.texts[t]! : next.texts[t - n]!, r[i + 1]!, r[i + 2]!, r[i + 3]!, reason < 0 ? '' : REASONS[reason]!);
+    }
     return { slot, reached: 1, held: false, attempts };
   }
 
-  /**
-   * One round to `leaders` with `budgetMs` to write to one of them; true once one has the
-   * stream written. The targets that failed go to `failures` as "address (reason)"; every
-   * target's attempt to `attempts` (for the delivery trace: from the result `sendFirst` gives
-   * anyway — the targets neither written nor failed by then are `pending`).
-   */
-  private async round(leaders: Leader[], wire: Buffer, receivedAt: bigint, budgetMs: number, failures: string[], attempts: PackedAttempts): Promise<boolean> {
+  /** A route's targets (those leaders with a TPU QUIC address): texts and native handle, built once per route. */
+  private route(leaders: Leader[]): { texts: string[]; handle: TpuTargets } {
     let cached = this.targets.get(leaders);
     if (cached === undefined) {
       const texts = tpuTargets(leaders);
       this.targets.set(leaders, (cached = { texts, handle: new TpuTargets(texts) }));
     }
-    const targets = cached.texts;
-    if (targets.length === 0 || budgetMs < 1) return false;
-    const t0 = process.hrtime.bigint();
-    const r = await this.client.sendFirst(cached.handle, wire, Math.floor(budgetMs));
-    const sinceUs = Number(t0 - receivedAt) / 1000;
-    for (const f of r.failures) {
-      const reason = f.reason ?? 'other';
-      packAttempt(attempts, f.target, outcomeOf(reason, f.code ?? null), f.code ?? null, sinceUs + f.elapsedUs, reason);
-    }
-    if (r.target !== null) packAttempt(attempts, r.target, 'written', null, sinceUs + r.elapsedUs);
-    if (r.failures.length + (r.target === null ? 0 : 1) < targets.length) {
-      for (const t of targets) if (t !== r.target && !r.failures.some((f) => f.target === t)) packAttempt(attempts, t, 'pending', null, sinceUs);
-    }
-    if (r.target === null) {
-      for (const f of r.failures) failures.push(`${f.target} (${f.reason ?? 'failed'})`);
-      return false;
-    }
-    this.serviceLatency.observe(sinceUs / 1e6 + r.elapsedUs / 1e6);
-    this.nativeLatency.observe(r.elapsedUs / 1e6);
-    return true;
+    return cached;
   }
 }
 

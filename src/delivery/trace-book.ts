@@ -120,7 +120,10 @@ export class TraceBook {
     let t = this.live.get(sig);
     if (t === undefined) {
       t = new LiveTrace(sig, Number(a.receivedAt) / 1000, this.writing.get(sig));
-      if (a.signatureOffset !== undefined) t.key = signatureIn(a.wire, a.signatureOffset);
+      // A copy, not a view: an ingress thread's wire is a view into its whole drained hand-off
+      // batch, which a view kept here would hold for as long as the trace lives (until the
+      // flight ends, a minute and more on a node where nothing lands).
+      if (a.signatureOffset !== undefined) t.key = Buffer.from(signatureIn(a.wire, a.signatureOffset));
       this.live.set(sig, t);
     }
     t.ended = false;

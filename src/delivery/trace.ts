@@ -4,9 +4,10 @@
  * send or of a rebroadcast round, or an anti-MEV hold or release.
  *
  * Where the facts come from, at no cost a send did not already pay:
- * - the first send: the result `QuicClient.sendFirst` already resolves with on the thread that
- *   took the request (the written target, the failures known by then), packed into the
- *   `Accepted` hand-off that already goes to the main thread (`packFirstSend`);
+ * - the first send: the result `QuicClient.sendFirstRoute` already resolves with on the thread
+ *   that took the request (the written target, the failures known by then, the targets not
+ *   heard back from, as numbers), packed flat and carried by the `Accepted` hand-off that
+ *   already goes to the main thread;
  * - rebroadcast rounds: the client's outcome word of each (transaction, target) (written, or the
  *   reason and the validator's close code), appended natively by the rebroadcast flight table
  *   (native/src/quic/flights.rs) and handed over once when the flight ends (`Rebroadcaster`);
@@ -60,7 +61,8 @@ export class TraceBuilder implements Trace {
 }
 
 /**
- * A first send's attempts as the ingress thread ships them in `Accepted.firstAttempts`: flat,
+ * A first send's attempts as the ingress thread ships them in `Accepted.firstAttempts` (from
+ * the numbers `sendFirstRoute` resolves with: `FirstSender`): flat,
  * `PACKED_STRIDE` entries per attempt (target, outcome index, close code or -1, µs since the
  * request, failure reason or ''), so the hand-off message carries a few primitives, not objects.
  * The slot is the send's; the leader identity is resolved on the main thread from the address.
@@ -69,7 +71,15 @@ export type PackedAttempts = Array<string | number>;
 export const PACKED_STRIDE = 5;
 
 export function packAttempt(out: PackedAttempts, target: string, outcome: AttemptOutcome, closeCode: number | null, atUs: number, reason = ''): void {
-  out.push(target, ATTEMPT_OUTCOMES.indexOf(outcome), closeCode ?? -1, Math.max(0, Math.round(atUs)), reason);
+  pushPacked(out, target, ATTEMPT_OUTCOMES.indexOf(outcome), closeCode ?? -1, Math.max(0, Math.round(atUs)), reason);
+}
+
+/**
+ * One attempt appended in the packed layout, from values already in it: `outcome` an index of
+ * `ATTEMPT_OUTCOMES`, `closeCode` -1 for none, `atUs` whole µs (as `sendFirstRoute` gives them).
+ */
+export function pushPacked(out: PackedAttempts, target: string, outcome: number, closeCode: number, atUs: number, reason: string): void {
+  out.push(target, outcome, closeCode, atUs, reason);
 }
 
 /** The attempts `packAttempt` packed, as the first send's (round 0) attempts in `slot`. */

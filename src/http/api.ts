@@ -13,7 +13,7 @@ import * as uWS from 'uWebSockets.js';
 import { KeyCache } from '../accounts/key-cache.js';
 import { describeTransactionError } from '../chain/tx-error.js';
 import type { BatchBody, DeliveryTrace, SendBody, StatusRecord as StatusJson, StreamStatus, TransactionPage } from '../client/wire.js';
-import type { ChainHealth } from '../delivery/delivery.js';
+import type { ChainHealth, SendOptions } from '../delivery/delivery.js';
 import { finalState, leadersReached } from '../delivery/trace.js';
 import { base58DecodeShared, inspectTransactionsAsync } from '../native.js';
 import type { StatusRecord, Trace } from '../store/records.js';
@@ -21,13 +21,13 @@ import type { TxCursor } from '../store/store.js';
 import type { StoreHealthView } from '../store/store-health.js';
 import type { LogHealthView } from '../telemetry/log-sink.js';
 import type { ClusterHealth } from '../cluster/health.js';
-import { SubmissionCore, type Caller } from '../submission/core.js';
+import { SubmissionCore, type Caller, type KeyedCaller } from '../submission/core.js';
 import { MAX_BATCH, namesSendOption, parseSendOptions } from '../submission/options.js';
 import { Refusal } from '../submission/refusals.js';
 import { RenderedText } from '../telemetry/rendered-text.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { TipFloor } from '../tracker/tip-floor.js';
-import { authenticate, bearerKey } from './auth.js';
+import { authenticate, bearerKey, presentedKey, resolveKey } from './auth.js';
 import { DROP_IN_DIALECT, rpcHandler, type RpcBackend } from './json-rpc.js';
 import { dashboardRoutes } from './dashboard.js';
 import { registerRpcSubscriptions } from './rpc-subscriptions.js';
@@ -95,19 +95,40 @@ function onlyFields(body: Record<string, unknown>, allowed: readonly string[], c
   }
 }
 
+/**
+ * `POST /v1/send`. The key is resolved in the send's one native call on an ingress thread
+ * (`SubmissionCore.sendBase64Keyed`: the key table's lookup folded into the inspection and
+ * admission), so only its presence and form are checked before the body; a refusal of the body
+ * itself (its size, its type, its JSON, its fields and options) first resolves the key the
+ * ordinary way, so a wrong key is still `401` whatever the body is, as when it was resolved first.
+ */
 function sendHandler(s: Wired): Handler {
   return async (ctx) => {
-    const who = authenticate(s.keys, ctx, false);
-    requireJson(ctx);
-    const body = parseJson(await ctx.body(), 'TX_INVALID');
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new Refusal('TX_INVALID', 'body must be a JSON object {"transaction": "<base64>"}');
+    const key = presentedKey(ctx, false);
+    let transaction: string;
+    let opts: SendOptions;
+    try {
+      requireJson(ctx);
+      const body = parseJson(await ctx.body(), 'TX_INVALID');
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw new Refusal('TX_INVALID', 'body must be a JSON object {"transaction": "<base64>"}');
+      }
+      onlyFields(body as Record<string, unknown>, SEND_FIELDS, 'TX_INVALID');
+      const fields = body as Record<string, unknown>;
+      if (typeof fields.transaction !== 'string') throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
+      transaction = fields.transaction;
+      opts = parseSendOptions(fields.options);
+    } catch (e) {
+      resolveKey(s.keys, ctx, key); // a wrong key's 401 comes first
+      throw e;
     }
-    onlyFields(body as Record<string, unknown>, SEND_FIELDS, 'TX_INVALID');
-    const { transaction, options } = body as Record<string, unknown>;
-    if (typeof transaction !== 'string') throw new Refusal('TX_INVALID', 'transaction must be a base64 string');
-    const opts = parseSendOptions(options);
-    const sent = await s.core.sendBase64(who, transaction, s.tips, opts, ctx.receivedAt, (signature) => (ctx.signature = signature));
+    const keyed: KeyedCaller = {
+      keys: s.keys,
+      apiKey: key,
+      authenticate: () => resolveKey(s.keys, ctx, key),
+      resolved: (who) => (ctx.accountId = who.account.id),
+    };
+    const sent = await s.core.sendBase64Keyed(keyed, transaction, s.tips, opts, ctx.receivedAt, (signature) => (ctx.signature = signature));
     return { status: 200, body: { success: true, signature: sent.signature, slot: sent.slot } satisfies SendBody, headers: rateHeaders(sent.rate) };
   };
 }
@@ -393,6 +414,8 @@ export function wire(services: Services): Wired {
     onRateLimited: (budget, plan) => telemetry.metrics.rateLimited(budget, plan),
     onAccepted: (plan) => telemetry.metrics.accepted(plan),
   });
+  // The key table's entries hold what this core admits a send on (`POST /v1/send`'s one call).
+  keys.admitWith((a) => core.planFacts(a));
   return { ...services, telemetry, keys, core };
 }
 
@@ -432,9 +455,10 @@ export function buildApp(services: Services): uWS.TemplatedApp {
     tips: s.tips,
     tipAddresses: s.tips.addresses,
     authenticate: (ctx) => authenticate(s.keys, ctx, true),
-    send: (ctx, who, r, opts) => {
-      if (r.ok) ctx.signature = r.tx.signature;
-      return s.core.send(who, r, opts, ctx.receivedAt);
+    send: (ctx, who, tx, opts) => {
+      if (typeof tx === 'string') return s.core.sendBase64(who, tx, s.tips, opts, ctx.receivedAt, (signature) => (ctx.signature = signature));
+      if (tx.ok) ctx.signature = tx.tx.signature;
+      return s.core.send(who, tx, opts, ctx.receivedAt);
     },
     query: (who) => void s.core.take(who.account, 'query'),
     latestBlockhash: () => s.delivery.latestBlockhash(),

@@ -32,6 +32,14 @@ export function bearerKey(authorization: string): string | undefined {
  * request log carries the path without its query string, and no header values.
  */
 export function authenticate(keys: KeyCache, ctx: Ctx, allowQuery: boolean, dropIn = false): Caller {
+  return resolveKey(keys, ctx, presentedKey(ctx, allowQuery, dropIn));
+}
+
+/**
+ * The API key the request presents (as `authenticate` reads it), or the 401 of a missing or
+ * malformed one. Looks nothing up: `resolveKey` does, or the send's one call (`POST /v1/send`).
+ */
+export function presentedKey(ctx: Ctx, allowQuery: boolean, dropIn = false): string {
   let key = bearerKey(ctx.authorization);
   if (key === '') throw new Refusal('AUTH_UNAUTHORIZED', 'Authorization header must be "Bearer <API key>"');
   if (key === undefined && dropIn && ctx.jitoAuth !== '') key = ctx.jitoAuth.trim();
@@ -47,6 +55,11 @@ export function authenticate(keys: KeyCache, ctx: Ctx, allowQuery: boolean, drop
           : 'missing "Authorization: Bearer <key>" header',
     );
   }
+  return key;
+}
+
+/** The caller of a presented key (and the request's account for its log line), or the 401 of a wrong or revoked one. */
+export function resolveKey(keys: KeyCache, ctx: Ctx, key: string): Caller {
   const who = keys.authenticate(key);
   if (!who) throw new Refusal('AUTH_UNAUTHORIZED', 'invalid or revoked API key');
   ctx.accountId = who.account.id;

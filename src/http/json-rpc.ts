@@ -30,7 +30,7 @@
  * which web3.js honours by backing off), 413 and 415 — and only for a single call, never a batch.
  */
 import { describeTransactionError } from '../chain/tx-error.js';
-import { base58Decode, inspectTransaction, inspectWire, type InspectResult, type TipSet } from '../native.js';
+import { base58Decode, inspectWire, type InspectResult, type TipSet } from '../native.js';
 import type { LatestBlockhash } from '../delivery/chain-view.js';
 import type { StatusRecord } from '../store/records.js';
 import type { Caller } from '../submission/core.js';
@@ -56,8 +56,12 @@ export interface RpcBackend {
   tipAddresses: readonly string[];
   /** Resolve the key (header, `api-key`, `api_key`); throws the 401 `Refusal`. */
   authenticate(ctx: Ctx): Caller;
-  /** The `/v1/send` path for a decoded transaction; throws a `Refusal` for every refusal. */
-  send(ctx: Ctx, who: Caller, r: InspectResult, opts: SendOptions): Promise<{ signature: string }>;
+  /**
+   * The `/v1/send` path: for a base64 string not inspected yet (as `POST /v1/send` takes it: on an
+   * ingress thread inspection, admission and the send token are one native call), or for a
+   * transaction decoded and inspected here (base58); throws a `Refusal` for every refusal.
+   */
+  send(ctx: Ctx, who: Caller, tx: string | InspectResult, opts: SendOptions): Promise<{ signature: string }>;
   /** Take one token of the caller's query budget; throws the 429 `Refusal`. */
   query(who: Caller): void;
   /** The chain view's newest blockhash, slot and block height; null until the view has one. */
@@ -138,8 +142,12 @@ function isId(v: unknown): v is Id {
   return v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 }
 
-/** `sendTransaction`'s params, Agave's way: `[string, config?]`; unknown config fields ignored. */
-function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: InspectResult; opts: SendOptions } {
+/**
+ * `sendTransaction`'s params, Agave's way: `[string, config?]`; unknown config fields ignored.
+ * The transaction comes back as the base64 string itself (inspected by the send path, as
+ * `POST /v1/send`'s is) or, for base58, decoded and inspected here.
+ */
+function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { tx: string | InspectResult; opts: SendOptions } {
   if (!Array.isArray(params) || params.length < 1 || params.length > 2) {
     throw new RpcFault(RPC_CODES.invalidParams, 'Invalid params: expected [transaction, config?]');
   }
@@ -168,7 +176,7 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
     // A node retries until expiry however large maxRetries is; Landfall caps its rounds.
     maxRetries: Math.min(maxRetries, MAX_RETRIES_LIMIT),
   };
-  if (encoding === 'base64') return { r: inspectTransaction(encoded, tips), opts };
+  if (encoding === 'base64') return { tx: encoded, opts };
   if (encoded.length > MAX_BASE58_LENGTH) {
     // Checked before decoding: base58 decoding is quadratic in the length.
     throw new RpcFault(RPC_CODES.invalidParams, `base58 encoded transaction too large: ${encoded.length} bytes (max: encoded/raw ${MAX_BASE58_LENGTH}/1232)`);
@@ -181,7 +189,7 @@ function sendParams(params: unknown, tips: TipSet, dialect: RpcDialect): { r: In
   }
   const r = inspectWire(wire, tips);
   if (r.ok) r.tx.wire = wire; // inspectWire reads in place; delivery needs the bytes
-  return { r, opts };
+  return { tx: r, opts };
 }
 
 /** The -32601 message: what Landfall answers instead, so a caller knows where to ask. */
@@ -252,8 +260,8 @@ async function call(b: RpcBackend, dialect: RpcDialect, ctx: Ctx, item: unknown,
         if (ctx.queryParam('bundleOnly') === 'true') {
           throw new RpcFault(RPC_CODES.invalidParams, 'bundleOnly is not offered: Landfall does not send bundles; send without bundleOnly=true to deliver the transaction on its own');
         }
-        const { r, opts } = sendParams(o.params, b.tips, dialect);
-        const { signature } = await b.send(ctx, caller, r, opts);
+        const { tx, opts } = sendParams(o.params, b.tips, dialect);
+        const { signature } = await b.send(ctx, caller, tx, opts);
         return answer({ jsonrpc: '2.0', result: signature, id });
       }
       case 'getLatestBlockhash':

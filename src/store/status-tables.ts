@@ -5,7 +5,7 @@
  * crash cannot lose what a client was answered.
  */
 import { join } from 'node:path';
-import { overlay, recordAccepted } from '../native.js';
+import { knownCertainlyNew, overlay, recordAccepted } from '../native.js';
 import { FRAME_HEADER_BYTES, readDeadLogs, type AckLog, type Segment } from './ack-log.js';
 import { accountOverlayKey, type AccountTables } from './account-tables.js';
 import { ACKS_DIR, TRACE_WRITE, type CommitWindow, type Held } from './commit-window.js';
@@ -66,6 +66,12 @@ export class StatusTables {
    * writes, committed or not: `getStatus` without decoding the key's base58 or the value.
    */
   hasStatus(key: Buffer): boolean {
+    // The process's filter of known signatures (`native/src/known.rs`: every overlay put is added
+    // before it is made, and LMDB's keys at start) answers "certainly not" for a new signature
+    // without the overlay and LMDB reads: the duplicate check of the paths that do not take
+    // `inspectAdmit`'s answer (the main thread's sends, the batch, JSON-RPC's base58). Until its
+    // load has ended it is not ready, and the store is asked.
+    if (knownCertainlyNew(key)) return false;
     return this.statusValue(key) !== undefined;
   }
 
@@ -301,6 +307,19 @@ export class StatusTables {
       last = { submittedAt: key.readUInt32BE(prefix.length) * 2 ** 32 + key.readUInt32BE(prefix.length + 4), signature: Buffer.from(signature) };
     }
     return { records, next: undefined };
+  }
+
+  /**
+   * The record of `signature` if it is pending, read as `getStatus` reads it: a write not
+   * committed yet shows (`pendingEntries` scans what is committed). A takeover resumes by
+   * signature through this: a record another node's event wrote a moment ago is still only in
+   * the overlay until its commit window closes, and a scan would miss it for good.
+   */
+  pendingRecord(signature: string): PendingRecord | undefined {
+    const key = statusKey(signature);
+    const value = key && this.statusValue(key);
+    if (!value || !isPendingValue(value)) return undefined;
+    return { ...decodeStatus(signature, value), resend: resendOf(value) };
   }
 
   /**

@@ -21,6 +21,7 @@ import { AccountTables } from './account-tables.js';
 import { CommitWindow, COMMIT_WINDOW_MS } from './commit-window.js';
 import type { Generations } from './generations.js';
 import { DiskGuard, STDERR_LOG, StoreUnavailableError, type StoreLog } from './disk-guard.js';
+import { loadKnownSignatures, type KnownLoad } from './known-load.js';
 import { migrateOldLayout } from './migration.js';
 import type { AccountRecord, Credit, KeyRecord, PendingRecord, Resend, StatusRecord, Trace, UsageRecord } from './records.js';
 import type { RecordBytes } from './status-codec.js';
@@ -71,6 +72,7 @@ export class Store {
   private readonly window: CommitWindow;
   private readonly accountTables: AccountTables;
   private readonly statusTables: StatusTables;
+  private knownLoad: KnownLoad | undefined;
 
   private constructor(
     readonly path: string,
@@ -198,6 +200,10 @@ export class Store {
   getTrace(signature: string): Trace | undefined {
     return this.statusTables.getTrace(signature);
   }
+  /** The record of `signature` if it is pending, committed or not (`StatusTables.pendingRecord`). */
+  pendingRecord(signature: string): PendingRecord | undefined {
+    return this.statusTables.pendingRecord(signature);
+  }
   pendingEntries(submittedSince?: number): Generator<PendingRecord> {
     return this.statusTables.pendingEntries(submittedSince);
   }
@@ -214,8 +220,23 @@ export class Store {
     return this.root.committed;
   }
 
+  /**
+   * Begin the load of the process's filter of known signatures from this store's status keys
+   * (`known-load.ts`): call once the store is migrated and the acknowledgement logs replayed
+   * (`recoverAcknowledged`), before anything serves; it runs in the background, and `close`
+   * stops it. Until it ends the filter answers "maybe known" for every signature.
+   */
+  loadKnownSignatures(): KnownLoad {
+    this.knownLoad?.stop();
+    this.knownLoad = loadKnownSignatures(this.status, (e) =>
+      this.log.error({ err: e instanceof Error ? e.message : String(e) }, 'known-signature filter not loaded: every send asks the store'),
+    );
+    return this.knownLoad;
+  }
+
   async close(): Promise<void> {
     if (this.guard.closed) return;
+    this.knownLoad?.stop();
     this.guard.stopProbe();
     try {
       await this.window.drain();

@@ -20,13 +20,14 @@
  * headers: `src/http/rate-headers.ts`). Nothing here knows HTTP.
  */
 import type { Accounts } from '../accounts/accounts.js';
+import type { KeyCache, PlanFacts } from '../accounts/key-cache.js';
 import type { BatchItem, SendResult } from '../client/wire.js';
 import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type Plan, type PlanName, type PlanTable } from '../accounts/plans.js';
-import type { RateDecision, RateLimiter } from '../accounts/rate-limiter.js';
+import type { RateDecision, RateLimiter, Slots } from '../accounts/rate-limiter.js';
 import { DeliveryError, type Accepted, type ChainFacts, type SendOptions, type SendPath } from '../delivery/delivery.js';
 import { StaleViewError } from '../delivery/first-send.js';
-import { Admit, ADMIT_OUT_LEN, inspectAdmit, inspectTransaction, type InspectResult, type TipSet, type VerifiedTransaction } from '../native.js';
+import { Admit, ADMIT_KEY_OUT_LEN, inspectAdmit, inspectTransaction, type InspectResult, type TipSet, type VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
 import { acceptedNames, recordBytesIn, resendOptionsByte } from '../store/status-codec.js';
 import { StoreUnavailableError, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
@@ -37,6 +38,19 @@ import { unreplicated } from './replicated.js';
 export interface Caller {
   key: KeyRecord;
   account: AccountRecord;
+}
+
+/**
+ * A caller known so far only by the API key it presented (`sendBase64Keyed`): resolved in the
+ * send's one native call when the thread's key table can, else by `authenticate`.
+ */
+export interface KeyedCaller {
+  keys: KeyCache;
+  apiKey: string;
+  /** Resolve the key the ordinary way (`KeyCache.authenticate`), or throw its 401. */
+  authenticate(): Caller;
+  /** Told the caller the one call resolved (before anything else about the send is decided). */
+  resolved(who: Caller): void;
 }
 
 export type Budget = 'send' | 'query';
@@ -127,12 +141,67 @@ export class SubmissionCore {
       return this.send(who, r, options, receivedAt);
     }
     const { account } = who;
-    const plan = this.d.plans[account.plan];
     // The JavaScript keeps choosing the bucket (a plan change reconfigures it first; clustered,
     // its share follows the demand counted below).
     const bucket = this.d.limiter.sendBucket(account);
     const out = ADMIT_OUT;
-    const r = inspectAdmit(base64, tips, view, plan.minTipBp * this.d.lamportsPerPoint, bucket.send, out);
+    const r = inspectAdmit(base64, tips, view, this.minTipOf(account), bucket.send, out);
+    return this.admitted(who, r, bucket, out, options, receivedAt, verified);
+  }
+
+  /**
+   * `sendBase64` for a caller known only by the key it presented: on a thread whose chain view
+   * keeps its facts natively, the key's resolution is folded into the same one call
+   * (`KeyCache.admitSend`: the key table's entry holds the plan facts admission needs, written by
+   * `planFacts` whenever the entry's account is read); on anything but a current hit, and on
+   * other threads, `keyed.authenticate()` and then `sendBase64` — the same answers, in the same
+   * order (a wrong key is refused before the transaction is looked at), either way.
+   */
+  async sendBase64Keyed(
+    keyed: KeyedCaller,
+    base64: string,
+    tips: TipSet,
+    options: SendOptions,
+    receivedAt: bigint,
+    verified?: (signature: string) => void,
+  ): Promise<Sent & { rate: RateDecision }> {
+    const view = this.d.delivery.admission;
+    if (view !== undefined && view !== null) {
+      const out = ADMIT_OUT;
+      const hit = keyed.keys.admitSend(keyed.apiKey, base64, tips, view, out);
+      if (hit !== null) {
+        keyed.resolved(hit.who);
+        return this.admitted(hit.who, hit.r, hit.bucket, out, options, receivedAt, verified);
+      }
+    }
+    return this.sendBase64(keyed.authenticate(), base64, tips, options, receivedAt, verified);
+  }
+
+  /**
+   * What admission needs of `account`, for the key table's entry (`KeyCache.admitWith`): the
+   * plan's minimum tip and the account's send bucket, configured for its plan.
+   */
+  planFacts(account: AccountRecord): PlanFacts {
+    return { minTipLamports: this.minTipOf(account), bucket: this.d.limiter.sendBucket(account) };
+  }
+
+  /** The minimum tip of `account`'s plan in lamports, as `inspectAdmit` takes it. */
+  private minTipOf(account: AccountRecord): number {
+    return this.d.plans[account.plan].minTipBp * this.d.lamportsPerPoint;
+  }
+
+  /** After `inspectAdmit` (or `inspectAdmitKey`) wrote `out`: the refusals, or the send on. */
+  private async admitted(
+    who: Caller,
+    r: InspectResult,
+    bucket: Readonly<Slots>,
+    out: Float64Array,
+    options: SendOptions,
+    receivedAt: bigint,
+    verified: ((signature: string) => void) | undefined,
+  ): Promise<Sent & { rate: RateDecision }> {
+    const { account } = who;
+    const plan = this.d.plans[account.plan];
     if (!r.ok) throw invalidTransaction(r.error.code, r.error.message);
     const { tx } = r;
     verified?.(tx.signature);
@@ -153,7 +222,9 @@ export class SubmissionCore {
       blockhashExpired: false,
       lastValidBlockHeight: lastValid < 0 ? null : lastValid,
     };
-    const slot = await this.deliver(who, tx, facts, options, receivedAt);
+    // `out[7]`: the process's filter of known signatures never had this one, so no record of it
+    // can exist and the duplicate check is answered (`native/src/known.rs`).
+    const slot = await this.deliver(who, tx, facts, options, receivedAt, out[7] === 1);
     return { signature: tx.signature, slot, rate };
   }
 
@@ -219,9 +290,18 @@ export class SubmissionCore {
 
   /**
    * Preflight if asked, first send, then record (first submission only) and hand over.
+   * @param certainlyNew no record of the signature can exist (`inspectAdmit`'s filter answer):
+   *   the store is not asked
    * @returns the slot of the first send
    */
-  private async deliver(who: Caller, tx: VerifiedTransaction, facts: ChainFacts, options: SendOptions, receivedAt: bigint): Promise<number> {
+  private async deliver(
+    who: Caller,
+    tx: VerifiedTransaction,
+    facts: ChainFacts,
+    options: SendOptions,
+    receivedAt: bigint,
+    certainlyNew = false,
+  ): Promise<number> {
     const { delivery, store } = this.d;
     const slot = facts.health.slot;
     const wire = tx.wire!;
@@ -236,7 +316,9 @@ export class SubmissionCore {
     // its transaction is known (and, say, confirmed), never "deadline passed" or a preflight
     // failure (a confirmed transaction simulates as already processed). A bot that believed such
     // a refusal would sign again and pay twice.
-    const known = store.hasStatus(bytes.signature);
+    // "Certainly new" from the filter is the common case on an ingress thread (no store read);
+    // "maybe known" (a record, a false positive, or the filter not loaded yet) asks the store.
+    const known = !certainlyNew && store.hasStatus(bytes.signature);
     if (known) {
       const answered = knownAnswer(store.getStatus(tx.signature), who.account.id, options.deadlineSlot, slot);
       if (answered !== null) return answered;
@@ -332,8 +414,8 @@ export class SubmissionCore {
   }
 }
 
-/** Where this thread's `inspectAdmit` writes its verdict and numbers (read at once, before any await). */
-const ADMIT_OUT = new Float64Array(ADMIT_OUT_LEN);
+/** Where this thread's `inspectAdmit` / `inspectAdmitKey` writes its verdict and numbers (read at once, before any await). */
+const ADMIT_OUT = new Float64Array(ADMIT_KEY_OUT_LEN);
 
 /** The admission refusals, one message each whichever path decided them (`admit`, `inspectAdmit`). */
 function blockhashExpired(tx: VerifiedTransaction): Refusal {

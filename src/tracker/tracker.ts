@@ -231,6 +231,11 @@ export class Tracker {
     return this.watching.has(signature);
   }
 
+  /** The signatures watched now (a copy: the caller may start or stop watching while it reads). */
+  watchedSignatures(): string[] {
+    return [...this.watching.keys()];
+  }
+
   /**
    * Start watching an accepted transaction (idempotent). Its acceptance counted it in flight; a
    * second acceptance of the same signature (two requests racing) counted it twice, so that one
@@ -274,19 +279,34 @@ export class Tracker {
   /**
    * Watch again everything the store says is still pending (after a restart), counting it in
    * flight; `each` is handed every record resumed (with its resend tail: the engine sends it again).
-   * `only` narrows it to some records (a cluster node taking over a dead node's transactions).
    */
-  resume(each?: (rec: PendingRecord) => void, only?: (rec: PendingRecord) => boolean): number {
+  resume(each?: (rec: PendingRecord) => void): number {
     let n = 0;
-    for (const rec of this.opts.store.pendingEntries()) {
-      if (this.watching.has(rec.signature)) continue;
-      if (only && !only(rec)) continue;
-      this.opts.inFlight?.add(rec.accountId);
-      this.watch(rec, null);
-      each?.(rec);
-      n++;
+    for (const rec of this.opts.store.pendingEntries()) n += this.resumeOne(rec, each);
+    return n;
+  }
+
+  /**
+   * `resume` for some signatures only (a cluster node taking over a dead node's transactions),
+   * each read as `getStatus` reads it: a record applied from another node's event a moment ago
+   * is in the overlay, not yet in what `pendingEntries` scans, and must not be missed.
+   */
+  resumeSignatures(signatures: Iterable<string>, each?: (rec: PendingRecord) => void): number {
+    let n = 0;
+    for (const sig of signatures) {
+      if (this.watching.has(sig)) continue;
+      const rec = this.opts.store.pendingRecord(sig);
+      if (rec) n += this.resumeOne(rec, each);
     }
     return n;
+  }
+
+  private resumeOne(rec: PendingRecord, each: ((rec: PendingRecord) => void) | undefined): number {
+    if (this.watching.has(rec.signature)) return 0;
+    this.opts.inFlight?.add(rec.accountId);
+    this.watch(rec, null);
+    each?.(rec);
+    return 1;
   }
 
   /** Stop watching `w` and give its place in flight back. */

@@ -38,7 +38,7 @@ describe(`a node lost for good, ackReplication: ${MODE}`, () => {
     const [a, b, c] = env.cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
     const load = new SendLoad(env, [a, b], { workers: 6, gapMs: 2 });
     // Killed the moment its acknowledgements pass the mark: others are in flight, some just answered.
-    await waitFor('b under load', () => (load.acks.filter((x) => x.node === 'b').length >= KILL_AFTER_ACKS ? true : undefined), 60_000);
+    await load.waitAcks(b, KILL_AFTER_ACKS, 60_000);
     await b.kill();
     const killAt = Date.now();
     await new Promise((r) => setTimeout(r, 300));

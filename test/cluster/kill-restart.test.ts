@@ -40,7 +40,7 @@ describe('kill -9 of a node and its restart', () => {
   it('loses no acknowledged send: readable everywhere, one terminal state, usage and points once on every node', async () => {
     const [a, b, c] = env.cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
     const load = new SendLoad(env, [a, b], { workers: 4, gapMs: 5 });
-    await waitFor('b under load', () => (load.acks.filter((x) => x.node === 'b').length >= KILL_AFTER_ACKS ? true : undefined), 60_000);
+    await load.waitAcks(b, KILL_AFTER_ACKS, 60_000);
     await b.kill();
     const killAt = Date.now();
     await new Promise((r) => setTimeout(r, 300));

@@ -89,6 +89,33 @@ describe('POST /v1/send refusals', () => {
     expectError(await post('/v1/send', { transaction: tx }, k2.api_key), 401, 'Unauthorized');
   });
 
+  it('401 for a wrong key whatever the body: oversize, of another type, not JSON, with unknown fields or options, or not a transaction', async () => {
+    const a = newAccount();
+    const good = simpleTip(tips[0]!, 2_000_000).base64;
+    for (const key of ['lf_unknown', undefined]) {
+      for (const body of [JSON.stringify({ transaction: 'A'.repeat(SEND_BODY_LIMIT + 10) }), '{not json', '[]', JSON.stringify({ transaction: 42 }),
+        JSON.stringify({ transaction: good, skip_preflight: true }), JSON.stringify({ transaction: good, options: { max_retries: 11 } }),
+        JSON.stringify({ transaction: '@@@@' }), JSON.stringify({ transaction: simpleTip(tips[0]!, 1).base64 })]) {
+        expectError(await post('/v1/send', body, key), 401, 'Unauthorized');
+      }
+      const typed = await fetch(base + '/v1/send', { method: 'POST', headers: { ...(key && { authorization: `Bearer ${key}` }), 'content-type': 'text/plain' }, body: '{}' });
+      expect(typed.status).toBe(401);
+    }
+    // Streamed past the limit (no content-length): 401 too.
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${base}/v1/send`, { method: 'POST', headers: { authorization: 'Bearer lf_unknown', 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      for (let i = 0; i < 20; i++) req.write('x'.repeat(1024));
+      req.end();
+    });
+    expect(status).toBe(401);
+    // The right key gets the body's own refusal.
+    expectError(await post('/v1/send', '{not json', a.key), 400, 'Invalid transaction');
+  });
+
   it('415 for a missing or wrong content type', async () => {
     const a = newAccount();
     const r = await fetch(base + '/v1/send', { method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'text/plain' }, body: '{}' });

@@ -117,9 +117,17 @@ describe('two ingress threads', () => {
     const before = await Promise.all(agents.map((agent) => call(agent, 'GET', `/v1/status/${randomSignature()}`, doomed)));
     expect(before.map((r) => r.status)).toEqual(agents.map(() => 404)); // authenticated (and cached) on every thread
     expect(new Set(before.map((r) => r.thread)).size).toBe(2);
+    // `POST /v1/send` resolves the key in its one native call, the thread's key table holding it
+    // with its plan facts since the queries above: 400 for what is not a transaction, so the key
+    // was accepted.
+    const accepted = await Promise.all(agents.map((agent) => call(agent, 'POST', '/v1/send', doomed, { transaction: 'not base64!' })));
+    expect(accepted.map((r) => r.status)).toEqual(agents.map(() => 400));
     s.svc.accounts.revokeKey(a.id, 'doomed');
     const after = await Promise.all(agents.map((agent) => call(agent, 'GET', `/v1/status/${randomSignature()}`, doomed)));
     expect(after.map((r) => r.status)).toEqual(agents.map(() => 401));
+    // The send's one call too, whatever the body: the key is refused before the transaction.
+    const sends = await Promise.all(agents.map((agent, i) => call(agent, 'POST', '/v1/send', doomed, i % 2 ? { transaction: 'not base64!' } : { transaction: 'x', options: { max_retries: -1 } })));
+    expect(sends.map((r) => r.status)).toEqual(agents.map(() => 401));
   });
 
   it('push status changes to the account streams held by every thread', async () => {

@@ -4,7 +4,9 @@
  * drained and rebuilt into the very `Accepted` the thread had — every send option, the first
  * send's attempts, the nonce account, held sends, the numbers the status value lacks — in order;
  * an entry recorded but never named is dropped without shifting the batches after it; a record
- * that fails pushes nothing; a closed queue gives nothing back.
+ * that fails pushes nothing; a closed queue gives nothing back. A rebuilt send's wire is a view
+ * into its drained batch; what the main thread keeps for the send's lifetime (its trace's key)
+ * holds a copy, not the batch.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -15,6 +17,7 @@ import { accountSlot, base58Decode, handoffClose, handoffDrain, handoffOpen, usa
 import { sentRecord } from '../../src/store/records.js';
 import { acceptedNames, MAX_WIRE_BYTES, resendOptionsByte } from '../../src/store/status-codec.js';
 import { Store } from '../../src/store/store.js';
+import { TraceBook } from '../../src/delivery/trace-book.js';
 import { statusRecord } from '../../harness/records.js';
 import { tempDir } from '../../harness/tmp.js';
 
@@ -122,5 +125,25 @@ describe('the hand-off queue', () => {
     expect(handoffClose(q.id)).toBe(false);
     expect(handoffDrain(q.id, [3]).length).toBe(0);
     expect(decodeHandoff(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it("keeps no view of a drained batch in a send's trace: its key is a copy of the signature", () => {
+    const q = new HandoffQueue(handoffOpen());
+    try {
+      const sends = Array.from({ length: 20 }, (_, i) => accepted(i * 2));
+      for (const a of sends) record(a, q);
+      const back = drainHandoff(q.id, sends.map((_, i) => i + 1));
+      const batch = back[0]!.wire.buffer;
+      expect(back.every((a) => a.wire.buffer === batch)).toBe(true); // the rebuilt wires are views into the batch
+      const book = new TraceBook(() => null);
+      for (const a of back) {
+        const t = book.open(a, null);
+        expect(t.key).toEqual(base58Decode(a.record.signature));
+        // A view would hold the whole batch for as long as the trace lives (until the flight ends).
+        expect(t.key!.buffer).not.toBe(batch);
+      }
+    } finally {
+      handoffClose(q.id);
+    }
   });
 });

@@ -10,19 +10,20 @@
  * e2e tests').
  */
 import { Keypair, PublicKey } from '@solana/web3.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Accounts } from '../../src/accounts/accounts.js';
+import { KeyCache } from '../../src/accounts/key-cache.js';
 import { DEFAULT_PLANS, type PlanTable } from '../../src/accounts/plans.js';
 import { RateLimiter } from '../../src/accounts/rate-limiter.js';
 import { Rpc } from '../../src/chain/rpc.js';
 import { ChainViewReplica, type ChainSnapshot } from '../../src/delivery/chain-view.js';
 import { DEFAULT_SEND_OPTIONS, type SendPath } from '../../src/delivery/delivery.js';
 import { ThreadDelivery } from '../../src/delivery/thread-delivery.js';
-import { TipSet } from '../../src/native.js';
-import { Store } from '../../src/store/store.js';
-import { SubmissionCore, type Caller } from '../../src/submission/core.js';
+import { ADMIT_OUT_LEN, TipSet } from '../../src/native.js';
+import { accountOverlayKey, Store } from '../../src/store/store.js';
+import { SubmissionCore, type Caller, type KeyedCaller } from '../../src/submission/core.js';
 import { Refusal } from '../../src/submission/refusals.js';
-import { randomBlockhash } from '../../harness/records.js';
+import { randomBlockhash, statusRecord } from '../../harness/records.js';
 import { tempDir } from '../../harness/tmp.js';
 import { legacyTx, makeLookupTable, makeTipAddresses, nonceAdvance, transfer, v0Tx } from '../../harness/transactions.js';
 
@@ -50,6 +51,9 @@ let native: SubmissionCore;
 let js: SubmissionCore;
 let firstSends: number;
 let who: Caller;
+let apiKey: string;
+/** This thread's key cache, its entries holding the plan facts `native` admits on. */
+let keys: KeyCache;
 const tips = makeTipAddresses(2);
 const tipSet = new TipSet(tips.map((t) => t.toBase58()));
 const payer = Keypair.generate();
@@ -77,7 +81,8 @@ beforeEach(() => {
   tmp = tempDir();
   store = Store.open(tmp.dir);
   accounts = new Accounts(store, { plans: PLANS, lamportsPerPoint: LPP });
-  const auth = accounts.authenticate(accounts.createAccount('admit').api_key)!;
+  apiKey = accounts.createAccount('admit').api_key;
+  const auth = accounts.authenticate(apiKey)!;
   who = { key: auth.key, account: auth.account };
   view = new ChainViewReplica();
   view.apply(snapshot(500));
@@ -92,6 +97,8 @@ beforeEach(() => {
   limiter = new RateLimiter(PLANS);
   native = new SubmissionCore({ plans: PLANS, lamportsPerPoint: LPP, accounts, store, limiter, delivery });
   js = new SubmissionCore({ plans: PLANS, lamportsPerPoint: LPP, accounts, store, limiter, delivery: jsPath });
+  keys = new KeyCache(accounts, store);
+  keys.admitWith((a) => native.planFacts(a));
 });
 afterEach(async () => {
   await store.close();
@@ -178,8 +185,8 @@ describe('inspectAdmit: inspection, admission and the send token in one native c
 
   it('refuses a too-short out buffer with a clear error, and every bad argument without crashing', async () => {
     const { inspectAdmit } = await import('../../src/native.js');
-    expect(() => inspectAdmit(tx(), tipSet, view.admission, MIN_TIP, 0, new Float64Array(2))).toThrow(/out must hold 7 numbers/);
-    const out = new Float64Array(7);
+    expect(() => inspectAdmit(tx(), tipSet, view.admission, MIN_TIP, 0, new Float64Array(2))).toThrow(/out must hold 8 numbers/);
+    const out = new Float64Array(ADMIT_OUT_LEN);
     // A bucket slot that does not exist: never granted (as `bucketTakeDetailed` answers it).
     expect(inspectAdmit(tx(), tipSet, view.admission, MIN_TIP, -1, out).ok).toBe(true);
     expect(out[0]).toBe(5);
@@ -187,5 +194,130 @@ describe('inspectAdmit: inspection, admission and the send token in one native c
     view.admission.apply(NaN, NaN, NaN, true, -5, ['not base58 at all', LIVE], [1, NaN]);
     expect(view.admission.lastValid(LIVE)).toBe(0);
     expect(view.admission.lastValid('not base58 at all')).toBeNull();
+  });
+});
+
+/** `key` as `POST /v1/send` presents it: resolved in the one call, or the ordinary way (`resolveKey`'s 401). */
+function keyed(key: string, told: Caller[] = []): KeyedCaller {
+  return {
+    keys,
+    apiKey: key,
+    authenticate: () => {
+      const w = keys.authenticate(key);
+      if (!w) throw new Refusal('AUTH_UNAUTHORIZED', 'invalid or revoked API key');
+      return w;
+    },
+    resolved: (w) => void told.push(w),
+  };
+}
+
+/** What `native` answers a send presenting `key` with (as `answer`). */
+async function keyedAnswer(base64: string, key = apiKey, told: Caller[] = [], core = native): Promise<unknown> {
+  try {
+    return await core.sendBase64Keyed(keyed(key, told), base64, tipSet, DEFAULT_SEND_OPTIONS, process.hrtime.bigint());
+  } catch (e) {
+    if (!(e instanceof Refusal)) throw e;
+    return { code: e.code, reason: e.reason, retryAfterS: e.retryAfterS, rate: e.rate };
+  }
+}
+
+describe('inspectAdmitKey: the key lookup folded into the same call', () => {
+  it("on a current hit resolves the key in the send's one call: no lookup of its own, the same answers as the two calls", async () => {
+    const told: Caller[] = [];
+    // The first send misses (the key was never looked up on this thread): the ordinary way.
+    expect(await keyedAnswer(tx(), apiKey, told)).toMatchObject({ rate: { granted: true, limit: 3, remaining: 2 } });
+    expect(keys.lookups).toBe(1);
+    expect(told).toEqual([]);
+    // From then on: one call, and the core is told the caller (the log line's account).
+    const sent = (await keyedAnswer(tx(), apiKey, told)) as { signature: string; rate: unknown };
+    expect(sent.rate).toMatchObject({ granted: true, limit: 3, remaining: 1 });
+    expect(store.getStatus(sent.signature)).toMatchObject({ status: 'sent', accountId: who.account.id, keyName: who.key.name });
+    expect(told.map((w) => [w.account.id, w.key.name])).toEqual([[who.account.id, who.key.name]]);
+    // Every refusal as the two calls answer it, in their order and words, and no token for it.
+    const bad = Buffer.from(tx(), 'base64');
+    bad[bad.length - 1]! ^= 0xff;
+    for (const base64 of [bad.toString('base64'), 'not base64!', tx(0, { blockhash: DEAD }), tx(MIN_TIP, { to: Keypair.generate().publicKey }), tx(MIN_TIP - 1)]) {
+      const got = await keyedAnswer(base64);
+      expect(got).toHaveProperty('code');
+      expect(got).toEqual(await answer(native, base64));
+    }
+    // The third send spends the budget (3); the fourth is the same 429 as the two calls' take.
+    await keyedAnswer(tx());
+    const limited = await keyedAnswer(tx());
+    expect(limited).toMatchObject({ code: 'SEND_RATE_LIMITED', retryAfterS: 1, rate: { granted: false, limit: 3, remaining: 0 } });
+    expect(await answer(native, tx())).toMatchObject({ code: 'SEND_RATE_LIMITED', rate: { limit: 3, remaining: 0 } });
+    expect(keys.lookups).toBe(1);
+    // Off an ingress thread (no native chain facts) the key is resolved the ordinary way.
+    expect(await keyedAnswer(tx(), apiKey, told, js)).toMatchObject({ code: 'SEND_RATE_LIMITED' });
+    expect(keys.lookups).toBe(2);
+  });
+
+  it('asks JavaScript for an unknown, a revoked or an over-long key, and refuses it 401 whatever the transaction', async () => {
+    const second = accounts.createKey(who.account.id, 'second').api_key;
+    await keyedAnswer(tx(), second);
+    const bad = Buffer.from(tx(), 'base64');
+    bad[bad.length - 1]! ^= 0xff;
+    for (const base64 of [tx(), 'not base64!', bad.toString('base64'), tx(0)]) {
+      expect(await keyedAnswer(base64, 'lf_unknown')).toMatchObject({ code: 'AUTH_UNAUTHORIZED' });
+      expect(await keyedAnswer(base64, 'lf_' + 'a'.repeat(300))).toMatchObject({ code: 'AUTH_UNAUTHORIZED' });
+    }
+    accounts.revokeKey(who.account.id, 'second');
+    const before = keys.lookups;
+    expect(await keyedAnswer(tx(), second)).toMatchObject({ code: 'AUTH_UNAUTHORIZED' });
+    expect(keys.lookups).toBe(before + 1);
+    // Only the first send took a token.
+    expect(tokensLeft()).toBe(PLANS.starter.maxTps - 1);
+  });
+
+  it('admits the send after a plan set by an admin on the new plan: its minimum tip and its budget', async () => {
+    const growthMin = DEFAULT_PLANS.growth.minTipBp * LPP; // below starter's
+    await keyedAnswer(tx());
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ code: 'TIP_INSUFFICIENT' });
+    const folded = keys.lookups;
+    accounts.setPlan(who.account.id, 'growth');
+    // The entry's account changed: read again (one lookup), with the new plan's facts.
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(keys.lookups).toBe(folded + 1);
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(keys.lookups).toBe(folded + 1);
+    // And back down: starter's minimum and budget again at once.
+    accounts.setPlan(who.account.id, 'starter');
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ code: 'TIP_INSUFFICIENT' });
+    expect(await keyedAnswer(tx())).toMatchObject({ rate: { limit: 3 } });
+  });
+
+  it('admits the send after an upgrade by points on the new plan, while the credit is held and once it is committed', async () => {
+    const growthMin = DEFAULT_PLANS.growth.minTipBp * LPP;
+    await keyedAnswer(tx());
+    await keyedAnswer(tx());
+    const folded = keys.lookups;
+    // A confirmation worth growth's threshold: its credit is in the overlay until it commits.
+    const tip = BigInt(DEFAULT_PLANS.growth.thresholdBp * LPP);
+    const rec = statusRecord({ accountId: who.account.id, tipLamports: tip, status: 'confirmed', confirmedAt: Date.now(), latencyMs: 5, slot: 9 });
+    const second = accounts.createKey(who.account.id, 'second').api_key;
+    const committed = store.updateStatus(rec, null, accounts.confirmationCredit(tip, Date.now()));
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(keys.lookups).toBe(folded + 1);
+    // A key first seen while the credit is held: entered, on the held account, never folded.
+    expect(await keyedAnswer(tx(growthMin), second)).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(await keyedAnswer(tx(growthMin), second)).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(keys.lookups).toBe(folded + 3);
+    await committed;
+    await store.flushed();
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    // The overlay lets the credit go a grace after its commit is durable.
+    await vi.waitFor(() => expect(store.heldAccount(accountOverlayKey(who.account.id))).toBeUndefined(), { timeout: 10_000, interval: 20 });
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(await keyedAnswer(tx(growthMin), second)).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    // Folded again once the entries' account is read: on growth's facts.
+    const read = keys.lookups;
+    expect(await keyedAnswer(tx(growthMin))).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(await keyedAnswer(tx(growthMin), second)).toMatchObject({ rate: { granted: true, limit: PLANS.growth.maxTps } });
+    expect(keys.lookups).toBe(read);
+  });
+
+  it('refuses a too-short out buffer with a clear error', async () => {
+    const { inspectAdmitKey } = await import('../../src/native.js');
+    expect(() => inspectAdmitKey(apiKey, tx(), tipSet, view.admission, (keys as unknown as { table: import('../../src/native.js').KeyTable }).table, new Float64Array(ADMIT_OUT_LEN))).toThrow(/out must hold 9 numbers/);
   });
 });

@@ -6,12 +6,13 @@
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Accounts } from '../../src/accounts/accounts.js';
 import { KeyCache } from '../../src/accounts/key-cache.js';
 import { DEFAULT_PLANS } from '../../src/accounts/plans.js';
-import { GenerationFile } from '../../src/native.js';
-import { Store } from '../../src/store/store.js';
+import { RateLimiter } from '../../src/accounts/rate-limiter.js';
+import { AdmissionView, ADMIT_KEY_OUT_LEN, GenerationFile, TipSet } from '../../src/native.js';
+import { accountOverlayKey, Store } from '../../src/store/store.js';
 import { statusRecord } from '../../harness/records.js';
 import { tempDir } from '../../harness/tmp.js';
 
@@ -90,5 +91,59 @@ describe('KeyCache', () => {
     other.end(mark, true, false);
     expect(store.keysGeneration()).toBe(before + 1);
     expect(store.generations().active()).toBe(0);
+  });
+
+  it("answers the send's one call only for a current entry that holds its account's plan facts", async () => {
+    const c = accounts.createAccount('bot');
+    const limiter = new RateLimiter(DEFAULT_PLANS);
+    const view = new AdmissionView();
+    const tips = new TipSet([]);
+    const out = new Float64Array(ADMIT_KEY_OUT_LEN);
+    const send = () => keys.admitSend(c.api_key, 'not a transaction', tips, view, out);
+    // No facts given (no core folds with this cache): never answered, the lookups' path decides.
+    keys.authenticate(c.api_key);
+    expect(send()).toBeNull();
+    let computed = 0;
+    keys.admitWith((a) => {
+      computed++;
+      return { minTipLamports: DEFAULT_PLANS[a.plan].minTipBp * 1000, bucket: limiter.sendBucket(a) };
+    });
+    // The entry made before has no facts until its account is read again.
+    expect(keys.authenticate(c.api_key)?.account.plan).toBe('starter');
+    expect(send()).toBeNull();
+    expect(computed).toBe(0);
+    accounts.setPlan(c.account_id, 'pro');
+    expect(send()).toBeNull(); // the account changed: JavaScript reads it
+    expect(keys.authenticate(c.api_key)?.account.plan).toBe('pro');
+    expect(computed).toBe(1);
+    const lookups = keys.lookups;
+    const hit = send();
+    expect(keys.lookups).toBe(lookups);
+    expect(hit?.who).toEqual({ key: expect.objectContaining({ accountId: c.account_id }), account: store.getAccount(c.account_id) });
+    expect(hit?.bucket).toBe(limiter.sendBucket(store.getAccount(c.account_id)!));
+    expect(hit?.r).toMatchObject({ ok: false }); // inspected: it is not a transaction
+    expect(out[0]).toBe(-1);
+    // A credit held in the overlay: JavaScript reads the overlay's account.
+    const rec = statusRecord({ accountId: c.account_id, tipLamports: 5000n, status: 'confirmed', confirmedAt: NOW, latencyMs: 5, slot: 9 });
+    const committed = store.updateStatus(rec, null, accounts.confirmationCredit(5000n, NOW));
+    expect(send()).toBeNull();
+    await committed;
+    await store.flushed();
+    await vi.waitFor(() => expect(store.heldAccount(accountOverlayKey(c.account_id))).toBeUndefined(), { timeout: 10_000, interval: 20 });
+    // Facts that cannot be computed (no bucket slot left, say): none kept, never answered.
+    keys.admitWith(() => {
+      throw new Error('no bucket');
+    });
+    accounts.setPlan(c.account_id, 'whale');
+    expect(keys.authenticate(c.api_key)?.account.plan).toBe('whale');
+    expect(send()).toBeNull();
+    // A revoked key: never answered, and 401 the ordinary way.
+    keys.admitWith((a) => ({ minTipLamports: 1, bucket: limiter.sendBucket(a) }));
+    const k2 = accounts.createKey(c.account_id, 'second');
+    expect(keys.authenticate(k2.api_key)).toBeDefined();
+    expect(keys.admitSend(k2.api_key, 'x', tips, view, out)).not.toBeNull();
+    accounts.revokeKey(c.account_id, 'second');
+    expect(keys.admitSend(k2.api_key, 'x', tips, view, out)).toBeNull();
+    expect(keys.authenticate(k2.api_key)).toBeUndefined();
   });
 });

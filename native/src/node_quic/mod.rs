@@ -10,6 +10,7 @@
 
 // One file per concern, each naming only the ones below it (`test/unit/native-layers.test.ts`):
 //   flights   the RebroadcastFlights class: the rebroadcast rounds' flight table
+//   first     QuicClient.sendFirstRoute: the hot path's first send, both rounds, in one call
 //   client    the QuicClient class: its options and its send calls
 //   results   what the sends resolve with, and their conversion from the QUIC layer's
 //   targets   "ip:port" targets, as strings or parsed once in a TpuTargets handle
@@ -17,6 +18,7 @@
 //   args      the checks of every argument, shared with `node_quic_server`
 pub(crate) mod args;
 mod client;
+mod first;
 mod flights;
 mod results;
 mod targets;

@@ -23,6 +23,7 @@
 // The layers, each naming only the ones below it (so there are no cycles; this file only
 // declares and re-exports). `test/unit/native-layers.test.ts` holds the code to this list:
 //   flights     the rebroadcast flight table: a slot's round and its outcomes, the traces' rounds
+//   first_rounds  the hot path's first send: round 1 to the current route, round 2 if it wrote nothing
 //   client      QuicClient: the registry per identity, a queue and a worker per peer
 //   server      QuicServer: the stand-in validator (beside the client, sharing nothing of it)
 //   dispatched  awaiting what was queued: every outcome, or the first written one
@@ -39,6 +40,7 @@ mod config;
 mod dialer;
 mod dispatched;
 mod error;
+mod first_rounds;
 mod flights;
 mod gate;
 mod heard;
@@ -57,6 +59,7 @@ pub use client::QuicClient;
 pub use config::{tpu_client_config, ClientConfig};
 pub use dispatched::Dispatched;
 pub use error::QuicError;
+pub use first_rounds::{round_budget, FirstRounds, FirstRoutes, Round};
 pub use flights::{
     monotonic_us, round_offset, span_of, Attempt, Counters, FlightSpec, Flights, Leader, Resumed,
     RoundReport, Route, TraceRounds, LANDED_PAUSE_SLOTS, UNTIL_EXPIRY_GAP,

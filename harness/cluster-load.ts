@@ -123,6 +123,9 @@ export const LOAD_TIP = 1_000_000;
  */
 let unique = 0;
 
+/** A load request unanswered this long is given up (counted as an error). */
+const REQUEST_TIMEOUT_MS = 10_000;
+
 export class SendLoad {
   readonly acks: Ack[] = [];
   readonly refused = new Map<number, number>();
@@ -169,6 +172,7 @@ export class SendLoad {
     await waitFor(`${count} sends acknowledged by ${node.name}`, acked, timeoutMs).catch((e: Error) => {
       // The service logs its levels by name (`"level":"warn"`).
       const warnings = logLines(node.output()).filter((l) => l.level === 'warn' || l.level === 'error' || l.level === 'fatal');
+      this.running = false; // the test is over: its loops end with their current request
       throw new Error(`${e.message}: ${this.summary()}; its last warnings: ${warnings.slice(-10).map((l) => JSON.stringify(l)).join('\n') || 'none'}`);
     });
   }
@@ -202,10 +206,13 @@ export class SendLoad {
         const sentAt = Date.now();
         waiting.node = node.name;
         waiting.at = sentAt;
+        // Bounded, as a bot's request is: a request the node never answers is counted as an
+        // error (its reason in `summary`) and the loop goes on, instead of holding it for good.
         const r = await fetch(`${node.url}/v1/send`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
           body: JSON.stringify({ transaction: tx.base64 }),
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
         const body = await r.text();
         if (r.status === 200) this.acks.push({ signature: web3Base58(tx.signatures[0]!), node: node.name, at: Date.now(), sentAt });

@@ -80,6 +80,7 @@ describe('links', () => {
     const client = new QuicClient({ identity: randomBytes(32) });
     let after = before;
     const sent: string[] = [];
+    const started = Date.now();
     try {
       // Batches of 10 until both directions have lost a datagram (at 15 % each way, the first
       // batch almost always does; at most 20 batches).
@@ -94,7 +95,11 @@ describe('links', () => {
       // QUIC gets them through: retransmitted until received. ("Written" is not "received": a
       // connection the lossy path made look dead is dropped with what it still carried, so the
       // claim is most of them, not each.)
-      await waitFor('most of them at v2', () => (sent.filter((sig) => net.receivedBy(sig).some((r) => r.validator === 'v2')).length >= sent.length * 0.8 ? true : undefined));
+      const sending = Date.now() - started;
+      const arrived = () => sent.filter((sig) => net.receivedBy(sig).some((r) => r.validator === 'v2')).length;
+      await waitFor('most of them at v2', () => (arrived() >= sent.length * 0.8 ? true : undefined)).catch((e: Error) => {
+        throw new Error(`${e.message}: ${arrived()} of ${sent.length} arrived (the sends took ${sending} ms); the client: ${JSON.stringify(client.peerStats())}; the link: ${JSON.stringify(net.linkStats('v2'))}; the server: ${JSON.stringify(net.serverStats('v2'))}`);
+      });
       after = net.linkStats('v2')!;
     } finally {
       await client.close();

@@ -76,12 +76,27 @@ describe('links', () => {
   });
 
   it('loss each way is applied and counted, and QUIC still delivers through it', async () => {
-    const before = net.linkStats('v2')!;
+    // v2 starts lossy (the faults file's link); the connection is made over a clean link first.
+    // A handshake under loss can end with the client connected and the server not: the server
+    // abandons a handshake it has not completed within 2 s (Agave's timeout), and whatever the
+    // client wrote on it meanwhile is lost (measured here: 1 run in 40 of this case, all 10
+    // sends lost, the client told "closed during the handshake"). That is the handshake's story,
+    // not the link's; here the loss meets an established connection, where QUIC retransmits.
+    expect(linkOf('v2')).toBe('loss=15%');
+    await net.setLink('v2', '');
+    expect(linkOf('v2')).toBe('clean');
     const client = new QuicClient({ identity: randomBytes(32) });
-    let after = before;
     const sent: string[] = [];
-    const started = Date.now();
+    let after = net.linkStats('v2')!;
     try {
+      const hello = anyTx();
+      await sendWritten(tpuOf('v2'), hello.bytes, client);
+      await waitFor('the first send at v2 (the server has the connection)', () => net.receivedBy(hello.signature).find((r) => r.validator === 'v2'));
+      await net.setLink('v2', { lossPct: 15 });
+      expect(linkOf('v2')).toBe('loss=15%');
+      const before = net.linkStats('v2')!;
+      after = before;
+      const started = Date.now();
       // Batches of 10 until both directions have lost a datagram (at 15 % each way, the first
       // batch almost always does; at most 20 batches).
       for (let batch = 0; batch < 20 && (after.up.dropped === before.up.dropped || after.down.dropped === before.down.dropped); batch++) {
@@ -92,24 +107,24 @@ describe('links', () => {
         }
         after = net.linkStats('v2')!;
       }
-      // QUIC gets them through: retransmitted until received. ("Written" is not "received": a
-      // connection the lossy path made look dead is dropped with what it still carried, so the
-      // claim is most of them, not each.)
       const sending = Date.now() - started;
+      // QUIC gets them through: retransmitted until received. ("Written" is not "received": a
+      // connection the lossy path made look dead would be dropped with what it still carried,
+      // so the claim is most of them, not each.)
       const arrived = () => sent.filter((sig) => net.receivedBy(sig).some((r) => r.validator === 'v2')).length;
       await waitFor('most of them at v2', () => (arrived() >= sent.length * 0.8 ? true : undefined)).catch((e: Error) => {
         throw new Error(`${e.message}: ${arrived()} of ${sent.length} arrived (the sends took ${sending} ms); the client: ${JSON.stringify(client.peerStats())}; the link: ${JSON.stringify(net.linkStats('v2'))}; the server: ${JSON.stringify(net.serverStats('v2'))}`);
       });
-      after = net.linkStats('v2')!;
+      const now = net.linkStats('v2')!;
+      // Datagrams towards the validator and back were both dropped: the acknowledgements and
+      // credit the validator sends pay the loss too.
+      expect(now.up.dropped).toBeGreaterThan(before.up.dropped);
+      expect(now.down.dropped).toBeGreaterThan(before.down.dropped);
+      expect(now.up.delivered).toBeGreaterThan(before.up.delivered);
+      expect(now.down.delivered).toBeGreaterThan(before.down.delivered);
     } finally {
       await client.close();
     }
-    // Datagrams towards the validator and back were both dropped: the acknowledgements and
-    // credit the validator sends pay the loss too.
-    expect(after.up.dropped).toBeGreaterThan(before.up.dropped);
-    expect(after.down.dropped).toBeGreaterThan(before.down.dropped);
-    expect(after.up.delivered).toBeGreaterThan(before.up.delivered);
-    expect(after.down.delivered).toBeGreaterThan(before.down.delivered);
   });
 
   it('a timed change while running: a loss burst on every link, then back to what it was', async () => {

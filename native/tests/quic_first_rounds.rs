@@ -14,16 +14,6 @@ use quic_common::*;
 /// First byte of this crate's identity seeds (`quic_common::seed`).
 const SEED_PREFIX: u8 = 0xe5;
 
-fn silent() -> (std::net::UdpSocket, SocketAddr) {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let a = s.local_addr().unwrap();
-    (s, a)
-}
-
-fn undialable() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }

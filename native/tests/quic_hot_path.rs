@@ -18,18 +18,6 @@ use quic_common::*;
 /// First byte of this crate's identity seeds (`quic_common::seed`).
 const SEED_PREFIX: u8 = 0xd7;
 
-/// A UDP socket that never answers: a handshake to it gets no reply at all (a dead leader).
-fn silent() -> (std::net::UdpSocket, SocketAddr) {
-    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let a = s.local_addr().unwrap();
-    (s, a)
-}
-
-/// An address quinn refuses to dial (port 0): the send fails at once with `connect_failed`.
-fn undialable() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
 /// Drained counts, summed per (target, reason) into `into`.
 fn add_counts(
     into: &mut HashMap<(SocketAddr, Option<FailReason>), u64>,

@@ -1,10 +1,12 @@
-//! What the QUIC integration tests (`quic.rs`, `quic_hot_path.rs`, `quic_liveness.rs`) share:
-//! identities, a server and a client, payloads, and bounded waits. Each test crate defines
+//! What the QUIC integration tests (`quic.rs`, `quic_hot_path.rs`, `quic_liveness.rs`,
+//! `quic_rounds.rs`, `quic_first_rounds.rs`) share: identities, a server and a client, peers
+//! that never answer, payloads, and bounded waits. Each test crate defines
 //! `SEED_PREFIX` (its identities' first byte) so its identities never collide with another's.
 #![allow(dead_code)]
 
 use bytes::Bytes;
 use landfall_native::quic::{ClientConfig, QuicClient, QuicServer, Received, ServerConfig};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -17,6 +19,19 @@ pub fn seed(n: u8) -> [u8; 32] {
     let mut s = [n; 32];
     s[0] = super::SEED_PREFIX;
     s
+}
+
+/// A UDP socket that never answers: a handshake to it gets no reply at all (a dead leader).
+/// Keep the socket for as long as the address must stay silent.
+pub fn silent() -> (std::net::UdpSocket, SocketAddr) {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+/// An address quinn refuses to dial (port 0): the send fails at once with `connect_failed`.
+pub fn undialable() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
 }
 
 pub fn server_with(n: u8, cfg: ServerConfig) -> (QuicServer, UnboundedReceiver<Received>) {

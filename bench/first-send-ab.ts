@@ -23,33 +23,23 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { treeCommon, treeImport, type TreeBase } from './lib/ab-trees.js';
 import { processCpuUs, threadCpuNs } from './lib/proc-cpu.js';
+import { median } from './lib/suite.js';
 
-interface Tree {
-  name: string;
+interface Tree extends TreeBase {
   sender: import('../src/delivery/first-send.js').FirstSender;
   view: import('../src/delivery/chain-view.js').ChainViewReplica;
-  statusRecord: typeof import('../harness/records.js').statusRecord;
-  DEFAULT_SEND_OPTIONS: typeof import('../src/delivery/delivery.js').DEFAULT_SEND_OPTIONS;
-  client: import('../native/index.js').QuicClient;
 }
 
 async function load(dir: string, name: string): Promise<Tree> {
-  const at = (p: string) => pathToFileURL(join(dir, p)).href;
-  const { FirstSender } = (await import(at('src/delivery/first-send.ts'))) as typeof import('../src/delivery/first-send.js');
-  const { ChainViewReplica } = (await import(at('src/delivery/chain-view.ts'))) as typeof import('../src/delivery/chain-view.js');
-  const { statusRecord } = (await import(at('harness/records.ts'))) as typeof import('../harness/records.js');
-  const { DEFAULT_SEND_OPTIONS } = (await import(at('src/delivery/delivery.ts'))) as typeof import('../src/delivery/delivery.js');
-  const { QuicClient } = (await import(at('native/index.js'))) as typeof import('../native/index.js');
+  const from = treeImport(dir);
+  const { FirstSender } = await from<typeof import('../src/delivery/first-send.js')>('src/delivery/first-send.ts');
+  const { ChainViewReplica } = await from<typeof import('../src/delivery/chain-view.js')>('src/delivery/chain-view.ts');
+  const { statusRecord, DEFAULT_SEND_OPTIONS, QuicClient } = await treeCommon(dir);
   const client = new QuicClient({ identity: randomBytes(32), backoffBaseMs: 60_000, backoffMaxMs: 60_000 });
   const view = new ChainViewReplica();
   return { name, sender: new FirstSender(client, view), view, statusRecord, DEFAULT_SEND_OPTIONS, client };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 type Route = import('../src/delivery/chain-view.js').Route;
@@ -132,7 +122,7 @@ async function main(a: string, b: string, blocks: number): Promise<void> {
 const [dirA, dirB, blocksArg] = process.argv.slice(2);
 if (process.argv[2] === '--server') {
   // The child: three QUIC servers (the addon of the tree given), their addresses to the parent.
-  const { QuicServer } = (await import(pathToFileURL(join(resolve(process.argv[3]!), 'native/index.js')).href)) as typeof import('../native/index.js');
+  const { QuicServer } = await treeImport(resolve(process.argv[3]!))<typeof import('../native/index.js')>('native/index.js');
   const servers = [0, 1, 2].map(() => new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, () => {}));
   process.send!({ addrs: servers.map((s) => s.localAddr) });
   process.on('disconnect', () => {

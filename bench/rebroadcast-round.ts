@@ -19,25 +19,20 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { treeCommon, treeImport, type TreeBase } from './lib/ab-trees.js';
 import { processCpuUs, threadCpuNs } from './lib/proc-cpu.js';
+import { median } from './lib/suite.js';
 
-interface Tree {
-  name: string;
+interface Tree extends TreeBase {
   Rebroadcaster: typeof import('../src/delivery/rebroadcast.js').Rebroadcaster;
   TraceBook: typeof import('../src/delivery/trace-book.js').TraceBook;
-  statusRecord: typeof import('../harness/records.js').statusRecord;
-  DEFAULT_SEND_OPTIONS: typeof import('../src/delivery/delivery.js').DEFAULT_SEND_OPTIONS;
-  client: import('../native/index.js').QuicClient;
 }
 
 async function load(dir: string, name: string): Promise<Tree> {
-  const at = (p: string) => pathToFileURL(join(dir, p)).href;
-  const { Rebroadcaster } = (await import(at('src/delivery/rebroadcast.ts'))) as typeof import('../src/delivery/rebroadcast.js');
-  const { TraceBook } = (await import(at('src/delivery/trace-book.ts'))) as typeof import('../src/delivery/trace-book.js');
-  const { statusRecord } = (await import(at('harness/records.ts'))) as typeof import('../harness/records.js');
-  const { DEFAULT_SEND_OPTIONS } = (await import(at('src/delivery/delivery.ts'))) as typeof import('../src/delivery/delivery.js');
-  const { QuicClient } = (await import(at('native/index.js'))) as typeof import('../native/index.js');
+  const from = treeImport(dir);
+  const { Rebroadcaster } = await from<typeof import('../src/delivery/rebroadcast.js')>('src/delivery/rebroadcast.ts');
+  const { TraceBook } = await from<typeof import('../src/delivery/trace-book.js')>('src/delivery/trace-book.ts');
+  const { statusRecord, DEFAULT_SEND_OPTIONS, QuicClient } = await treeCommon(dir);
   return { name, Rebroadcaster, TraceBook, statusRecord, DEFAULT_SEND_OPTIONS, client: new QuicClient({ identity: randomBytes(32) }) };
 }
 
@@ -67,11 +62,6 @@ async function block(tree: Tree, tpu: string, identity: string, n: number, idle 
   const processUsPer = (processCpuUs() - proc0 - Math.max(0, idle.proc)) / n;
   if (r.size > 0 || book.size > 0) throw new Error(`${tree.name}: ${r.size} flights, ${book.size} traces left`);
   return { mainUs, processUs: processUsPer };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 async function main(a: string, b: string, blocks: number): Promise<void> {
@@ -116,7 +106,7 @@ async function main(a: string, b: string, blocks: number): Promise<void> {
 const [dirA, dirB, blocksArg] = process.argv.slice(2);
 if (process.argv[2] === '--server') {
   // The child: one QUIC server (the addon of the tree given), its address to the parent.
-  const { QuicServer } = (await import(pathToFileURL(join(resolve(process.argv[3]!), 'native/index.js')).href)) as typeof import('../native/index.js');
+  const { QuicServer } = await treeImport(resolve(process.argv[3]!))<typeof import('../native/index.js')>('native/index.js');
   let received = 0;
   const s = new QuicServer({ bind: '127.0.0.1:0', identity: randomBytes(32), maxStreamsPer100ms: 0 }, () => received++);
   process.send!({ addr: s.localAddr });

@@ -161,7 +161,6 @@ export function pooledStats(name: string, roundsMs: ReadonlyArray<readonly numbe
   };
 }
 
-/** One stated target, checked against one measured value. */
 /** The median of `xs`, NaN values left out (NaN if none is left); of an even count, the mean of the middle two. */
 export function median(xs: number[]): number {
   const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
@@ -170,6 +169,7 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** One stated target, checked against one measured value. */
 export interface Target {
   id: string;
   description: string;

@@ -88,15 +88,50 @@ describe('faults', () => {
     const bot = account(st);
     const from = await payer(st);
     // Wait for the first slot of v2's window: its four slots are all dead ones.
-    await waitFor('v2 window start', () => {
+    const windowStart = await waitFor('v2 window start', () => {
       const slot = st.net.slot();
       return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v2' ? slot : undefined;
     }, 20_000);
     const tx = await tipped(st, from, 300_000);
     expect((await send(st, bot.key, tx.base64)).status).toBe(200); // reached the next leader's TPU
-    const rec = await settled(st, bot.key, tx.signature);
+    const rec = await settled(st, bot.key, tx.signature).catch(async (e: Error) => {
+      const trace = await fetch(`${st.svc.url}/v1/status/${tx.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } }).then((r) => r.text());
+      throw new Error(`${e.message}; the window began at slot ${windowStart}; arrivals: ${JSON.stringify(st.net.receivedBy(tx.signature))}; the trace: ${trace}`);
+    });
     expect(rec.status).toBe('confirmed');
     expect(st.net.leaderAt(rec.slot).name).not.toBe('v2');
+  });
+
+  it('once a dead leader is known unreachable, no rebroadcast round is written into its window: the round waits for the next leader', async () => {
+    s = await startStack({ localnet: { slotMs: 100, seed: 'dead-window', faults: { v2: { down: true } } } });
+    const st = s;
+    const bot = account(st);
+    const from = await payer(st);
+    const v2 = st.net.validators.find((v) => v.name === 'v2')!.tpuQuic;
+    // Known unreachable: the prewarm's dials to v2 have failed and none has connected since.
+    await waitFor('v2 known unreachable', () => {
+      const p = st.svc.engine.client.peerStats().find((x) => x.target === v2);
+      return p !== undefined && !p.connected && p.consecutiveFailures > 0 ? true : undefined;
+    }, 20_000);
+    const windowStart = await waitFor('the start of a v2 window', () => {
+      const slot = st.net.slot();
+      return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v2' ? slot : undefined;
+    }, 20_000);
+    const tx = await tipped(st, from, 300_000);
+    expect((await send(st, bot.key, tx.base64)).status).toBe(200);
+    const rec = await settled(st, bot.key, tx.signature);
+    const trace = (await (await fetch(`${st.svc.url}/v1/status/${tx.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } })).json()) as {
+      attempts: { slot: number; round: number; outcome: string }[];
+    };
+    const rounds = trace.attempts.filter((x) => x.round > 0);
+    const detail = `window from slot ${windowStart}, landed in ${rec.slot}; rounds ${JSON.stringify(rounds)}`;
+    expect(rec.status, detail).toBe('confirmed');
+    // Before the rule counted a leader whose new dial was under way as reachable, round 1 went
+    // into v2's window (its only live copy reaching the next leader before its window, dropped)
+    // in each of 4 runs with the window at slot 36 or 52, and the transaction landed 8 or 16
+    // slots later than it does now (in the next leader's first slot).
+    expect(rounds.filter((x) => st.net.leaderAt(x.slot).name === 'v2'), detail).toEqual([]);
+    expect(st.net.leaderAt(rec.slot).name, detail).not.toBe('v2');
   });
 
   it('500 Delivery failed when the first send reaches no leader at all; nothing is recorded', async () => {

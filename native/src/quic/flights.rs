@@ -554,7 +554,12 @@ impl Flights {
     /// Which leaders throttle us now: those whose connection waits for stream credit (the
     /// leader reads our streams slower than we write them). Not writes merely queued: a
     /// handshake under way, or a congestion window shrunk by loss, queues writes too, and under
-    /// loss the second copy is what lands. Also which are backing off after a failure.
+    /// loss the second copy is what lands. Also which are known unreachable: backing off after
+    /// a failure, or connected on neither lane since their last attempt failed (a new attempt
+    /// under way: to a dead leader the prewarm dials again each time its back-off ends, and the
+    /// handshake then waits out its whole timeout, for the first failures longer than the
+    /// back-off before it; a round sent then wrote its only live copy to the next leader, before
+    /// that leader's window).
     fn see_peers(&self, t: &mut Table, slot: i64) -> Vec<SocketAddr> {
         let mut backing_off = Vec::new();
         let Some(client) = self.client.upgrade() else {
@@ -564,7 +569,7 @@ impl Flights {
             if p.credit_wait_ms.is_some() {
                 t.throttling.insert(p.addr, slot + THROTTLE_MEMORY_SLOTS);
             }
-            if p.backoff_remaining_ms > 0 {
+            if p.backoff_remaining_ms > 0 || (!p.connected && p.consecutive_failures > 0) {
                 backing_off.push(p.addr);
             }
         }
@@ -680,9 +685,9 @@ impl Flights {
                     && f.last_valid
                         .is_none_or(|lv| lv - height > LEADER_WINDOW_SLOTS)
                 {
-                    // The current leader is known unreachable (its connection is backing off
-                    // after a failure): the round waits for the first slot of a leader that can
-                    // take it. Written now, its only live copy would reach the next leader before
+                    // The current leader is known unreachable (backing off after a failure, or
+                    // not connected again since: `see_peers`): the round waits for the first slot
+                    // of a leader that can take it. Written now, its only live copy would reach the next leader before
                     // its window (Agave holds such packets; the local cluster drops them, and a
                     // round timed into a dead leader's window then lands nowhere), so waiting
                     // costs nothing on mainnet either.

@@ -14,6 +14,20 @@ afterEach(async () => {
   s = undefined;
 });
 
+/** The first slot of v2's next leader window (its four slots are the dead ones where v2 is down). */
+function v2WindowStart(st: Stack): Promise<number> {
+  return waitFor('the start of a v2 window', () => {
+    const slot = st.net.slot();
+    return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v2' ? slot : undefined;
+  }, 20_000);
+}
+
+/** `GET /v1/status/{signature}/trace`: the attempts, each with its slot and round. */
+async function traceOf(st: Stack, key: string, signature: string): Promise<{ attempts: { slot: number; round: number; outcome: string }[] }> {
+  const r = await fetch(`${st.svc.url}/v1/status/${signature}/trace`, { headers: { authorization: `Bearer ${key}` } });
+  return (await r.json()) as { attempts: { slot: number; round: number; outcome: string }[] };
+}
+
 /** One transaction per slot for `n` slots (spanning several leader windows); their signatures. */
 async function sendOnePerSlot(st: Stack, key: string, n: number, options?: Record<string, unknown>): Promise<string[]> {
   const from = await payer(st);
@@ -88,15 +102,12 @@ describe('faults', () => {
     const bot = account(st);
     const from = await payer(st);
     // Wait for the first slot of v2's window: its four slots are all dead ones.
-    const windowStart = await waitFor('v2 window start', () => {
-      const slot = st.net.slot();
-      return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v2' ? slot : undefined;
-    }, 20_000);
+    const windowStart = await v2WindowStart(st);
     const tx = await tipped(st, from, 300_000);
     expect((await send(st, bot.key, tx.base64)).status).toBe(200); // reached the next leader's TPU
     const rec = await settled(st, bot.key, tx.signature).catch(async (e: Error) => {
-      const trace = await fetch(`${st.svc.url}/v1/status/${tx.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } }).then((r) => r.text());
-      throw new Error(`${e.message}; the window began at slot ${windowStart}; arrivals: ${JSON.stringify(st.net.receivedBy(tx.signature))}; the trace: ${trace}`);
+      const trace = await traceOf(st, bot.key, tx.signature);
+      throw new Error(`${e.message}; the window began at slot ${windowStart}; arrivals: ${JSON.stringify(st.net.receivedBy(tx.signature))}; the trace: ${JSON.stringify(trace)}`);
     });
     expect(rec.status).toBe('confirmed');
     expect(st.net.leaderAt(rec.slot).name).not.toBe('v2');
@@ -113,17 +124,11 @@ describe('faults', () => {
       const p = st.svc.engine.client.peerStats().find((x) => x.target === v2);
       return p !== undefined && !p.connected && p.consecutiveFailures > 0 ? true : undefined;
     }, 20_000);
-    const windowStart = await waitFor('the start of a v2 window', () => {
-      const slot = st.net.slot();
-      return slot % 4 === 0 && st.net.leaderAt(slot).name === 'v2' ? slot : undefined;
-    }, 20_000);
+    const windowStart = await v2WindowStart(st);
     const tx = await tipped(st, from, 300_000);
     expect((await send(st, bot.key, tx.base64)).status).toBe(200);
     const rec = await settled(st, bot.key, tx.signature);
-    const trace = (await (await fetch(`${st.svc.url}/v1/status/${tx.signature}/trace`, { headers: { authorization: `Bearer ${bot.key}` } })).json()) as {
-      attempts: { slot: number; round: number; outcome: string }[];
-    };
-    const rounds = trace.attempts.filter((x) => x.round > 0);
+    const rounds = (await traceOf(st, bot.key, tx.signature)).attempts.filter((x) => x.round > 0);
     const detail = `window from slot ${windowStart}, landed in ${rec.slot}; rounds ${JSON.stringify(rounds)}`;
     expect(rec.status, detail).toBe('confirmed');
     // Before the rule counted a leader whose new dial was under way as reachable, round 1 went

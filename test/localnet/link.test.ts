@@ -87,7 +87,6 @@ describe('links', () => {
     expect(linkOf('v2')).toBe('clean');
     const client = new QuicClient({ identity: randomBytes(32) });
     const sent: string[] = [];
-    let after = net.linkStats('v2')!;
     try {
       const hello = anyTx();
       await sendWritten(tpuOf('v2'), hello.bytes, client);
@@ -95,7 +94,7 @@ describe('links', () => {
       await net.setLink('v2', { lossPct: 15 });
       expect(linkOf('v2')).toBe('loss=15%');
       const before = net.linkStats('v2')!;
-      after = before;
+      let after = before;
       const started = Date.now();
       // Batches of 10 until both directions have lost a datagram (at 15 % each way, the first
       // batch almost always does; at most 20 batches).

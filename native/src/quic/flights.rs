@@ -561,20 +561,20 @@ impl Flights {
     /// back-off before it; a round sent then wrote its only live copy to the next leader, before
     /// that leader's window).
     fn see_peers(&self, t: &mut Table, slot: i64) -> Vec<SocketAddr> {
-        let mut backing_off = Vec::new();
+        let mut unreachable = Vec::new();
         let Some(client) = self.client.upgrade() else {
-            return backing_off;
+            return unreachable;
         };
         for p in client.peer_stats() {
             if p.credit_wait_ms.is_some() {
                 t.throttling.insert(p.addr, slot + THROTTLE_MEMORY_SLOTS);
             }
             if p.backoff_remaining_ms > 0 || (!p.connected && p.consecutive_failures > 0) {
-                backing_off.push(p.addr);
+                unreachable.push(p.addr);
             }
         }
         t.throttling.retain(|_, until| *until >= slot);
-        backing_off
+        unreachable
     }
 
     /// This slot's round: decide who is due in one pass, then one batch per target set.
@@ -582,7 +582,7 @@ impl Flights {
         let mut guard = lock(&self.table);
         let t = &mut *guard;
         let mut report = RoundReport::default();
-        let backing_off = if t.active > 0 {
+        let unreachable = if t.active > 0 {
             self.see_peers(t, slot)
         } else {
             Vec::new()
@@ -687,16 +687,16 @@ impl Flights {
                 {
                     // The current leader is known unreachable (backing off after a failure, or
                     // not connected again since: `see_peers`): the round waits for the first slot
-                    // of a leader that can take it. Written now, its only live copy would reach the next leader before
-                    // its window (Agave holds such packets; the local cluster drops them, and a
-                    // round timed into a dead leader's window then lands nowhere), so waiting
-                    // costs nothing on mainnet either.
+                    // of a leader that can take it. Written now, its only live copy would reach
+                    // the next leader before its window (Agave holds such packets; the local
+                    // cluster drops them, and a round timed into a dead leader's window then
+                    // lands nowhere), so waiting costs nothing on mainnet either.
                     if let Some(current) = route.first.first() {
                         if current.slot <= slot
                             && current
                                 .tpu
                                 .as_ref()
-                                .is_some_and(|(_, a)| backing_off.contains(a))
+                                .is_some_and(|(_, a)| unreachable.contains(a))
                         {
                             continue;
                         }

@@ -116,6 +116,38 @@ export function inspectAdmitKey(apiKey: string, base64: string, tips: addon.TipS
   return i == null ? null : toResult(i);
 }
 
+/** The send's one call that also wrote the first send (`inspectAdmitKeySend`): its inspection, and the send when it made one. */
+export interface AdmittedKeySend {
+  r: InspectResult;
+  /** `sendFirstRoute`'s promise, when the call sent (it took the account's place in flight too); undefined: nothing sent. */
+  sent: Promise<Float64Array | string> | undefined;
+}
+
+/**
+ * `inspectAdmitKey`, and in the same call the first send of a transaction admitted, certainly
+ * new and within `deadlineSlot` (-1: none), once a place in flight is taken from `inFlight` (the
+ * process's `AccountCounters.counts`) under the cap the key's entry holds: both rounds to
+ * `ready`'s route, as `sendFirstRoute` with `round1Ms` and `budgetMs` sends them. Null (having
+ * done nothing): ask JavaScript, as `inspectAdmitKey`'s null. See `native/src/node_admit_key.rs`.
+ */
+export function inspectAdmitKeySend(
+  apiKey: string,
+  base64: string,
+  tips: addon.TipSet,
+  view: addon.AdmissionView,
+  table: addon.KeyTable,
+  out: Float64Array,
+  inFlight: Int32Array,
+  ready: { client: addon.QuicClient; first: { handle: addon.TpuTargets }; next: { handle: addon.TpuTargets } },
+  round1Ms: number,
+  budgetMs: number,
+  deadlineSlot: number,
+  sinceUs: number,
+): AdmittedKeySend | null {
+  const i = addon.inspectAdmitKeySend(apiKey, base64, tips, view, table, out, inFlight, ready.client, ready.first.handle, ready.next.handle, round1Ms, budgetMs, deadlineSlot, sinceUs);
+  return i == null ? null : { r: toResult(i), sent: i.sent };
+}
+
 /** `inspectTransactions` on a libuv pool thread: the caller's event loop stays free. */
 export async function inspectTransactionsAsync(base64: string[], tips: addon.TipSet): Promise<InspectResult[]> {
   return (await addon.inspectBatchAsync(base64, tips)).map(toResult);

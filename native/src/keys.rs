@@ -41,6 +41,11 @@ struct Entry {
 pub struct PlanFacts {
     pub min_tip_lamports: u64,
     pub send_slot: u32,
+    /// The account's place among the process's transactions in flight and its plan's cap
+    /// (`in_flight.rs`), or None when the service counts none: the send's one call takes a
+    /// place there before it sends (`node_quic/admit_send.rs`). The cap follows the plan, so it
+    /// is a fact of the account as the minimum tip is.
+    pub in_flight: Option<crate::in_flight::Place>,
 }
 
 /// The answer to one presented key.
@@ -291,10 +296,12 @@ mod tests {
     const F1: PlanFacts = PlanFacts {
         min_tip_lamports: 100_000,
         send_slot: 6,
+        in_flight: None,
     };
     const F2: PlanFacts = PlanFacts {
         min_tip_lamports: 50_000,
         send_slot: 6,
+        in_flight: Some(crate::in_flight::Place { slot: 3, cap: 40 }),
     };
 
     #[test]

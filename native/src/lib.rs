@@ -2,7 +2,7 @@
 //!
 //! Pure-Rust modules (`parse`, `verify`, `tip`, `bucket`, `inspect`, `quic`, `record`, `keys`,
 //! `generations`, `admission`, and the process-wide shared state `overlay`, `registry`, `usage`,
-//! `handoff`, `known`) know nothing of Node; the `node`, `node_record`, `node_keys`,
+//! `handoff`, `known`, `in_flight`) know nothing of Node; the `node`, `node_record`, `node_keys`,
 //! `node_admission`, `node_admit_key`, `node_handoff`, `node_known`, `node_quic` and
 //! `node_quic_server` modules map them to JavaScript and are the only places that do, each error
 //! through `error::to_js`.
@@ -14,7 +14,7 @@
 //!   `node_record`, `node_keys`,
 //!   `node_handoff`, `node_known` → `inspect`, `usage`, `quic`, `keys` → `verify`, `tip`,
 //!   `registry`, `overlay`, `admission`, `handoff` →
-//!   `parse`, `bucket`, `record`, `generations`, `known` → `error`, `base58`, `priority`, `memory`.
+//!   `parse`, `bucket`, `record`, `generations`, `known`, `in_flight` → `error`, `base58`, `priority`, `memory`.
 //! `error` is the bottom: each error type above it implements its `Coded` where it is defined.
 //!
 //! `npm test` runs clippy with warnings as errors and `cargo fmt --check` (`test:lint`).
@@ -26,6 +26,7 @@ pub mod bucket;
 pub mod error;
 pub mod generations;
 pub mod handoff;
+pub mod in_flight;
 pub mod inspect;
 pub mod keys;
 pub mod known;

@@ -2,6 +2,7 @@
 //! (`keys.rs`), for `src/store/generations.ts` and `src/accounts/key-cache.ts`.
 
 use crate::generations::{Generations, Mark, SLOTS};
+use crate::in_flight::Place;
 use crate::keys::{KeyTable as Table, PlanFacts};
 use crate::overlay;
 use napi::bindgen_prelude::Buffer;
@@ -74,13 +75,24 @@ fn held(k: &[u8]) -> bool {
 }
 
 /// The plan facts JavaScript gives with an account: none if `send_slot` is not a bucket slot
-/// (negative, fractional, NaN: the caller has none) or the minimum is not a whole number.
-fn facts(min_tip_lamports: f64, send_slot: f64) -> Option<PlanFacts> {
-    let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0;
-    let ok = whole(min_tip_lamports) && whole(send_slot) && send_slot <= f64::from(u32::MAX);
+/// (negative, fractional, NaN: the caller has none) or the minimum is not a whole number. The
+/// in-flight place only when both its numbers are whole (`inFlightSlot` -1: the service counts
+/// no transactions in flight).
+fn facts(
+    min_tip_lamports: f64,
+    send_slot: f64,
+    in_flight_slot: f64,
+    in_flight_cap: f64,
+) -> Option<PlanFacts> {
+    let whole = |v: f64| v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= f64::from(u32::MAX);
+    let ok = whole(min_tip_lamports) && whole(send_slot);
     ok.then_some(PlanFacts {
         min_tip_lamports: min_tip_lamports as u64,
         send_slot: send_slot as u32,
+        in_flight: (whole(in_flight_slot) && whole(in_flight_cap)).then_some(Place {
+            slot: in_flight_slot as u32,
+            cap: in_flight_cap as u32,
+        }),
     })
 }
 
@@ -106,11 +118,20 @@ impl KeyTable {
     /// After a miss whose slow path found the key live: the slot for its pair, or -1 (not
     /// entered: a write was in progress during the lookup). With the plan facts of the account
     /// read (its plan's minimum tip in lamports, its send bucket's slot; a `sendSlot` of -1: none,
-    /// and the send's one call answers "ask JavaScript" for this key).
+    /// and the send's one call answers "ask JavaScript" for this key; the account's counter of
+    /// transactions in flight and its plan's cap, -1 and -1 when none are counted).
     #[napi]
-    pub fn insert(&mut self, overlay_key: Buffer, min_tip_lamports: f64, send_slot: f64) -> i32 {
+    pub fn insert(
+        &mut self,
+        overlay_key: Buffer,
+        min_tip_lamports: f64,
+        send_slot: f64,
+        in_flight_slot: f64,
+        in_flight_cap: f64,
+    ) -> i32 {
+        let facts = facts(min_tip_lamports, send_slot, in_flight_slot, in_flight_cap);
         self.table
-            .insert(&overlay_key, facts(min_tip_lamports, send_slot))
+            .insert(&overlay_key, facts)
             .and_then(|s| i32::try_from(s).ok())
             .unwrap_or(-1)
     }
@@ -118,8 +139,15 @@ impl KeyTable {
     /// After an answer of kind 2: the account was read again (with its plan facts, as
     /// `insert`'s); whether the entry now holds it.
     #[napi]
-    pub fn account_read(&mut self, min_tip_lamports: f64, send_slot: f64) -> bool {
-        self.table.account_read(facts(min_tip_lamports, send_slot))
+    pub fn account_read(
+        &mut self,
+        min_tip_lamports: f64,
+        send_slot: f64,
+        in_flight_slot: f64,
+        in_flight_cap: f64,
+    ) -> bool {
+        let facts = facts(min_tip_lamports, send_slot, in_flight_slot, in_flight_cap);
+        self.table.account_read(facts)
     }
 
     /// After a miss whose slow path found no live key: drop any entry of its hash.

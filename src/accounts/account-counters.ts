@@ -26,7 +26,8 @@ export class AccountCounters {
     return this.counts.buffer as SharedArrayBuffer;
   }
 
-  private slot(accountId: string): number {
+  /** The account's slot (its counter's index in `counts`). */
+  slotOf(accountId: string): number {
     let i = this.slots.get(accountId);
     if (i === undefined) this.slots.set(accountId, (i = accountSlot(accountId)));
     return i;
@@ -34,7 +35,7 @@ export class AccountCounters {
 
   /** Add one unless the account already counts `max` (every thread together); false then. */
   tryIncrement(accountId: string, max: number): boolean {
-    const i = this.slot(accountId);
+    const i = this.slotOf(accountId);
     for (;;) {
       const n = Atomics.load(this.counts, i);
       if (n >= max) return false;
@@ -44,12 +45,12 @@ export class AccountCounters {
 
   /** Add `n` with no cap (counting what already exists, e.g. after a restart). */
   add(accountId: string, n = 1): void {
-    Atomics.add(this.counts, this.slot(accountId), n);
+    Atomics.add(this.counts, this.slotOf(accountId), n);
   }
 
   /** Take one away; never below zero. */
   decrement(accountId: string): void {
-    const i = this.slot(accountId);
+    const i = this.slotOf(accountId);
     for (;;) {
       const n = Atomics.load(this.counts, i);
       if (n <= 0) return;
@@ -59,6 +60,6 @@ export class AccountCounters {
 
   /** The account's count, every thread together. */
   count(accountId: string): number {
-    return Atomics.load(this.counts, this.slot(accountId));
+    return Atomics.load(this.counts, this.slotOf(accountId));
   }
 }

@@ -37,7 +37,7 @@
  * A credit not committed yet (which may carry an upgrade) is never folded: the overlay's account
  * is JavaScript's to read.
  */
-import { inspectAdmitKey, type AdmissionView, type InspectResult, type KeyTable, type TipSet } from '../native.js';
+import { inspectAdmitKey, inspectAdmitKeySend, type AdmissionView, type InspectResult, type KeyTable, type TipSet } from '../native.js';
 import { accountOverlayKey, type AccountRecord, type KeyRecord, type Store } from '../store/store.js';
 import type { Accounts } from './accounts.js';
 import type { Slots } from './rate-limiter.js';
@@ -48,6 +48,12 @@ export interface PlanFacts {
   minTipLamports: number;
   /** The account's send bucket, configured for its plan (`RateLimiter.sendBucket`). */
   bucket: Readonly<Slots>;
+  /**
+   * The account's counter of transactions in flight (`AccountCounters`) and its plan's cap
+   * (`InFlight.cap`), which the send's one call takes a place under before it sends; undefined
+   * when the service counts none.
+   */
+  inFlight?: { slot: number; cap: number };
 }
 
 interface Slot {
@@ -65,6 +71,23 @@ export interface AdmittedSend {
   who: Resolved;
   bucket: Readonly<Slots>;
   r: InspectResult;
+  /** The first send, when the call made it (`EarlySendArgs`): `sendFirstRoute`'s promise. */
+  sent?: Promise<Float64Array | string> | undefined;
+}
+
+/**
+ * What the one call needs to make the first send too (`inspectAdmitKeySend`), given by the
+ * submission core only when nothing but the call's own checks stands between admission and the
+ * send: the route, the process's in-flight counters, the send's budgets, its deadline slot (-1:
+ * none) and the request's age in µs.
+ */
+export interface EarlySendArgs {
+  ready: Parameters<typeof inspectAdmitKeySend>[7];
+  inFlight: Int32Array;
+  round1Ms: number;
+  budgetMs: number;
+  deadlineSlot: number;
+  sinceUs: number;
 }
 
 /** The caller a key resolves to. */
@@ -80,8 +103,11 @@ export interface Resolved {
  */
 const CACHEABLE = /^[\x21-\x7e]+$/;
 
+/** An account's plan facts and their numbers for the table (`KeyTable.insert`'s, after the overlay key). */
+type FactsRow = [PlanFacts | undefined, number, number, number, number];
+
 /** No plan facts: the table's entry is never answered by the send's one call. */
-const NO_FACTS: [undefined, number, number] = [undefined, -1, -1];
+const NO_FACTS: FactsRow = [undefined, -1, -1, -1, -1];
 
 function resolved(key: KeyRecord, account: AccountRecord | undefined): Resolved | undefined {
   return account === undefined ? undefined : { key, account };
@@ -131,17 +157,26 @@ export class KeyCache {
    * anything but a current hit with facts — having done none of it: the caller then runs
    * `authenticate` and `inspectAdmit`, the same answers as ever.
    */
-  admitSend(apiKey: string, base64: string, tips: TipSet, view: AdmissionView, out: Float64Array): AdmittedSend | null {
+  admitSend(apiKey: string, base64: string, tips: TipSet, view: AdmissionView, out: Float64Array, early?: EarlySendArgs): AdmittedSend | null {
     if (apiKey.length === 0 || apiKey.length > 256) return null;
-    const r = inspectAdmitKey(apiKey, base64, tips, view, this.table, out);
+    let r: InspectResult | null;
+    let sent: Promise<Float64Array | string> | undefined;
+    if (early === undefined) {
+      r = inspectAdmitKey(apiKey, base64, tips, view, this.table, out);
+    } else {
+      const e = early;
+      const a = inspectAdmitKeySend(apiKey, base64, tips, view, this.table, out, e.inFlight, e.ready, e.round1Ms, e.budgetMs, e.deadlineSlot, e.sinceUs);
+      r = a?.r ?? null;
+      sent = a?.sent;
+    }
     if (r === null) return null;
     const s = this.slots[out[8]!]!;
     // An entry has facts only with an account (`factsOf`).
-    return { who: { key: s.key, account: s.account! }, bucket: s.facts!.bucket, r };
+    return { who: { key: s.key, account: s.account! }, bucket: s.facts!.bucket, r, sent };
   }
 
-  /** `account`'s plan facts and their numbers for the table ([-1, -1]: none). */
-  private factsOf(account: AccountRecord | undefined): [PlanFacts | undefined, number, number] {
+  /** `account`'s plan facts and their numbers for the table (-1s: none). */
+  private factsOf(account: AccountRecord | undefined): FactsRow {
     if (account === undefined || this.planFacts === undefined) return NO_FACTS;
     let f: PlanFacts;
     try {
@@ -150,7 +185,7 @@ export class KeyCache {
       // No bucket for it (the slots are spent, say): the send's own path throws that as before.
       return NO_FACTS;
     }
-    return [f, f.minTipLamports, f.bucket.send];
+    return [f, f.minTipLamports, f.bucket.send, f.inFlight?.slot ?? -1, f.inFlight?.cap ?? -1];
   }
 
   /** The live key and its account, or undefined (→ 401). */
@@ -175,9 +210,9 @@ export class KeyCache {
         // (lmdb-js keeps a thread's snapshot until a setTimeout(0) fires).
         this.store.root.resetReadTxn();
         s.account = this.store.committedAccount(s.key.accountId);
-        const [facts, minTip, sendSlot] = this.factsOf(s.account);
+        const [facts, ...numbers] = this.factsOf(s.account);
         s.facts = facts;
-        this.table.accountRead(minTip, sendSlot);
+        this.table.accountRead(...numbers);
         return resolved(s.key, s.account);
     }
   }
@@ -199,8 +234,8 @@ export class KeyCache {
       // commit has moved the account generation, and is read again (with facts) after it; the
       // committed account's facts would only configure its bucket for the plan the credit may
       // be leaving.
-      const [facts, minTip, sendSlot] = held === undefined ? this.factsOf(account) : NO_FACTS;
-      const slot = this.table.insert(overlayKey, minTip, sendSlot);
+      const [facts, ...numbers] = held === undefined ? this.factsOf(account) : NO_FACTS;
+      const slot = this.table.insert(overlayKey, ...numbers);
       if (slot >= 0) this.slots[slot] = { key: who.key, account, overlayKey, facts };
     }
     return resolved(who.key, held ?? account);

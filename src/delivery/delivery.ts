@@ -14,8 +14,8 @@
  */
 import type { SimulationResult } from '../chain/rpc.js';
 import { SEND_OPTIONS, type SendOptionValues } from '../client/wire.js';
-import type { ChainHealth, LatestBlockhash } from './chain-view.js';
-import type { AdmissionView } from '../native.js';
+import type { ChainHealth, LatestBlockhash, Route } from './chain-view.js';
+import type { AdmissionView, QuicClient, TpuTargets } from '../native.js';
 import type { StatusRecord } from '../store/records.js';
 import type { HandoffTarget } from '../store/status-tables.js';
 import type { PackedAttempts } from './trace.js';
@@ -113,6 +113,25 @@ export interface HandoffQueue extends HandoffTarget {
   tail(a: Accepted): Uint8Array;
 }
 
+/** A route's targets: their texts (the attempts name targets by them) and the native handle. */
+export interface RouteTargets {
+  texts: string[];
+  handle: TpuTargets;
+}
+
+/** The route one first send goes to, chosen in the slot it is sent in (`first-send.ts`). */
+export interface ReadyRoute {
+  route: Route;
+  slot: number;
+  first: RouteTargets;
+  next: RouteTargets;
+}
+
+/** A route ready for the send's one native call, with the client it sends through (`SendPath.firstReady`). */
+export interface EarlySend extends ReadyRoute {
+  client: QuicClient;
+}
+
 /** What the submission core sees of delivery: three calls a send, and a simulation when asked. */
 export interface SendPath {
   /**
@@ -134,6 +153,15 @@ export interface SendPath {
    * leader accepted it, after one more round to the leaders after those.
    */
   firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend>;
+  /**
+   * Where the send's one native call (`POST /v1/send` on an ingress thread,
+   * `inspectAdmitKeySend`) may write the first send itself: the route for `options` and the
+   * client; null (or absent) when the first send must be `firstSend`'s (no route, a stale view,
+   * a route held for anti-MEV).
+   */
+  firstReady?(options: SendOptions): EarlySend | null;
+  /** The first send the one call made to `ready`'s route, settled as `firstSend` settles its own (the same answers and errors). */
+  firstSent?(signature: string, ready: ReadyRoute, sent: Promise<Float64Array | string>): Promise<FirstSend>;
   /**
    * Hand over an accepted transaction for rebroadcast rounds and confirmation tracking (the
    * `HandoffSink`); returns the replication wait under `ackReplication: quorum`, else null.

@@ -19,7 +19,7 @@
 import { Histogram } from 'prom-client';
 import { sendOutcomeReasons, TpuTargets, type QuicClient } from '../native.js';
 import type { ChainViewReplica, Leader, Route } from './chain-view.js';
-import { DeliveryError, type FirstSend, type SendOptions } from './delivery.js';
+import { DeliveryError, type EarlySend, type FirstSend, type ReadyRoute, type RouteTargets, type SendOptions } from './delivery.js';
 import { pushPacked, type PackedAttempts } from './trace.js';
 
 /** The send failure reasons by the index `sendFirstRoute` gives them. */
@@ -104,7 +104,7 @@ export class FirstSender {
    * name targets by them) and the native handle `sendFirstRoute` takes, parsed once (a call with
    * it copies no strings out of V8 and parses no address).
    */
-  private readonly targets = new WeakMap<Leader[], { texts: string[]; handle: TpuTargets }>();
+  private readonly targets = new WeakMap<Leader[], RouteTargets>();
 
   constructor(
     private readonly client: QuicClient,
@@ -117,27 +117,54 @@ export class FirstSender {
     if (route === null || !this.view.synced()) {
       throw new StaleViewError(slot, this.view.slotAgeMs());
     }
-    if (slot !== this.sentSlot) {
-      this.sentSlot = slot;
-      this.sentIn = new Set();
-    }
-    if (this.sentIn.has(signature)) return { slot, reached: 0, held: false };
+    if (this.sentThisSlot(slot).has(signature)) return { slot, reached: 0, held: false };
     if (route.hold) return { slot, reached: 0, held: true };
     // Both rounds in one native call (`sendFirstRoute`, native/src/quic/first_rounds.rs): round 1
     // to `first` within FIRST_ROUND_MS, round 2 to `next` with the rest of the budget only if
     // round 1 wrote to nobody. It resolves with numbers (or the failure text): the attempts
     // become `PackedAttempts` here, the names put in from lists this thread holds.
-    const first = this.route(route.first);
-    const next = this.route(route.next);
+    const ready: ReadyRoute = { route, slot, first: this.route(route.first), next: this.route(route.next) };
     const sinceUs = Number(process.hrtime.bigint() - receivedAt) / 1000;
-    const r = await this.client.sendFirstRoute(first.handle, next.handle, wire, FIRST_ROUND_MS, FIRST_SEND_BUDGET_MS, sinceUs);
+    const r = await this.client.sendFirstRoute(ready.first.handle, ready.next.handle, wire, FIRST_ROUND_MS, FIRST_SEND_BUDGET_MS, sinceUs);
+    return this.settle(signature, ready, r);
+  }
+
+  /**
+   * What a send made inside the send's one native call (`inspectAdmitKeySend`) goes to, or null
+   * when it cannot be made there and must go through `send`: no route or a stale view (`send`
+   * throws `StaleViewError`), a route held for anti-MEV (`send` answers held).
+   */
+  ready(options: SendOptions): EarlySend | null {
+    const route = this.view.route(options.antiMev);
+    if (route === null || route.hold || !this.view.synced()) return null;
+    return { client: this.client, route, slot: this.view.currentSlot(), first: this.route(route.first), next: this.route(route.next) };
+  }
+
+  /** A send the one call made to `ready`'s route, settled as `send` settles its own. */
+  async sent(signature: string, ready: ReadyRoute, sent: Promise<Float64Array | string>): Promise<FirstSend> {
+    return this.settle(signature, ready, await sent);
+  }
+
+  /** Signatures sent in `slot` (a new set when the slot moved on). */
+  private sentThisSlot(slot: number): Set<string> {
+    if (slot !== this.sentSlot) {
+      this.sentSlot = slot;
+      this.sentIn = new Set();
+    }
+    return this.sentIn;
+  }
+
+  /** `sendFirstRoute`'s answer `r` for `ready`'s route: the latencies observed, the attempts named, or `DeliveryError`. */
+  private settle(signature: string, ready: ReadyRoute, r: Float64Array | string): FirstSend {
+    const { first, next, slot } = ready;
     if (typeof r === 'string') {
-      const tried = r !== '' ? r : describe(route) || 'no leader with a TPU QUIC address';
+      const tried = r !== '' ? r : describe(ready.route) || 'no leader with a TPU QUIC address';
       throw new DeliveryError(`no leader accepted the transaction within ${FIRST_SEND_BUDGET_MS} ms (tried ${tried})`);
     }
     this.serviceLatency.observe(r[0]! / 1e6);
     this.nativeLatency.observe(r[1]! / 1e6);
-    this.sentIn.add(signature);
+    // Into the newest slot's set (a send that settles after the slot moved on joins the newer one, as ever).
+    (slot > this.sentSlot ? this.sentThisSlot(slot) : this.sentIn).add(signature);
     const attempts: PackedAttempts = [];
     const n = first.texts.length;
     for (let i = 2; i + RESULT_STRIDE <= r.length; i += RESULT_STRIDE) {
@@ -149,7 +176,7 @@ export class FirstSender {
   }
 
   /** A route's targets (those leaders with a TPU QUIC address): texts and native handle, built once per route. */
-  private route(leaders: Leader[]): { texts: string[]; handle: TpuTargets } {
+  private route(leaders: Leader[]): RouteTargets {
     let cached = this.targets.get(leaders);
     if (cached === undefined) {
       const texts = tpuTargets(leaders);

@@ -17,7 +17,7 @@
 import type { Rpc, SimulationResult } from '../chain/rpc.js';
 import type { AdmissionView } from '../native.js';
 import type { LatestBlockhash } from './chain-view.js';
-import type { Accepted, ChainFacts, ChainHealth, ChainSource, Delivery, FirstSend, HandoffQueue, HandoffSink, SendOptions } from './delivery.js';
+import type { Accepted, ChainFacts, ChainHealth, ChainSource, Delivery, EarlySend, FirstSend, HandoffQueue, HandoffSink, ReadyRoute, SendOptions } from './delivery.js';
 import type { FirstSender } from './first-send.js';
 
 export class ThreadDelivery implements Delivery {
@@ -26,7 +26,7 @@ export class ThreadDelivery implements Delivery {
 
   constructor(
     private readonly chain: ChainSource,
-    private readonly first: Pick<FirstSender, 'send'>,
+    private readonly first: Pick<FirstSender, 'send'> & Partial<Pick<FirstSender, 'ready' | 'sent'>>,
     private readonly rpc: Pick<Rpc, 'simulationFailure'>,
     private readonly sink: HandoffSink,
     readonly handoffQueue: HandoffQueue | null = null,
@@ -49,6 +49,14 @@ export class ThreadDelivery implements Delivery {
 
   firstSend(signature: string, wire: Buffer, options: SendOptions, receivedAt: bigint): Promise<FirstSend> {
     return this.first.send(signature, wire, options, receivedAt);
+  }
+
+  firstReady(options: SendOptions): EarlySend | null {
+    return this.first.ready?.(options) ?? null;
+  }
+
+  firstSent(signature: string, ready: ReadyRoute, sent: Promise<Float64Array | string>): Promise<FirstSend> {
+    return this.first.sent!(signature, ready, sent);
   }
 
   accepted(a: Accepted): Promise<void> | null {

@@ -20,13 +20,13 @@
  * headers: `src/http/rate-headers.ts`). Nothing here knows HTTP.
  */
 import type { Accounts } from '../accounts/accounts.js';
-import type { KeyCache, PlanFacts } from '../accounts/key-cache.js';
+import type { EarlySendArgs, KeyCache, PlanFacts } from '../accounts/key-cache.js';
 import type { BatchItem, SendResult } from '../client/wire.js';
 import type { InFlight } from '../accounts/in-flight.js';
 import { minTipLamports, pointsForTip, type Plan, type PlanName, type PlanTable } from '../accounts/plans.js';
 import type { RateDecision, RateLimiter, Slots } from '../accounts/rate-limiter.js';
-import { DeliveryError, type Accepted, type ChainFacts, type SendOptions, type SendPath } from '../delivery/delivery.js';
-import { StaleViewError } from '../delivery/first-send.js';
+import { DeliveryError, type Accepted, type ChainFacts, type EarlySend, type ReadyRoute, type SendOptions, type SendPath } from '../delivery/delivery.js';
+import { FIRST_ROUND_MS, FIRST_SEND_BUDGET_MS, StaleViewError } from '../delivery/first-send.js';
 import { Admit, ADMIT_KEY_OUT_LEN, inspectAdmit, inspectTransaction, type InspectResult, type TipSet, type VerifiedTransaction } from '../native.js';
 import { sentRecord, type StatusRecord } from '../store/records.js';
 import { acceptedNames, recordBytesIn, resendOptionsByte } from '../store/status-codec.js';
@@ -168,21 +168,52 @@ export class SubmissionCore {
     const view = this.d.delivery.admission;
     if (view !== undefined && view !== null) {
       const out = ADMIT_OUT;
-      const hit = keyed.keys.admitSend(keyed.apiKey, base64, tips, view, out);
+      const early = this.earlySend(options, receivedAt);
+      const hit = keyed.keys.admitSend(keyed.apiKey, base64, tips, view, out, early);
       if (hit !== null) {
         keyed.resolved(hit.who);
-        return this.admitted(hit.who, hit.r, hit.bucket, out, options, receivedAt, verified);
+        const sent = hit.sent === undefined ? undefined : { ready: early!.ready, sent: hit.sent };
+        return this.admitted(hit.who, hit.r, hit.bucket, out, options, receivedAt, verified, sent);
       }
     }
     return this.sendBase64(keyed.authenticate(), base64, tips, options, receivedAt, verified);
   }
 
   /**
+   * What lets the send's one call write the first send too (`inspectAdmitKeySend`), or undefined
+   * when something only JavaScript decides stands between admission and the send: a preflight
+   * asked, a store that cannot record (nothing is sent that cannot be recorded), no route ready
+   * (a stale view, a route held for anti-MEV: `SendPath.firstReady`). The call itself checks the
+   * rest — admitted, certainly new, the deadline, a place in flight — and sends nothing
+   * otherwise, and `deliver` then refuses it as ever.
+   */
+  private earlySend(options: SendOptions, receivedAt: bigint): (EarlySendArgs & { ready: EarlySend }) | undefined {
+    const { delivery, store } = this.d;
+    if (!options.skipPreflight || store.health.unavailable() !== null) return undefined;
+    const ready = delivery.firstReady?.(options) ?? null;
+    if (ready === null) return undefined;
+    return {
+      ready,
+      inFlight: this.d.inFlight?.counters.counts ?? NO_COUNTERS,
+      round1Ms: FIRST_ROUND_MS,
+      budgetMs: FIRST_SEND_BUDGET_MS,
+      deadlineSlot: options.deadlineSlot ?? -1,
+      sinceUs: Number(process.hrtime.bigint() - receivedAt) / 1000,
+    };
+  }
+
+  /**
    * What admission needs of `account`, for the key table's entry (`KeyCache.admitWith`): the
-   * plan's minimum tip and the account's send bucket, configured for its plan.
+   * plan's minimum tip, the account's send bucket configured for its plan, and (when the
+   * service counts them) its counter of transactions in flight with the plan's cap.
    */
   planFacts(account: AccountRecord): PlanFacts {
-    return { minTipLamports: this.minTipOf(account), bucket: this.d.limiter.sendBucket(account) };
+    const { inFlight } = this.d;
+    return {
+      minTipLamports: this.minTipOf(account),
+      bucket: this.d.limiter.sendBucket(account),
+      ...(inFlight !== undefined && { inFlight: { slot: inFlight.counters.slotOf(account.id), cap: inFlight.cap(account.plan) } }),
+    };
   }
 
   /** The minimum tip of `account`'s plan in lamports, as `inspectAdmit` takes it. */
@@ -199,7 +230,9 @@ export class SubmissionCore {
     options: SendOptions,
     receivedAt: bigint,
     verified: ((signature: string) => void) | undefined,
+    sent?: EarlySent,
   ): Promise<Sent & { rate: RateDecision }> {
+    // With `sent`, the one call admitted the transaction (nothing below refuses it) and sent it.
     const { account } = who;
     const plan = this.d.plans[account.plan];
     if (!r.ok) throw invalidTransaction(r.error.code, r.error.message);
@@ -224,7 +257,7 @@ export class SubmissionCore {
     };
     // `out[7]`: the process's filter of known signatures never had this one, so no record of it
     // can exist and the duplicate check is answered (`native/src/known.rs`).
-    const slot = await this.deliver(who, tx, facts, options, receivedAt, out[7] === 1);
+    const slot = await this.deliver(who, tx, facts, options, receivedAt, out[7] === 1, sent);
     return { signature: tx.signature, slot, rate };
   }
 
@@ -292,6 +325,8 @@ export class SubmissionCore {
    * Preflight if asked, first send, then record (first submission only) and hand over.
    * @param certainlyNew no record of the signature can exist (`inspectAdmit`'s filter answer):
    *   the store is not asked
+   * @param sent the first send, already made by the send's one call (`earlySend`): it checked
+   *   what comes before the send here and took the place in flight
    * @returns the slot of the first send
    */
   private async deliver(
@@ -301,46 +336,51 @@ export class SubmissionCore {
     options: SendOptions,
     receivedAt: bigint,
     certainlyNew = false,
+    sent?: EarlySent,
   ): Promise<number> {
     const { delivery, store } = this.d;
     const slot = facts.health.slot;
     const wire = tx.wire!;
-    // Nothing is sent that cannot be recorded (docs/decisions.md, "Faults"): one atomic load, shared
-    // by every thread, set by whichever thread's store first could not write.
-    const storeDown = store.health.unavailable();
-    if (storeDown !== null) throw storeRefusal(storeDown);
     // The record's key and blockhash, read in place from the wire (not decoded from base58 again).
     const bytes = recordBytesIn(wire, tx.signatureOffset, tx.blockhashOffset);
-    // Idempotence needs only whether a record exists, not the record — and it is asked before
-    // anything that could refuse a resend: a client that resends after a timeout must hear that
-    // its transaction is known (and, say, confirmed), never "deadline passed" or a preflight
-    // failure (a confirmed transaction simulates as already processed). A bot that believed such
-    // a refusal would sign again and pay twice.
-    // "Certainly new" from the filter is the common case on an ingress thread (no store read);
-    // "maybe known" (a record, a false positive, or the filter not loaded yet) asks the store.
-    const known = !certainlyNew && store.hasStatus(bytes.signature);
-    if (known) {
-      const answered = knownAnswer(store.getStatus(tx.signature), who.account.id, options.deadlineSlot, slot);
-      if (answered !== null) return answered;
-    }
-    // A deadline already behind the chain: nothing to deliver, and nothing is sent.
-    if (options.deadlineSlot !== null && options.deadlineSlot < slot) {
-      throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${slot}`);
-    }
-    if (!known && !options.skipPreflight) {
-      const failure = await delivery.simulate(wire);
-      if (failure !== null) {
-        throw new Refusal('TX_PREFLIGHT', `preflight simulation failed: ${JSON.stringify(failure.err)}${preflightDetail(failure.logs)}`, {
-          simulation: failure,
-        });
+    let known = false;
+    // Up to the first send; with `sent`, the one call checked all of it before it sent.
+    if (sent === undefined) {
+      // Nothing is sent that cannot be recorded (docs/decisions.md, "Faults"): one atomic load, shared
+      // by every thread, set by whichever thread's store first could not write.
+      const storeDown = store.health.unavailable();
+      if (storeDown !== null) throw storeRefusal(storeDown);
+      // Idempotence needs only whether a record exists, not the record — and it is asked before
+      // anything that could refuse a resend: a client that resends after a timeout must hear that
+      // its transaction is known (and, say, confirmed), never "deadline passed" or a preflight
+      // failure (a confirmed transaction simulates as already processed). A bot that believed such
+      // a refusal would sign again and pay twice.
+      // "Certainly new" from the filter is the common case on an ingress thread (no store read);
+      // "maybe known" (a record, a false positive, or the filter not loaded yet) asks the store.
+      known = !certainlyNew && store.hasStatus(bytes.signature);
+      if (known) {
+        const answered = knownAnswer(store.getStatus(tx.signature), who.account.id, options.deadlineSlot, slot);
+        if (answered !== null) return answered;
       }
+      // A deadline already behind the chain: nothing to deliver, and nothing is sent.
+      if (options.deadlineSlot !== null && options.deadlineSlot < slot) {
+        throw new Refusal('TX_OPTIONS', `options.deadline_slot ${options.deadlineSlot} has passed: the cluster is at slot ${slot}`);
+      }
+      if (!known && !options.skipPreflight) {
+        const failure = await delivery.simulate(wire);
+        if (failure !== null) {
+          throw new Refusal('TX_PREFLIGHT', `preflight simulation failed: ${JSON.stringify(failure.err)}${preflightDetail(failure.logs)}`, {
+            simulation: failure,
+          });
+        }
+      }
+      // A new signature takes a place among the account's transactions in flight (given back by
+      // the tracker when it settles or expires, or below if it is not accepted after all).
+      if (!known) this.holdInFlight(who.account);
     }
-    // A new signature takes a place among the account's transactions in flight (given back by
-    // the tracker when it settles or expires, or below if it is not accepted after all).
-    if (!known) this.holdInFlight(who.account);
     let first;
     try {
-      first = await delivery.firstSend(tx.signature, wire, options, receivedAt);
+      first = sent === undefined ? await delivery.firstSend(tx.signature, wire, options, receivedAt) : await delivery.firstSent!(tx.signature, sent.ready, sent.sent);
     } catch (e) {
       if (!known) this.d.inFlight?.release(who.account.id);
       if (e instanceof DeliveryError) throw deliveryRefusal(e);
@@ -416,6 +456,15 @@ export class SubmissionCore {
 
 /** Where this thread's `inspectAdmit` / `inspectAdmitKey` writes its verdict and numbers (read at once, before any await). */
 const ADMIT_OUT = new Float64Array(ADMIT_KEY_OUT_LEN);
+
+/** In-flight counters for a service that counts none (the one call then takes no place). */
+const NO_COUNTERS = new Int32Array(0);
+
+/** A first send the send's one call made (`inspectAdmitKeySend`): its route and `sendFirstRoute`'s promise. */
+interface EarlySent {
+  ready: ReadyRoute;
+  sent: Promise<Float64Array | string>;
+}
 
 /** The admission refusals, one message each whichever path decided them (`admit`, `inspectAdmit`). */
 function blockhashExpired(tx: VerifiedTransaction): Refusal {

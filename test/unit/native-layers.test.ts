@@ -29,7 +29,7 @@ const LAYERS: Record<string, readonly (readonly string[])[]> = {
     ['node.rs', 'node_record.rs', 'node_keys.rs', 'node_handoff.rs', 'node_known.rs'], // napi: everything else; the accepted send's record; the key table; the hand-off queues; the known-signature filter
     ['inspect.rs', 'usage.rs', 'quic/', 'keys.rs'],
     ['verify.rs', 'tip.rs', 'registry.rs', 'overlay.rs', 'admission.rs', 'handoff.rs'],
-    ['parse.rs', 'bucket.rs', 'record.rs', 'generations.rs', 'known.rs'],
+    ['parse.rs', 'bucket.rs', 'record.rs', 'generations.rs', 'known.rs', 'in_flight.rs'],
     ['error.rs', 'base58.rs', 'priority.rs', 'memory.rs'], // the bottom: error names nothing above it
   ],
   quic: [

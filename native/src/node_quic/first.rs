@@ -189,8 +189,23 @@ impl QuicClient {
         budget_ms: f64,
         since_us: f64,
     ) -> Result<Object<'env>, JsCode> {
-        let client = self.shared()?;
         check_tx(tx, None)?;
+        FirstRouteBudget::check(round1_ms, budget_ms, since_us)?
+            .start(env, self, first, next, tx, 0.0)
+    }
+}
+
+/// `sendFirstRoute`'s numbers, checked: for it and for the send's one call
+/// (`inspectAdmitKeySend`, `node_admit_key.rs`), which checks them before it does anything.
+pub(crate) struct FirstRouteBudget {
+    round1: Duration,
+    total: Duration,
+    since_us: f64,
+}
+
+impl FirstRouteBudget {
+    /// `round1Ms` and `budgetMs` whole ms in 1..=60000, `sinceUs` finite; else the thrown error.
+    pub(crate) fn check(round1_ms: f64, budget_ms: f64, since_us: f64) -> Result<Self, JsCode> {
         let round1 = budget("round1Ms", round1_ms)?;
         let total = budget("budgetMs", budget_ms)?;
         if !since_us.is_finite() {
@@ -198,23 +213,64 @@ impl QuicClient {
                 "sinceUs must be a finite number (got {since_us})"
             ))));
         }
-        let routes = [first.parsed.clone(), next.parsed.clone()];
-        let (deferred, promise) = env.create_deferred().map_err(internal)?;
-        // Round 1 queued here, on the JS thread: its writes start without waiting for a task.
-        let sending = FirstRoutes::dispatch(
-            client,
-            &routes[0].addrs,
-            routes[1].addrs.clone(),
-            Bytes::copy_from_slice(tx),
+        Ok(FirstRouteBudget {
             round1,
             total,
-        );
-        // Gathered on the first sends' thread, as `sendFirst`'s are (round 2 is queued there).
-        quic::first_runtime().spawn(async move {
-            let rounds = sending.settle().await;
-            let result = first_route(&rounds.rounds, [&routes[0], &routes[1]], since_us);
-            deferred.resolve(move |_| Ok(result));
-        });
-        Ok(promise)
+            since_us,
+        })
     }
+
+    /// Send `tx` (checked by the caller: a verified transaction, or `check_tx`) as
+    /// `sendFirstRoute` does; `later_us` µs after `sinceUs` (the time the caller spent since it
+    /// was given). Throws `QUIC_CLOSED` for a closed client.
+    pub(crate) fn start<'env>(
+        &self,
+        env: &'env Env,
+        client: &QuicClient,
+        first: &TpuTargets,
+        next: &TpuTargets,
+        tx: &[u8],
+        later_us: f64,
+    ) -> Result<Object<'env>, JsCode> {
+        let client = client.shared()?;
+        start_first_route(
+            env,
+            client,
+            [&first.parsed, &next.parsed],
+            Bytes::copy_from_slice(tx),
+            self.round1,
+            self.total,
+            self.since_us + later_us,
+        )
+    }
+}
+
+/// `sendFirstRoute`'s work once its arguments are checked: round 1 queued here, on the JS thread (its writes start without waiting
+/// for a task); the rounds gathered on the first sends' thread, which resolves the promise.
+fn start_first_route<'env>(
+    env: &'env Env,
+    client: &std::sync::Arc<quic::QuicClient>,
+    routes: [&Parsed; 2],
+    tx: Bytes,
+    round1: Duration,
+    total: Duration,
+    since_us: f64,
+) -> Result<Object<'env>, JsCode> {
+    let routes = [routes[0].clone(), routes[1].clone()];
+    let (deferred, promise) = env.create_deferred().map_err(internal)?;
+    let sending = FirstRoutes::dispatch(
+        client,
+        &routes[0].addrs,
+        routes[1].addrs.clone(),
+        tx,
+        round1,
+        total,
+    );
+    // Gathered on the first sends' thread, as `sendFirst`'s are (round 2 is queued there).
+    quic::first_runtime().spawn(async move {
+        let rounds = sending.settle().await;
+        let result = first_route(&rounds.rounds, [&routes[0], &routes[1]], since_us);
+        deferred.resolve(move |_| Ok(result));
+    });
+    Ok(promise)
 }

@@ -23,3 +23,8 @@ mod flights;
 mod results;
 mod targets;
 mod threads;
+
+// For the send's one call (`node_admit_key.rs`), which also makes the first send.
+pub(crate) use client::QuicClient;
+pub(crate) use first::FirstRouteBudget;
+pub(crate) use targets::TpuTargets;

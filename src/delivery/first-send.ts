@@ -105,6 +105,8 @@ export class FirstSender {
    * it copies no strings out of V8 and parses no address).
    */
   private readonly targets = new WeakMap<Leader[], RouteTargets>();
+  /** `ready`'s answer by route, for the slot it was made in. */
+  private readonly readies = new WeakMap<Route, EarlySend>();
 
   constructor(
     private readonly client: QuicClient,
@@ -137,7 +139,14 @@ export class FirstSender {
   ready(options: SendOptions): EarlySend | null {
     const route = this.view.route(options.antiMev);
     if (route === null || route.hold || !this.view.synced()) return null;
-    return { client: this.client, route, slot: this.view.currentSlot(), first: this.route(route.first), next: this.route(route.next) };
+    const slot = this.view.currentSlot();
+    // One object per route and slot, not per request (it is never changed).
+    let ready = this.readies.get(route);
+    if (ready === undefined || ready.slot !== slot) {
+      ready = { client: this.client, route, slot, first: this.route(route.first), next: this.route(route.next) };
+      this.readies.set(route, ready);
+    }
+    return ready;
   }
 
   /** A send the one call made to `ready`'s route, settled as `send` settles its own. */

@@ -11,8 +11,10 @@
  * - on an ingress thread, its native hand-off queue (`handoff-queue.ts`), which the record call
  *   feeds: the sink then hands over only the entry's number.
  *
- * The submission core calls it three times a send (`chainFacts`, `firstSend`, `accepted`); the
- * front ends read the chain through it (`latestBlockhash`, `watchSlots`, `health`).
+ * The submission core calls it three times a send (`chainFacts`, `firstSend`, `accepted`), or,
+ * when the send's one native call writes the first send (`POST /v1/send` on an ingress thread),
+ * `firstReady` before that call and `firstSent` after it instead of `firstSend`; the front ends
+ * read the chain through it (`latestBlockhash`, `watchSlots`, `health`).
  */
 import type { Rpc, SimulationResult } from '../chain/rpc.js';
 import type { AdmissionView } from '../native.js';

@@ -14,7 +14,11 @@
  *      never recorded or counted twice), the usage count, and the hand-over to rebroadcast and
  *      tracking (`Delivery.accepted`), which also feeds the status stream.
  * Of delivery the core sees three calls a send — `chainFacts`, `firstSend`, `accepted` — and a
- * simulation when preflight is asked (`SendPath` in `delivery.ts`).
+ * simulation when preflight is asked (`SendPath` in `delivery.ts`). On an ingress thread,
+ * `POST /v1/send` of a cached key folds steps 1–3 and 5 into one native call
+ * (`sendBase64Keyed`): the core offers it the route (`firstReady`) when nothing but the call's own
+ * checks stands before the send, and settles the send it made (`firstSent`) instead of calling
+ * `firstSend`.
  * Every refusal is a `Refusal` with a code from `refusals.ts`, and says when to come back and
  * which budget refused it as numbers (`retryAfterS`, `rate`); the front ends render it (HTTP
  * headers: `src/http/rate-headers.ts`). Nothing here knows HTTP.
@@ -155,7 +159,10 @@ export class SubmissionCore {
    * (`KeyCache.admitSend`: the key table's entry holds the plan facts admission needs, written by
    * `planFacts` whenever the entry's account is read); on anything but a current hit, and on
    * other threads, `keyed.authenticate()` and then `sendBase64` — the same answers, in the same
-   * order (a wrong key is refused before the transaction is looked at), either way.
+   * order (a wrong key is refused before the transaction is looked at), either way. When
+   * `earlySend` offers the route, the same call also writes the first send of a transaction it
+   * admitted as certainly new (`inspectAdmitKeySend`), and `deliver` settles that send instead
+   * of making its own.
    */
   async sendBase64Keyed(
     keyed: KeyedCaller,
@@ -192,15 +199,16 @@ export class SubmissionCore {
     if (!options.skipPreflight || store.health.unavailable() !== null) return undefined;
     const ready = delivery.firstReady?.(options) ?? null;
     if (ready === null) return undefined;
-    return {
-      ready,
-      inFlight: this.d.inFlight?.counters.counts ?? NO_COUNTERS,
-      round1Ms: FIRST_ROUND_MS,
-      budgetMs: FIRST_SEND_BUDGET_MS,
-      deadlineSlot: options.deadlineSlot ?? -1,
-      sinceUs: Number(process.hrtime.bigint() - receivedAt) / 1000,
-    };
+    // One object per core, filled for this call (read synchronously by it, never kept).
+    const e = (this.early ??= { ready, inFlight: this.d.inFlight?.counters.counts ?? NO_COUNTERS, round1Ms: FIRST_ROUND_MS, budgetMs: FIRST_SEND_BUDGET_MS, deadlineSlot: -1, sinceUs: 0 });
+    e.ready = ready;
+    e.deadlineSlot = options.deadlineSlot ?? -1;
+    e.sinceUs = Number(process.hrtime.bigint() - receivedAt) / 1000;
+    return e;
   }
+
+  /** `earlySend`'s answer, refilled for each call. */
+  private early: (EarlySendArgs & { ready: EarlySend }) | undefined;
 
   /**
    * What admission needs of `account`, for the key table's entry (`KeyCache.admitWith`): the

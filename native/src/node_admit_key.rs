@@ -30,6 +30,7 @@
 
 use crate::error::{to_js, JsCode, Refusal};
 use crate::in_flight;
+use crate::keys::PlanFacts;
 use crate::node::{Inspection, TipSet};
 use crate::node_admission::{check_out, inspect_admit_into, AdmissionView, ADMIT_OUT_LEN};
 use crate::node_keys::KeyTable;
@@ -57,18 +58,30 @@ pub fn inspect_admit_key(
     // Safety: as `inspect_admit`'s: this call's argument, written on the thread that owns it.
     let out = unsafe { out.as_mut() };
     check_out(out, ADMIT_KEY_OUT_LEN)?;
-    let Some((slot, facts)) = table.current(&key) else {
-        return Ok(None);
-    };
+    Ok(admit_key(&key, &transaction, tips, view, table, out).map(|(inspection, _)| inspection))
+}
+
+/// Both calls' work: `key` looked up in `table` and, on a current hit with plan facts, the
+/// transaction inspected and admitted on them, `out[8]` the entry's slot; None: ask JavaScript.
+fn admit_key(
+    key: &str,
+    transaction: &str,
+    tips: &TipSet,
+    view: &AdmissionView,
+    table: &KeyTable,
+    out: &mut [f64],
+) -> Option<(Inspection, PlanFacts)> {
+    let (slot, facts) = table.current(key)?;
     out[ADMIT_OUT_LEN as usize] = f64::from(slot);
-    Ok(Some(inspect_admit_into(
-        &transaction,
+    let inspection = inspect_admit_into(
+        transaction,
         tips,
         view,
         facts.min_tip_lamports,
         facts.send_slot,
         out,
-    )))
+    );
+    Some((inspection, facts))
 }
 
 /// Indexes of `out` this call reads back (`inspectAdmit`'s, see `node_admission.rs`).
@@ -117,18 +130,9 @@ pub fn inspect_admit_key_send<'env>(
     let out = unsafe { out.as_mut() };
     check_out(out, ADMIT_KEY_OUT_LEN).map_err(|e| invalid(e.reason))?;
     let budget = FirstRouteBudget::check(round1_ms, budget_ms, since_us)?;
-    let Some((slot, facts)) = table.current(&key) else {
+    let Some((inspection, facts)) = admit_key(&key, &transaction, tips, view, table, out) else {
         return Ok(None);
     };
-    out[ADMIT_OUT_LEN as usize] = f64::from(slot);
-    let inspection = inspect_admit_into(
-        &transaction,
-        tips,
-        view,
-        facts.min_tip_lamports,
-        facts.send_slot,
-        out,
-    );
     let mut sent = None;
     let wire = inspection.tx.as_ref().and_then(|tx| tx.wire.as_deref());
     if let (true, Some(wire)) = (may_send(out, deadline_slot), wire) {

@@ -8,7 +8,6 @@
 //! overlay, an account to read again, an entry without facts — answers "ask JavaScript" (null)
 //! having done nothing else: the caller then runs the key cache's own path and `inspectAdmit`,
 //! so every answer but the hit's is the one the separate calls give.
-
 //!
 //! `inspectAdmitKeySend`: the same call when the send may go out at once — and then, in it, the
 //! first send (`sendFirstRoute`'s both rounds) of a transaction that needs nothing more from

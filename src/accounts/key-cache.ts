@@ -164,8 +164,7 @@ export class KeyCache {
     if (early === undefined) {
       r = inspectAdmitKey(apiKey, base64, tips, view, this.table, out);
     } else {
-      const e = early;
-      const a = inspectAdmitKeySend(apiKey, base64, tips, view, this.table, out, e.inFlight, e.ready, e.round1Ms, e.budgetMs, e.deadlineSlot, e.sinceUs);
+      const a = inspectAdmitKeySend(apiKey, base64, tips, view, this.table, out, early.inFlight, early.ready, early.round1Ms, early.budgetMs, early.deadlineSlot, early.sinceUs);
       r = a?.r ?? null;
       sent = a?.sent;
     }

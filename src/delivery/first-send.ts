@@ -105,7 +105,7 @@ export class FirstSender {
    * it copies no strings out of V8 and parses no address).
    */
   private readonly targets = new WeakMap<Leader[], RouteTargets>();
-  /** `ready`'s answer by route, for the slot it was made in. */
+  /** `readyFor`'s answer by route, for the slot it was made in. */
   private readonly readies = new WeakMap<Route, EarlySend>();
 
   constructor(
@@ -125,7 +125,7 @@ export class FirstSender {
     // to `first` within FIRST_ROUND_MS, round 2 to `next` with the rest of the budget only if
     // round 1 wrote to nobody. It resolves with numbers (or the failure text): the attempts
     // become `PackedAttempts` here, the names put in from lists this thread holds.
-    const ready: ReadyRoute = { route, slot, first: this.route(route.first), next: this.route(route.next) };
+    const ready = this.readyFor(route, slot);
     const sinceUs = Number(process.hrtime.bigint() - receivedAt) / 1000;
     const r = await this.client.sendFirstRoute(ready.first.handle, ready.next.handle, wire, FIRST_ROUND_MS, FIRST_SEND_BUDGET_MS, sinceUs);
     return this.settle(signature, ready, r);
@@ -139,8 +139,11 @@ export class FirstSender {
   ready(options: SendOptions): EarlySend | null {
     const route = this.view.route(options.antiMev);
     if (route === null || route.hold || !this.view.synced()) return null;
-    const slot = this.view.currentSlot();
-    // One object per route and slot, not per request (it is never changed).
+    return this.readyFor(route, this.view.currentSlot());
+  }
+
+  /** `route` in `slot` with its targets and the client: one object per route and slot, not per request (it is never changed). */
+  private readyFor(route: Route, slot: number): EarlySend {
     let ready = this.readies.get(route);
     if (ready === undefined || ready.slot !== slot) {
       ready = { client: this.client, route, slot, first: this.route(route.first), next: this.route(route.next) };
